@@ -1,0 +1,54 @@
+// swift-tools-version:6.1
+//
+// OpenAVCapture: Apple's AVFoundation capture stack for Linux.
+// The layers are drawn in docs/architecture.md; an arrow never points up.
+
+import PackageDescription
+
+/// Complete concurrency checking everywhere; warnings are errors in CI (`make test` passes -warnings-as-errors).
+let strictSwift: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "OpenAVCapture",
+    products: [
+        .library(name: "OpenCoreMedia", targets: ["OpenCoreMedia"]),
+        .library(name: "OpenCoreVideo", targets: ["OpenCoreVideo"]),
+    ],
+    targets: [
+        // MARK: C libraries, each behind a shim header whose every symbol carries the target's prefix.
+
+        /// FFmpeg 5.1 (libavformat, libavcodec, libavutil, libswscale, libswresample).
+        .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat",
+            providers: [
+                .apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev", "libswresample-dev"])
+            ]
+        ),
+        /// ALSA's libasound.
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        /// V4L2 (<linux/videodev2.h>): the VIDIOC_* request codes as constants and a non-variadic ioctl.
+        .target(name: "CLinuxMedia"),
+
+        // MARK: Pure Swift, public: the bottom of the stack.
+
+        .target(name: "OpenCoreVideo", swiftSettings: strictSwift),
+        .target(name: "OpenCoreMedia", dependencies: ["OpenCoreVideo"], swiftSettings: strictSwift),
+
+        // MARK: Internal: devices and codecs.
+
+        .target(name: "CaptureDrivers", dependencies: ["OpenCoreMedia", "OpenCoreVideo"], swiftSettings: strictSwift),
+
+        // MARK: Tests, one target per module.
+
+        .testTarget(name: "CFFmpegTests", dependencies: ["CFFmpeg"], swiftSettings: strictSwift),
+        .testTarget(name: "CALSATests", dependencies: ["CALSA"], swiftSettings: strictSwift),
+        .testTarget(name: "CLinuxMediaTests", dependencies: ["CLinuxMedia"], swiftSettings: strictSwift),
+        .testTarget(name: "OpenCoreVideoTests", dependencies: ["OpenCoreVideo"], swiftSettings: strictSwift),
+        .testTarget(name: "OpenCoreMediaTests", dependencies: ["OpenCoreMedia"], swiftSettings: strictSwift),
+        .testTarget(name: "CaptureDriversTests", dependencies: ["CaptureDrivers"], swiftSettings: strictSwift),
+    ]
+)

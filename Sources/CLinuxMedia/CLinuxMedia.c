@@ -1,0 +1,55 @@
+#include "CLinuxMedia.h"
+
+#include <sys/ioctl.h>
+
+const unsigned long CLinuxMedia_VIDIOC_QUERYCAP = VIDIOC_QUERYCAP;
+const unsigned long CLinuxMedia_VIDIOC_ENUM_FMT = VIDIOC_ENUM_FMT;
+const unsigned long CLinuxMedia_VIDIOC_G_FMT = VIDIOC_G_FMT;
+const unsigned long CLinuxMedia_VIDIOC_S_FMT = VIDIOC_S_FMT;
+const unsigned long CLinuxMedia_VIDIOC_TRY_FMT = VIDIOC_TRY_FMT;
+const unsigned long CLinuxMedia_VIDIOC_REQBUFS = VIDIOC_REQBUFS;
+const unsigned long CLinuxMedia_VIDIOC_QUERYBUF = VIDIOC_QUERYBUF;
+const unsigned long CLinuxMedia_VIDIOC_EXPBUF = VIDIOC_EXPBUF;
+const unsigned long CLinuxMedia_VIDIOC_QBUF = VIDIOC_QBUF;
+const unsigned long CLinuxMedia_VIDIOC_DQBUF = VIDIOC_DQBUF;
+const unsigned long CLinuxMedia_VIDIOC_STREAMON = VIDIOC_STREAMON;
+const unsigned long CLinuxMedia_VIDIOC_STREAMOFF = VIDIOC_STREAMOFF;
+const unsigned long CLinuxMedia_VIDIOC_G_PARM = VIDIOC_G_PARM;
+const unsigned long CLinuxMedia_VIDIOC_S_PARM = VIDIOC_S_PARM;
+const unsigned long CLinuxMedia_VIDIOC_ENUM_FRAMESIZES = VIDIOC_ENUM_FRAMESIZES;
+const unsigned long CLinuxMedia_VIDIOC_ENUM_FRAMEINTERVALS = VIDIOC_ENUM_FRAMEINTERVALS;
+const unsigned long CLinuxMedia_VIDIOC_ENUMINPUT = VIDIOC_ENUMINPUT;
+const unsigned long CLinuxMedia_VIDIOC_G_INPUT = VIDIOC_G_INPUT;
+const unsigned long CLinuxMedia_VIDIOC_S_INPUT = VIDIOC_S_INPUT;
+const unsigned long CLinuxMedia_VIDIOC_QUERYCTRL = VIDIOC_QUERYCTRL;
+const unsigned long CLinuxMedia_VIDIOC_QUERY_EXT_CTRL = VIDIOC_QUERY_EXT_CTRL;
+const unsigned long CLinuxMedia_VIDIOC_QUERYMENU = VIDIOC_QUERYMENU;
+const unsigned long CLinuxMedia_VIDIOC_G_CTRL = VIDIOC_G_CTRL;
+const unsigned long CLinuxMedia_VIDIOC_S_CTRL = VIDIOC_S_CTRL;
+const unsigned long CLinuxMedia_VIDIOC_G_EXT_CTRLS = VIDIOC_G_EXT_CTRLS;
+const unsigned long CLinuxMedia_VIDIOC_S_EXT_CTRLS = VIDIOC_S_EXT_CTRLS;
+const unsigned long CLinuxMedia_VIDIOC_TRY_EXT_CTRLS = VIDIOC_TRY_EXT_CTRLS;
+const unsigned long CLinuxMedia_VIDIOC_G_SELECTION = VIDIOC_G_SELECTION;
+const unsigned long CLinuxMedia_VIDIOC_S_SELECTION = VIDIOC_S_SELECTION;
+const unsigned long CLinuxMedia_VIDIOC_SUBSCRIBE_EVENT = VIDIOC_SUBSCRIBE_EVENT;
+const unsigned long CLinuxMedia_VIDIOC_UNSUBSCRIBE_EVENT = VIDIOC_UNSUBSCRIBE_EVENT;
+const unsigned long CLinuxMedia_VIDIOC_DQEVENT = VIDIOC_DQEVENT;
+
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_YUYV = V4L2_PIX_FMT_YUYV;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_UYVY = V4L2_PIX_FMT_UYVY;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_NV12 = V4L2_PIX_FMT_NV12;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_NV21 = V4L2_PIX_FMT_NV21;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_YUV420 = V4L2_PIX_FMT_YUV420;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_GREY = V4L2_PIX_FMT_GREY;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_RGB24 = V4L2_PIX_FMT_RGB24;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_BGR24 = V4L2_PIX_FMT_BGR24;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_ABGR32 = V4L2_PIX_FMT_ABGR32;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_XBGR32 = V4L2_PIX_FMT_XBGR32;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_JPEG = V4L2_PIX_FMT_JPEG;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_H264 = V4L2_PIX_FMT_H264;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_HEVC = V4L2_PIX_FMT_HEVC;
+
+int CLinuxMedia_ioctl(int fd, unsigned long request, void *argument) {
+    return ioctl(fd, request, argument);
+}

@@ -1,0 +1,66 @@
+// CLinuxMedia: V4L2's <linux/videodev2.h>, plus what Swift cannot import from it.
+// Every symbol this header adds starts with CLinuxMedia_. The VIDIOC_* request codes are
+// _IOWR(...) macros, and the pixel formats are v4l2_fourcc(...) macros, neither of which Swift
+// imports, so they are defined once, as constants, in CLinuxMedia.c.
+#ifndef CLINUXMEDIA_H
+#define CLINUXMEDIA_H
+
+#include <linux/videodev2.h>
+#include <linux/v4l2-controls.h>
+#include <stdint.h>
+
+// MARK: ioctl request codes (the corresponding C macros are VIDIOC_*)
+extern const unsigned long CLinuxMedia_VIDIOC_QUERYCAP;
+extern const unsigned long CLinuxMedia_VIDIOC_ENUM_FMT;
+extern const unsigned long CLinuxMedia_VIDIOC_G_FMT;
+extern const unsigned long CLinuxMedia_VIDIOC_S_FMT;
+extern const unsigned long CLinuxMedia_VIDIOC_TRY_FMT;
+extern const unsigned long CLinuxMedia_VIDIOC_REQBUFS;
+extern const unsigned long CLinuxMedia_VIDIOC_QUERYBUF;
+extern const unsigned long CLinuxMedia_VIDIOC_EXPBUF;
+extern const unsigned long CLinuxMedia_VIDIOC_QBUF;
+extern const unsigned long CLinuxMedia_VIDIOC_DQBUF;
+extern const unsigned long CLinuxMedia_VIDIOC_STREAMON;
+extern const unsigned long CLinuxMedia_VIDIOC_STREAMOFF;
+extern const unsigned long CLinuxMedia_VIDIOC_G_PARM;
+extern const unsigned long CLinuxMedia_VIDIOC_S_PARM;
+extern const unsigned long CLinuxMedia_VIDIOC_ENUM_FRAMESIZES;
+extern const unsigned long CLinuxMedia_VIDIOC_ENUM_FRAMEINTERVALS;
+extern const unsigned long CLinuxMedia_VIDIOC_ENUMINPUT;
+extern const unsigned long CLinuxMedia_VIDIOC_G_INPUT;
+extern const unsigned long CLinuxMedia_VIDIOC_S_INPUT;
+extern const unsigned long CLinuxMedia_VIDIOC_QUERYCTRL;
+extern const unsigned long CLinuxMedia_VIDIOC_QUERY_EXT_CTRL;
+extern const unsigned long CLinuxMedia_VIDIOC_QUERYMENU;
+extern const unsigned long CLinuxMedia_VIDIOC_G_CTRL;
+extern const unsigned long CLinuxMedia_VIDIOC_S_CTRL;
+extern const unsigned long CLinuxMedia_VIDIOC_G_EXT_CTRLS;
+extern const unsigned long CLinuxMedia_VIDIOC_S_EXT_CTRLS;
+extern const unsigned long CLinuxMedia_VIDIOC_TRY_EXT_CTRLS;
+extern const unsigned long CLinuxMedia_VIDIOC_G_SELECTION;
+extern const unsigned long CLinuxMedia_VIDIOC_S_SELECTION;
+extern const unsigned long CLinuxMedia_VIDIOC_SUBSCRIBE_EVENT;
+extern const unsigned long CLinuxMedia_VIDIOC_UNSUBSCRIBE_EVENT;
+extern const unsigned long CLinuxMedia_VIDIOC_DQEVENT;
+
+// MARK: pixel formats (the corresponding C macros are V4L2_PIX_FMT_*)
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_YUYV;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_UYVY;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_NV12;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_NV21;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_YUV420;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_GREY;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_RGB24;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_BGR24;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_ABGR32;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_XBGR32;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_MJPEG;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_JPEG;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_H264;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_HEVC;
+
+/// ioctl(2) with its one argument fixed: Swift cannot call the variadic original.
+/// Returns what ioctl returns; errno is left as ioctl set it.
+int CLinuxMedia_ioctl(int fd, unsigned long request, void *argument);
+
+#endif
