@@ -1,0 +1,28 @@
+// swift-tools-version:6.1
+//
+// Benchmarks for OpenAVCapture, a package of its own so the library never depends on the harness.
+// Run: `make bench` from the repository root, or `swift package benchmark` here.
+
+import PackageDescription
+
+let package = Package(
+    name: "OpenAVCaptureBenchmarks",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(name: "OpenAVCapture", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "CoreMediaBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "OpenCoreMedia", package: "OpenAVCapture"),
+                .product(name: "OpenCoreVideo", package: "OpenAVCapture"),
+            ],
+            path: "Benchmarks/CoreMediaBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)
