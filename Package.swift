@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "OpenCoreMedia", targets: ["OpenCoreMedia"]),
         .library(name: "OpenCoreVideo", targets: ["OpenCoreVideo"]),
     ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+    ],
     targets: [
         // MARK: C libraries, each behind a shim header whose every symbol carries the target's prefix.
 
@@ -40,7 +43,10 @@ let package = Package(
 
         // MARK: Internal: devices and codecs.
 
-        .target(name: "CaptureDrivers", dependencies: ["OpenCoreMedia", "OpenCoreVideo"], swiftSettings: strictSwift),
+        .target(
+            name: "CaptureDrivers",
+            dependencies: ["OpenCoreMedia", "OpenCoreVideo", .product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: strictSwift),
 
         // MARK: Tests, one target per module.
 

@@ -76,8 +76,8 @@ struct VirtualFrameMovieTests {
         let outHeight = scaledTo?.height ?? height
         let frameSize = outWidth * outHeight
         #expect(bytes.count == frameSize * indices.count, "ffmpeg decoded \(bytes.count / frameSize) frames")
-        return (0 ..< bytes.count / frameSize).map { n in
-            TestPlane(width: outWidth, height: outHeight, pixels: Array(bytes[n * frameSize ..< (n + 1) * frameSize]))
+        return (0..<bytes.count / frameSize).map { n in
+            TestPlane(width: outWidth, height: outHeight, pixels: Array(bytes[n * frameSize..<(n + 1) * frameSize]))
         }
     }
 
@@ -89,7 +89,7 @@ struct VirtualFrameMovieTests {
 
     @Test("3 s of 640x480 at 30 fps through H.264: every index and every flash reads back")
     func h264RoundTrip() throws {
-        let planes = try roundTrip(width: 640, height: 480, indices: 0 ..< 90)
+        let planes = try roundTrip(width: 640, height: 480, indices: 0..<90)
         var misread = [Int]()
         for (n, plane) in planes.enumerated() {
             let shouldFlash = n % 30 == 0
@@ -102,7 +102,7 @@ struct VirtualFrameMovieTests {
 
     @Test("1920x1080 scaled to 320x240 in the encoder: indices and the flash still read")
     func scaledH264RoundTrip() throws {
-        let planes = try roundTrip(width: 1920, height: 1080, indices: 26 ..< 36, scaledTo: (320, 240))
+        let planes = try roundTrip(width: 1920, height: 1080, indices: 26..<36, scaledTo: (320, 240))
         for (n, plane) in planes.enumerated() {
             let index = 26 + n
             #expect(isFlash(plane) == (index == 30), "frame \(index) flash")

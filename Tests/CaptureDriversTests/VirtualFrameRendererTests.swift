@@ -5,27 +5,31 @@ import Testing
 private let sampleIndices: [UInt32] = {
     var generator = SplitMix64(seed: 0x5EED)
     return [0, 1, 2, 1 << 31, 0xFFFF_FFFF, 0x5555_5555, 0xAAAA_AAAA]
-        + (0 ..< 3).map { _ in UInt32(truncatingIfNeeded: generator.next()) }
+        + (0..<3).map { _ in UInt32(truncatingIfNeeded: generator.next()) }
 }()
 
 @Suite("Virtual camera frames")
 struct VirtualFrameRendererTests {
     // MARK: The frame-index code
 
-    @Test("the frame index reads back at every size, halved, and with ±6 levels of noise", arguments: virtualPresetSizes)
+    @Test(
+        "the frame index reads back at every size, halved, and with ±6 levels of noise", arguments: virtualPresetSizes)
     func frameIndexRoundTrips(size: (width: Int, height: Int)) {
         let renderer = VirtualFrameRenderer(width: size.width, height: size.height)
         let cell = VirtualFrameIndexCode.cellSize(frameWidth: size.width)
         for (n, index) in sampleIndices.enumerated() {
-            let frame = TestFrame(frameParameters(index: index), width: size.width, height: size.height, renderer: renderer)
+            let frame = TestFrame(
+                frameParameters(index: index), width: size.width, height: size.height, renderer: renderer)
             #expect(frame.frameIndex == index, "\(size) index \(index)")
             // The reader looks only at the corner, so scaling the corner is scaling the frame (and keeps the
             // debug build fast at 4032x3024).
             let corner = TestPlane(width: size.width, height: size.height, pixels: frame.packedLuma)
-                .cropped(width: (VirtualFrameIndexCode.columns + 6) * cell, height: (VirtualFrameIndexCode.rows + 6) * cell)
+                .cropped(
+                    width: (VirtualFrameIndexCode.columns + 6) * cell, height: (VirtualFrameIndexCode.rows + 6) * cell)
             #expect(corner.frameIndex == index)
             #expect(corner.boxDownscaled().frameIndex == index, "\(size) halved, index \(index)")
-            #expect(corner.withNoise(amplitude: 6, seed: UInt64(n)).frameIndex == index, "\(size) noisy, index \(index)")
+            #expect(
+                corner.withNoise(amplitude: 6, seed: UInt64(n)).frameIndex == index, "\(size) noisy, index \(index)")
             #expect(corner.boxDownscaled().withNoise(amplitude: 6, seed: UInt64(n)).frameIndex == index)
         }
     }
@@ -46,12 +50,12 @@ struct VirtualFrameRendererTests {
         let clean = TestFrame(frameParameters(index: 0xDEAD_BEEF), width: width, height: 480)
         #expect(clean.frameIndex == 0xDEAD_BEEF)
         // Every data cell and every fixed cell, inverted one at a time.
-        for row in 0 ..< VirtualFrameIndexCode.rows {
-            for column in 0 ..< VirtualFrameIndexCode.columns {
+        for row in 0..<VirtualFrameIndexCode.rows {
+            for column in 0..<VirtualFrameIndexCode.columns {
                 var frame = clean
                 let white = VirtualFrameIndexCode.cellIsWhite(column: column, row: row, index: 0xDEAD_BEEF)
-                for y in row * cell ..< (row + 1) * cell {
-                    for x in column * cell ..< (column + 1) * cell {
+                for y in row * cell..<(row + 1) * cell {
+                    for x in column * cell..<(column + 1) * cell {
                         frame.luma[y * frame.lumaStride + x] = white ? 16 : 235
                     }
                 }
@@ -63,7 +67,8 @@ struct VirtualFrameRendererTests {
     @Test("pictures without a code read nil")
     func noCodeReadsNil() {
         var generator = SplitMix64(seed: 42)
-        let noise = TestPlane(width: 320, height: 240, pixels: (0 ..< 320 * 240).map { _ in UInt8.random(in: 0 ... 255, using: &generator) })
+        let noise = TestPlane(
+            width: 320, height: 240, pixels: (0..<320 * 240).map { _ in UInt8.random(in: 0...255, using: &generator) })
         #expect(noise.frameIndex == nil)
         #expect(TestPlane(width: 320, height: 240, pixels: [UInt8](repeating: 128, count: 320 * 240)).frameIndex == nil)
         let flash = TestFrame(frameParameters(index: 30, seconds: 1), width: 320, height: 240)
@@ -72,7 +77,7 @@ struct VirtualFrameRendererTests {
         let frame = TestFrame(frameParameters(index: 77), width: 320, height: 240)
         let mirrored = TestPlane(
             width: 320, height: 240,
-            pixels: (0 ..< 240).flatMap { row in frame.packedLuma[row * 320 ..< (row + 1) * 320].reversed() }
+            pixels: (0..<240).flatMap { row in frame.packedLuma[row * 320..<(row + 1) * 320].reversed() }
         )
         #expect(mirrored.frameIndex == nil)
     }
@@ -91,7 +96,7 @@ struct VirtualFrameRendererTests {
         let changed = TestFrame(frameParameters(index: 99, scene: scene, optics: optics), width: 640, height: 480)
         let rect = VirtualFrameLayout(width: 640, height: 480).frameIndexCodeRect
         for y in rect.rows {
-            let range = y * plain.lumaStride + rect.x ..< y * plain.lumaStride + rect.x + rect.width
+            let range = y * plain.lumaStride + rect.x..<y * plain.lumaStride + rect.x + rect.width
             #expect(plain.luma[range] == changed.luma[range])
         }
         #expect(changed.frameIndex == 99)
@@ -131,8 +136,8 @@ struct VirtualFrameRendererTests {
         }
         var worstChroma = 0
         var lumaMismatches = 0
-        for y in 0 ..< size.height {
-            for x in 0 ..< size.width {
+        for y in 0..<size.height {
+            for x in 0..<size.width {
                 lumaMismatches += yuyv[y * stride + 2 * x] == nv12.luma[y * nv12.lumaStride + x] ? 0 : 1
                 if y % 2 == 0 {
                     // NV12 chroma is the mean of the two YUYV rows' chroma.
@@ -151,7 +156,7 @@ struct VirtualFrameRendererTests {
 
     @Test("flash frames fall exactly at whole seconds at 30 fps")
     func flashAt30fps() {
-        for index in 0 ..< 30 * 20 {
+        for index in 0..<30 * 20 {
             let parameters = VirtualFrameParameters(index: UInt32(index), frameDuration: 1, timescale: 30)
             #expect(parameters.isFlashFrame == (index % 30 == 0), "frame \(index)")
         }
@@ -160,9 +165,9 @@ struct VirtualFrameRendererTests {
     @Test("flash frames fall exactly at whole seconds at 30000/1001 fps, one per second")
     func flashAt2997fps() {
         // Second k falls in frame ⌊k · 30000 / 1001⌋, the frame whose interval [i·1001, (i+1)·1001) holds k·30000.
-        let expected = Set((0 ... 1001).map { second in second * 30000 / 1001 })
+        let expected = Set((0...1001).map { second in second * 30000 / 1001 })
         var flashes = 0
-        for index in 0 ..< 30000 {
+        for index in 0..<30000 {
             let parameters = VirtualFrameParameters(index: UInt32(index), frameDuration: 1001, timescale: 30000)
             #expect(parameters.isFlashFrame == expected.contains(index), "frame \(index)")
             flashes += parameters.isFlashFrame ? 1 : 0
@@ -178,7 +183,8 @@ struct VirtualFrameRendererTests {
         let start = { (value: Int64, scale: Int32) in VirtualClockTime(value: value, timescale: scale) }
         let frame = VirtualClockTime(value: 1, timescale: 30)
         #expect(VirtualClockTime.intervalContainsWholeSecond(start: start(999_999_999, 1_000_000_000), duration: frame))
-        #expect(!VirtualClockTime.intervalContainsWholeSecond(start: start(1_000_000_001, 1_000_000_000), duration: frame))
+        #expect(
+            !VirtualClockTime.intervalContainsWholeSecond(start: start(1_000_000_001, 1_000_000_000), duration: frame))
         #expect(VirtualClockTime.intervalContainsWholeSecond(start: start(-1, 30), duration: frame) == false)
         #expect(VirtualClockTime.intervalContainsWholeSecond(start: start(-1, 60), duration: frame))
         #expect(VirtualClockTime.intervalContainsWholeSecond(start: start(Int64.max / 2, 7), duration: start(7, 7)))
@@ -191,11 +197,12 @@ struct VirtualFrameRendererTests {
         optics.whiteBalanceGains = VirtualRGB(red: 3, green: 1, blue: 2)
         optics.zoomFactor = 4
         let frame = TestFrame(frameParameters(index: 60, seconds: 2, optics: optics), width: 352, height: 288)
-        for y in 0 ..< frame.height {
-            #expect(frame.luma[y * frame.lumaStride ..< y * frame.lumaStride + frame.width].allSatisfy { $0 == 235 })
+        for y in 0..<frame.height {
+            #expect(frame.luma[y * frame.lumaStride..<y * frame.lumaStride + frame.width].allSatisfy { $0 == 235 })
         }
-        for y in 0 ..< frame.height / 2 {
-            #expect(frame.chroma[y * frame.chromaStride ..< y * frame.chromaStride + frame.width].allSatisfy { $0 == 128 })
+        for y in 0..<frame.height / 2 {
+            #expect(
+                frame.chroma[y * frame.chromaStride..<y * frame.chromaStride + frame.width].allSatisfy { $0 == 128 })
         }
         #expect(frame.withLuma { VirtualPictureReader.isFlashFrame($0) })
     }
@@ -222,14 +229,17 @@ struct VirtualFrameRendererTests {
             var optics = VirtualOptics()
             optics.zoomFactor = zoom
             let seconds = 0.4
-            let frame = TestFrame(frameParameters(seconds: seconds, optics: optics), width: size.width, height: size.height)
+            let frame = TestFrame(
+                frameParameters(seconds: seconds, optics: optics), width: size.width, height: size.height)
             let layout = VirtualFrameLayout(width: size.width, height: size.height, zoomFactor: zoom)
             let object = layout.object(atSeconds: seconds)
             #expect(object.centerX + object.diameter / 2 < Double(size.width), "the object is in the frame")
             let row = Int(object.centerY)
-            let columns = Int(object.centerX - object.diameter) ..< Int(object.centerX + object.diameter)
-            let width = try #require(frame.withLuma { VirtualPictureReader.measureObjectSize($0, row: row, columns: columns) })
-            #expect(abs(width / object.diameter - 1) < 0.02, "zoom \(zoom): measured \(width), drawn \(object.diameter)")
+            let columns = Int(object.centerX - object.diameter)..<Int(object.centerX + object.diameter)
+            let width = try #require(
+                frame.withLuma { VirtualPictureReader.measureObjectSize($0, row: row, columns: columns) })
+            #expect(
+                abs(width / object.diameter - 1) < 0.02, "zoom \(zoom): measured \(width), drawn \(object.diameter)")
             measured.append(width)
         }
         #expect(abs(measured[1] / measured[0] - 2) < 0.1, "ratio \(measured[1] / measured[0])")
@@ -248,9 +258,11 @@ struct VirtualFrameRendererTests {
                 // The brightest run's midpoint in the centre row is the object's centre.
                 let row = Int(expected.centerY)
                 var bright = [Int]()
-                for x in 0 ..< 640 where frame.luma[row * frame.lumaStride + x] > 200 { bright.append(x) }
+                for x in 0..<640 where frame.luma[row * frame.lumaStride + x] > 200 { bright.append(x) }
                 let center = Double(bright.first! + bright.last! + 1) / 2
-                #expect(abs(center - expected.centerX) < 1.5, "\(seconds) s \(scene.camera): \(center) vs \(expected.centerX)")
+                #expect(
+                    abs(center - expected.centerX) < 1.5,
+                    "\(seconds) s \(scene.camera): \(center) vs \(expected.centerX)")
             }
         }
     }
@@ -288,7 +300,8 @@ struct VirtualFrameRendererTests {
         dark.lightEV = -1
         let normal = TestFrame(frameParameters(), width: 640, height: 480)
         let darker = TestFrame(frameParameters(scene: dark), width: 640, height: 480)
-        let ratio = normal.withLuma { VirtualPictureReader.measureLinearBrightness($0, in: gray)! }
+        let ratio =
+            normal.withLuma { VirtualPictureReader.measureLinearBrightness($0, in: gray)! }
             / darker.withLuma { VirtualPictureReader.measureLinearBrightness($0, in: gray)! }
         #expect(abs(ratio - 2) < 0.2)
     }

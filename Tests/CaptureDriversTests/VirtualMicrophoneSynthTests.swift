@@ -6,13 +6,17 @@ import Testing
 struct VirtualMicrophoneSynthTests {
     private func render(_ synth: VirtualMicrophoneSynth, from start: Int64, frames: Int) -> [Float] {
         var samples = [Float](repeating: .nan, count: frames * synth.channelCount)
-        samples.withUnsafeMutableBufferPointer { synth.render(startingAt: start, frameCount: frames, into: $0.baseAddress!) }
+        samples.withUnsafeMutableBufferPointer {
+            synth.render(startingAt: start, frameCount: frames, into: $0.baseAddress!)
+        }
         return samples
     }
 
     private func renderInt16(_ synth: VirtualMicrophoneSynth, from start: Int64, frames: Int) -> [Int16] {
         var samples = [Int16](repeating: 0, count: frames * synth.channelCount)
-        samples.withUnsafeMutableBufferPointer { synth.render(startingAt: start, frameCount: frames, into: $0.baseAddress!) }
+        samples.withUnsafeMutableBufferPointer {
+            synth.render(startingAt: start, frameCount: frames, into: $0.baseAddress!)
+        }
         return samples
     }
 
@@ -65,7 +69,7 @@ struct VirtualMicrophoneSynthTests {
         let synth = VirtualMicrophoneSynth(sampleRate: 48_000, channelCount: 2)
         let floats = render(synth, from: 0, frames: 4_800)
         let ints = renderInt16(synth, from: 0, frames: 4_800)
-        for frame in 0 ..< 4_800 {
+        for frame in 0..<4_800 {
             #expect(floats[2 * frame] == floats[2 * frame + 1])
             #expect(floats[2 * frame] == synth.sample(at: Int64(frame)))
             let expected = (Double(floats[2 * frame]) * 32767).rounded()

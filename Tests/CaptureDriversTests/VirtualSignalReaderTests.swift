@@ -6,7 +6,9 @@ import Testing
 struct VirtualSignalReaderTests {
     private func render(_ synth: VirtualMicrophoneSynth, from start: Int64, frames: Int) -> [Float] {
         var samples = [Float](repeating: 0, count: frames * synth.channelCount)
-        samples.withUnsafeMutableBufferPointer { synth.render(startingAt: start, frameCount: frames, into: $0.baseAddress!) }
+        samples.withUnsafeMutableBufferPointer {
+            synth.render(startingAt: start, frameCount: frames, into: $0.baseAddress!)
+        }
         return samples
     }
 
@@ -19,7 +21,7 @@ struct VirtualSignalReaderTests {
         let start: Int64 = 12_345
         let samples = render(synth, from: start, frames: 5 * format.rate + 3_000)
         let onsets = VirtualSoundReader.findBeeps(samples: samples, sampleRate: format.rate, channels: format.channels)
-        let expected = (1 ... 5).map { Double($0) - Double(start) / Double(format.rate) }
+        let expected = (1...5).map { Double($0) - Double(start) / Double(format.rate) }
         #expect(onsets.count == expected.count, "\(onsets)")
         for (onset, second) in zip(onsets, expected) {
             #expect(abs(onset - second) < 0.0005, "onset \(onset) expected \(second)")
@@ -31,7 +33,9 @@ struct VirtualSignalReaderTests {
     func beepAtZero() {
         let synth = VirtualMicrophoneSynth()
         var ints = [Int16](repeating: 0, count: 3 * 48_000)
-        ints.withUnsafeMutableBufferPointer { synth.render(startingAt: 0, frameCount: 3 * 48_000, into: $0.baseAddress!) }
+        ints.withUnsafeMutableBufferPointer {
+            synth.render(startingAt: 0, frameCount: 3 * 48_000, into: $0.baseAddress!)
+        }
         let onsets = VirtualSoundReader.findBeeps(samples: ints, sampleRate: 48_000, channels: 1)
         #expect(onsets.count == 3)
         for (onset, second) in zip(onsets, [0.0, 1, 2]) {
@@ -44,8 +48,10 @@ struct VirtualSignalReaderTests {
         let synth = VirtualMicrophoneSynth()
         let toneOnly = render(synth, from: 2_500, frames: 45_000)
         #expect(VirtualSoundReader.findBeeps(samples: toneOnly, sampleRate: 48_000, channels: 1).isEmpty)
-        #expect(VirtualSoundReader.findBeeps(samples: [Float](repeating: 0, count: 48_000), sampleRate: 48_000, channels: 1).isEmpty)
-        let loud = (0 ..< 48_000).map { Float(0.5 * sin(2 * Double.pi * 440 * Double($0) / 48_000)) }
+        #expect(
+            VirtualSoundReader.findBeeps(samples: [Float](repeating: 0, count: 48_000), sampleRate: 48_000, channels: 1)
+                .isEmpty)
+        let loud = (0..<48_000).map { Float(0.5 * sin(2 * Double.pi * 440 * Double($0) / 48_000)) }
         #expect(VirtualSoundReader.findBeeps(samples: loud, sampleRate: 48_000, channels: 1).isEmpty)
     }
 
@@ -79,18 +85,23 @@ struct VirtualSignalReaderTests {
     func handMadePlane() {
         // A 100 × 20 plane: level 50, with a 30.5-pixel run at 250 from x = 20.25 (ends blended).
         var pixels = [UInt8](repeating: 50, count: 100 * 20)
-        for y in 0 ..< 20 {
-            for x in 21 ..< 50 { pixels[y * 100 + x] = 250 }
+        for y in 0..<20 {
+            for x in 21..<50 { pixels[y * 100 + x] = 250 }
             pixels[y * 100 + 20] = 200  // 75 % covered
             pixels[y * 100 + 50] = 200  // 75 % covered: 20.25 ..< 50.75
         }
         VirtualLumaPlane.with(pixels, width: 100, height: 20) { plane in
-            let size = VirtualPictureReader.measureObjectSize(plane, row: 10, columns: 0 ..< 100)
+            let size = VirtualPictureReader.measureObjectSize(plane, row: 10, columns: 0..<100)
             #expect(size.map { abs($0 - 30.5) < 0.3 } == true, "\(String(describing: size))")
-            let mean = VirtualPictureReader.measureMeanLuma(plane, in: VirtualPixelRect(x: 60, y: 0, width: 40, height: 20))
+            let mean = VirtualPictureReader.measureMeanLuma(
+                plane, in: VirtualPixelRect(x: 60, y: 0, width: 40, height: 20))
             #expect(mean == 50)
-            #expect(VirtualPictureReader.measureMeanLuma(plane, in: VirtualPixelRect(x: 100, y: 0, width: 5, height: 5)) == nil)
-            #expect(VirtualPictureReader.measureFocusSharpness(plane, in: VirtualPixelRect(x: 0, y: 0, width: 100, height: 20)) == 150)
+            #expect(
+                VirtualPictureReader.measureMeanLuma(plane, in: VirtualPixelRect(x: 100, y: 0, width: 5, height: 5))
+                    == nil)
+            #expect(
+                VirtualPictureReader.measureFocusSharpness(
+                    plane, in: VirtualPixelRect(x: 0, y: 0, width: 100, height: 20)) == 150)
             #expect(!VirtualPictureReader.isFlashFrame(plane))
         }
         VirtualLumaPlane.with([UInt8](repeating: 255, count: 64 * 48), width: 64, height: 48) { plane in

@@ -58,7 +58,7 @@ struct TestFrame {
 
     /// The luma as a tightly packed plane.
     var packedLuma: [UInt8] {
-        (0 ..< height).flatMap { row in luma[row * lumaStride ..< row * lumaStride + width] }
+        (0..<height).flatMap { row in luma[row * lumaStride..<row * lumaStride + width] }
     }
 
     func withLuma<Result>(_ body: (VirtualLumaPlane) -> Result) -> Result {
@@ -90,7 +90,8 @@ struct TestPlane {
     func cropped(width: Int, height: Int) -> TestPlane {
         let w = min(width, self.width)
         let h = min(height, self.height)
-        return TestPlane(width: w, height: h, pixels: (0 ..< h).flatMap { row in pixels[row * self.width ..< row * self.width + w] })
+        return TestPlane(
+            width: w, height: h, pixels: (0..<h).flatMap { row in pixels[row * self.width..<row * self.width + w] })
     }
 
     /// Each 2 × 2 block averaged into one pixel (rounded).
@@ -98,9 +99,10 @@ struct TestPlane {
         let w = width / 2
         let h = height / 2
         var out = [UInt8](repeating: 0, count: w * h)
-        for y in 0 ..< h {
-            for x in 0 ..< w {
-                let sum = Int(pixels[2 * y * width + 2 * x]) + Int(pixels[2 * y * width + 2 * x + 1])
+        for y in 0..<h {
+            for x in 0..<w {
+                let sum =
+                    Int(pixels[2 * y * width + 2 * x]) + Int(pixels[2 * y * width + 2 * x + 1])
                     + Int(pixels[(2 * y + 1) * width + 2 * x]) + Int(pixels[(2 * y + 1) * width + 2 * x + 1])
                 out[y * w + x] = UInt8((sum + 2) / 4)
             }
@@ -111,10 +113,12 @@ struct TestPlane {
     /// Every pixel moved by a uniform deterministic offset in −amplitude ... amplitude, clamped.
     func withNoise(amplitude: Int, seed: UInt64) -> TestPlane {
         var generator = SplitMix64(seed: seed)
-        return TestPlane(width: width, height: height, pixels: pixels.map { level in
-            let offset = Int(generator.next() % UInt64(2 * amplitude + 1)) - amplitude
-            return UInt8(min(max(Int(level) + offset, 0), 255))
-        })
+        return TestPlane(
+            width: width, height: height,
+            pixels: pixels.map { level in
+                let offset = Int(generator.next() % UInt64(2 * amplitude + 1)) - amplitude
+                return UInt8(min(max(Int(level) + offset, 0), 255))
+            })
     }
 }
 

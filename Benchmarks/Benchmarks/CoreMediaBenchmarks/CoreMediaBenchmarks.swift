@@ -63,9 +63,9 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark(
         "CVPixelBufferPool checkout+return 1920x1080 NV12",
         configuration: .init(
-            metrics: timeMetrics, scalingFactor: .kilo, warmupIterations: 10,
+            metrics: timeMetrics, warmupIterations: 10, scalingFactor: .kilo,
             thresholds: [.mallocCountTotal: .init(absolute: [.p100: 0])])
-    ) { benchmark, pool in
+    ) { benchmark, (pool: CVPixelBufferPool) in
         for _ in benchmark.scaledIterations {
             var buffer: CVPixelBuffer?
             let status = CVPixelBufferPoolCreatePixelBuffer(nil, pool, &buffer)

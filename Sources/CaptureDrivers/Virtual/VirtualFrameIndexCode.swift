@@ -36,7 +36,7 @@ package enum VirtualFrameIndexCode {
         var crc: UInt16 = 0xFFFF
         for shift in stride(from: 24, through: 0, by: -8) {
             crc ^= UInt16(truncatingIfNeeded: index >> UInt32(shift)) << 8
-            for _ in 0 ..< 8 {
+            for _ in 0..<8 {
                 crc = crc & 0x8000 != 0 ? (crc << 1) ^ 0x1021 : crc << 1
             }
         }
@@ -79,13 +79,14 @@ package enum VirtualFrameIndexCode {
     ) {
         let cell = cellSize(frameWidth: frameWidth)
         let bits = dataBits(index)
-        for row in 0 ..< rows {
-            for pixelRow in row * cell ..< (row + 1) * cell {
+        for row in 0..<rows {
+            for pixelRow in row * cell..<(row + 1) * cell {
                 drawCellRow(row: row, bits: bits, cell: cell, into: luma + pixelRow * lumaStride, bytesPerPixel: 1)
             }
         }
-        for chromaRow in 0 ..< rows * cell / 2 {
-            (chroma + chromaRow * chromaStride).update(repeating: VirtualColorEncoding.neutralChroma, count: columns * cell)
+        for chromaRow in 0..<rows * cell / 2 {
+            (chroma + chromaRow * chromaStride).update(
+                repeating: VirtualColorEncoding.neutralChroma, count: columns * cell)
         }
     }
 
@@ -93,8 +94,8 @@ package enum VirtualFrameIndexCode {
     package static func drawYUYV(index: UInt32, frameWidth: Int, pixels: UnsafeMutablePointer<UInt8>, stride: Int) {
         let cell = cellSize(frameWidth: frameWidth)
         let bits = dataBits(index)
-        for row in 0 ..< rows {
-            for pixelRow in row * cell ..< (row + 1) * cell {
+        for row in 0..<rows {
+            for pixelRow in row * cell..<(row + 1) * cell {
                 let line = pixels + pixelRow * stride
                 line.update(repeating: VirtualColorEncoding.neutralChroma, count: 2 * columns * cell)
                 drawCellRow(row: row, bits: bits, cell: cell, into: line, bytesPerPixel: 2)
@@ -110,7 +111,7 @@ package enum VirtualFrameIndexCode {
         into line: UnsafeMutablePointer<UInt8>,
         bytesPerPixel: Int
     ) {
-        for column in 0 ..< columns {
+        for column in 0..<columns {
             let white: Bool
             if let fixed = fixedCellIsWhite(column: column, row: row) {
                 white = fixed
@@ -123,7 +124,7 @@ package enum VirtualFrameIndexCode {
             if bytesPerPixel == 1 {
                 p.update(repeating: level, count: cell)
             } else {
-                for _ in 0 ..< cell {
+                for _ in 0..<cell {
                     p.pointee = level
                     p += bytesPerPixel
                 }
@@ -152,7 +153,7 @@ package enum VirtualFrameIndexCode {
         var whiteCount = 0.0
         var black = 0.0
         var blackCount = 0.0
-        for column in 0 ..< columns {
+        for column in 0..<columns {
             let level = cellLevel(luma, column: column, row: 0, cellWidth: cellWidth, cellHeight: cellHeight)
             if column % 2 == 0 { white += level; whiteCount += 1 } else { black += level; blackCount += 1 }
         }
@@ -162,8 +163,8 @@ package enum VirtualFrameIndexCode {
         let threshold = (white + black) / 2
 
         var bits: UInt64 = 0
-        for row in 0 ..< rows {
-            for column in 0 ..< columns {
+        for row in 0..<rows {
+            for column in 0..<columns {
                 let level = cellLevel(luma, column: column, row: row, cellWidth: cellWidth, cellHeight: cellHeight)
                 let isWhite = level > threshold
                 if let fixed = fixedCellIsWhite(column: column, row: row) {
@@ -191,8 +192,8 @@ package enum VirtualFrameIndexCode {
         let y0 = Int((Double(row) + 0.3) * cellHeight)
         let y1 = max(y0 + 1, Int(((Double(row) + 0.7) * cellHeight).rounded(.up)))
         var sum = 0
-        for y in y0 ..< min(y1, luma.height) {
-            for x in x0 ..< min(x1, luma.width) {
+        for y in y0..<min(y1, luma.height) {
+            for x in x0..<min(x1, luma.width) {
                 sum += Int(luma[x, y])
             }
         }

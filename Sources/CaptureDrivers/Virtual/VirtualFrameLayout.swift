@@ -20,9 +20,9 @@ package struct VirtualPixelRect: Sendable, Hashable {
     }
 
     /// The rectangle's columns.
-    package var columns: Range<Int> { x ..< x + width }
+    package var columns: Range<Int> { x..<x + width }
     /// The rectangle's rows.
-    package var rows: Range<Int> { y ..< y + height }
+    package var rows: Range<Int> { y..<y + height }
 }
 
 /// Where the virtual camera draws things in a frame of a given size and zoom: the map between scene units

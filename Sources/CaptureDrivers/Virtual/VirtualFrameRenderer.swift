@@ -74,7 +74,7 @@ package final class VirtualFrameRenderer {
     private var templateKey: TemplateKey?
     /// The first row below the bars, and the focus target's rows, for the current templates.
     private var barsEndRow = 0
-    private var targetRows = 0 ..< 0
+    private var targetRows = 0..<0
 
     /// A renderer for `width` × `height` frames: both even, at least 112 × 48 (the frame-index code's size).
     /// Allocates about `7 · width` bytes of templates and scratch.
@@ -122,17 +122,17 @@ package final class VirtualFrameRenderer {
     ) {
         precondition(lumaStride >= width && chromaStride >= width, "NV12 strides must be at least the width")
         if parameters.isFlashFrame {
-            for row in 0 ..< height {
+            for row in 0..<height {
                 (luma + row * lumaStride).update(repeating: VirtualColorEncoding.videoWhite, count: width)
             }
-            for row in 0 ..< height / 2 {
+            for row in 0..<height / 2 {
                 (chroma + row * chromaStride).update(repeating: VirtualColorEncoding.neutralChroma, count: width)
             }
             return
         }
         prepareTemplates(for: parameters)
         let disc = disc(for: parameters)
-        for pair in 0 ..< height / 2 {
+        for pair in 0..<height / 2 {
             let upper = row(2 * pair, disc: disc, slot: 0)
             let lower = row(2 * pair + 1, disc: disc, slot: 1)
             (luma + 2 * pair * lumaStride).update(from: upper.luma, count: width)
@@ -141,7 +141,7 @@ package final class VirtualFrameRenderer {
             if upper.chroma == lower.chroma {
                 chromaRow.update(from: upper.chroma, count: width)
             } else {
-                for i in 0 ..< width {
+                for i in 0..<width {
                     chromaRow[i] = UInt8((UInt16(upper.chroma[i]) + UInt16(lower.chroma[i]) + 1) >> 1)
                 }
             }
@@ -161,9 +161,9 @@ package final class VirtualFrameRenderer {
     package func renderYUYV(_ parameters: VirtualFrameParameters, pixels: UnsafeMutablePointer<UInt8>, stride: Int) {
         precondition(stride >= 2 * width, "a YUYV stride must be at least twice the width")
         if parameters.isFlashFrame {
-            for row in 0 ..< height {
+            for row in 0..<height {
                 let line = pixels + row * stride
-                for pair in 0 ..< width / 2 {
+                for pair in 0..<width / 2 {
                     line[4 * pair] = VirtualColorEncoding.videoWhite
                     line[4 * pair + 1] = VirtualColorEncoding.neutralChroma
                     line[4 * pair + 2] = VirtualColorEncoding.videoWhite
@@ -174,13 +174,13 @@ package final class VirtualFrameRenderer {
         }
         prepareTemplates(for: parameters)
         let disc = disc(for: parameters)
-        for y in 0 ..< height {
+        for y in 0..<height {
             let source = row(y, disc: disc, slot: 0)
             let line = pixels + y * stride
             if let yuyv = source.yuyv {
                 line.update(from: yuyv, count: 2 * width)
             } else {
-                for pair in 0 ..< width / 2 {
+                for pair in 0..<width / 2 {
                     line[4 * pair] = source.luma[2 * pair]
                     line[4 * pair + 1] = source.chroma[2 * pair]
                     line[4 * pair + 2] = source.luma[2 * pair + 1]
@@ -203,7 +203,9 @@ package final class VirtualFrameRenderer {
         let base = y < barsEndRow ? bars : targetRows.contains(y) ? target : gray
         let dy = Double(y) + 0.5 - disc.centerY
         let outer = disc.radius + 0.5
-        guard abs(dy) < outer else { return (UnsafePointer(base.luma), UnsafePointer(base.chroma), UnsafePointer(base.yuyv)) }
+        guard abs(dy) < outer else {
+            return (UnsafePointer(base.luma), UnsafePointer(base.chroma), UnsafePointer(base.yuyv))
+        }
 
         // Coverage by distance from the edge (1 inside r − ½, 0 outside r + ½): a one-pixel antialiased rim.
         let outerHalfChord = (outer * outer - dy * dy).squareRoot()
@@ -215,7 +217,7 @@ package final class VirtualFrameRenderer {
         luma.update(from: base.luma, count: width)
         chroma.update(from: base.chroma, count: width)
         guard end > first else { return (UnsafePointer(luma), UnsafePointer(chroma), nil) }
-        for x in first ..< end {
+        for x in first..<end {
             let dx = Double(x) + 0.5 - disc.centerX
             let squared = dx * dx
             if squared <= innerSquared {
@@ -224,10 +226,10 @@ package final class VirtualFrameRenderer {
                 coverage[x] = Float(min(max(outer - (squared + dy * dy).squareRoot(), 0), 1))
             }
         }
-        for x in first ..< end {
+        for x in first..<end {
             luma[x] = Self.blend(base.luma[x], disc.luma, coverage[x])
         }
-        for pair in first / 2 ..< end / 2 {
+        for pair in first / 2..<end / 2 {
             let a = (coverage[2 * pair] + coverage[2 * pair + 1]) * 0.5
             chroma[2 * pair] = Self.blend(base.chroma[2 * pair], disc.cb, a)
             chroma[2 * pair + 1] = Self.blend(base.chroma[2 * pair + 1], disc.cr, a)
@@ -280,7 +282,8 @@ package final class VirtualFrameRenderer {
         }
         let bounds = VirtualScene.focusTargetBounds
         barsEndRow = firstRow(atOrBelow: VirtualScene.barsBottom)
-        targetRows = firstRow(atOrBelow: bounds.minY) ..< max(firstRow(atOrBelow: bounds.minY), firstRow(atOrBelow: bounds.maxY))
+        targetRows =
+            firstRow(atOrBelow: bounds.minY)..<max(firstRow(atOrBelow: bounds.minY), firstRow(atOrBelow: bounds.maxY))
 
         let grayRGB = VirtualRGB(gray: VirtualScene.grayReflectance)
         build(gray, factors: factors) { _ in grayRGB }
@@ -297,7 +300,7 @@ package final class VirtualFrameRenderer {
             let endBar = min(lastBar, max(0, Int((high / barWidth).rounded(.down))))
             if firstBar == endBar { return VirtualScene.barReflectances[firstBar] }
             var sum = VirtualRGB(gray: 0)
-            for bar in firstBar ... endBar {
+            for bar in firstBar...endBar {
                 let covered = min(high, Double(bar + 1) * barWidth) - max(low, Double(bar) * barWidth)
                 sum = VirtualRGB(
                     red: sum.red + covered * VirtualScene.barReflectances[bar].red,
@@ -316,7 +319,8 @@ package final class VirtualFrameRenderer {
         build(target, factors: factors) { x in
             let center = layout.sceneX(pixelX: Double(x) + 0.5)
             if center + blur / 2 <= bounds.minX || center - blur / 2 >= bounds.maxX { return grayRGB }
-            let value = (Self.focusTargetIntegral(center + blur / 2) - Self.focusTargetIntegral(center - blur / 2)) / blur
+            let value =
+                (Self.focusTargetIntegral(center + blur / 2) - Self.focusTargetIntegral(center - blur / 2)) / blur
             return VirtualRGB(gray: value)
         }
     }
@@ -343,7 +347,7 @@ package final class VirtualFrameRenderer {
     private func build(_ template: RowTemplate, factors: VirtualRGB, reflectance: (Int) -> VirtualRGB) {
         var previous: VirtualRGB?
         var level = (y: 0.0, cb: 0.0, cr: 0.0)
-        for x in 0 ..< width {
+        for x in 0..<width {
             let rgb = reflectance(x)
             if rgb != previous {
                 level = VirtualColorEncoding.videoYCbCr(fromLinear: rgb * factors)
@@ -353,7 +357,7 @@ package final class VirtualFrameRenderer {
             pixelCb[x] = level.cb
             pixelCr[x] = level.cr
         }
-        for pair in 0 ..< width / 2 {
+        for pair in 0..<width / 2 {
             template.chroma[2 * pair] = VirtualColorEncoding.byte((pixelCb[2 * pair] + pixelCb[2 * pair + 1]) / 2)
             template.chroma[2 * pair + 1] = VirtualColorEncoding.byte((pixelCr[2 * pair] + pixelCr[2 * pair + 1]) / 2)
             template.yuyv[4 * pair] = template.luma[2 * pair]

@@ -15,7 +15,8 @@ package struct VirtualLumaPlane {
 
     /// A plane over `pixels`; traps when the buffer is too small for the size and stride.
     package init(pixels: UnsafeBufferPointer<UInt8>, width: Int, height: Int, stride: Int) {
-        precondition(width > 0 && height > 0 && stride >= width, "a luma plane needs a positive size and stride ≥ width")
+        precondition(
+            width > 0 && height > 0 && stride >= width, "a luma plane needs a positive size and stride ≥ width")
         precondition(pixels.count >= stride * (height - 1) + width, "the luma buffer is smaller than its plane")
         self.pixels = pixels
         self.width = width

@@ -60,7 +60,7 @@ package struct VirtualMicrophoneSynth: Sendable {
         let beepAmplitude = pow(10, Self.beepPeakDBFS / 20)
         var floats = [Float](repeating: 0, count: sampleRate)
         var ints = [Int16](repeating: 0, count: sampleRate)
-        for m in 0 ..< sampleRate {
+        for m in 0..<sampleRate {
             // Phases reduced exactly in integers, so sample m of the table is as exact as sin allows.
             let tonePhase = Double(Self.toneFrequency * m % sampleRate) / Double(sampleRate)
             let tone = toneAmplitude * sin(2 * Double.pi * tonePhase)
@@ -136,12 +136,12 @@ package struct VirtualMicrophoneSynth: Sendable {
             case 1:
                 output.update(from: source, count: run)
             case 2:
-                for i in 0 ..< run {
+                for i in 0..<run {
                     output[2 * i] = source[i]
                     output[2 * i + 1] = source[i]
                 }
             default:
-                for i in 0 ..< run {
+                for i in 0..<run {
                     (output + i * channelCount).update(repeating: source[i], count: channelCount)
                 }
             }

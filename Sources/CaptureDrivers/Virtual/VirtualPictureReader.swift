@@ -28,8 +28,8 @@ package enum VirtualPictureReader {
 
     /// The mean level of the pixels in `rect` (clipped to the plane); nil when the clipped rectangle is empty.
     package static func measureMeanLuma(_ luma: VirtualLumaPlane, in rect: VirtualPixelRect) -> Double? {
-        let columns = max(0, rect.x) ..< min(luma.width, rect.x + rect.width)
-        let rows = max(0, rect.y) ..< min(luma.height, rect.y + rect.height)
+        let columns = max(0, rect.x)..<min(luma.width, rect.x + rect.width)
+        let rows = max(0, rect.y)..<min(luma.height, rect.y + rect.height)
         guard !columns.isEmpty, !rows.isEmpty else { return nil }
         var sum = 0
         for y in rows {
@@ -61,8 +61,8 @@ package enum VirtualPictureReader {
     /// Nil when the row has no contrast. Give it the object's centre row and a span wider than the object
     /// (`VirtualFrameLayout.object(atSeconds:)`).
     package static func measureObjectSize(_ luma: VirtualLumaPlane, row: Int, columns: Range<Int>) -> Double? {
-        let span = max(0, columns.lowerBound) ..< min(luma.width, columns.upperBound)
-        guard (0 ..< luma.height).contains(row), span.count >= 3 else { return nil }
+        let span = max(0, columns.lowerBound)..<min(luma.width, columns.upperBound)
+        guard (0..<luma.height).contains(row), span.count >= 3 else { return nil }
         var low = 255
         var high = 0
         for x in span {
@@ -94,8 +94,8 @@ package enum VirtualPictureReader {
     /// per pixel, averaged over the rows. A sharp target steps black to white in about a pixel; defocus spreads
     /// each edge over more pixels and the steepest step falls.
     package static func measureFocusSharpness(_ luma: VirtualLumaPlane, in rect: VirtualPixelRect) -> Double {
-        let columns = max(0, rect.x) ..< min(luma.width, rect.x + rect.width)
-        let rows = max(0, rect.y) ..< min(luma.height, rect.y + rect.height)
+        let columns = max(0, rect.x)..<min(luma.width, rect.x + rect.width)
+        let rows = max(0, rect.y)..<min(luma.height, rect.y + rect.height)
         guard columns.count >= 2, !rows.isEmpty else { return 0 }
         var total = 0
         for y in rows {
@@ -118,8 +118,8 @@ package enum VirtualPictureReader {
         var cb = 0
         var cr = 0
         var count = 0
-        for y in rect.y / 2 ..< (rect.y + rect.height) / 2 {
-            for x in rect.x / 2 ..< (rect.x + rect.width) / 2 {
+        for y in rect.y / 2..<(rect.y + rect.height) / 2 {
+            for x in rect.x / 2..<(rect.x + rect.width) / 2 {
                 cb += Int(chroma[y * stride + 2 * x])
                 cr += Int(chroma[y * stride + 2 * x + 1])
                 count += 1

@@ -29,7 +29,7 @@ package enum VirtualSoundReader {
         // cancels the leak of a linear ramp too.
         var inPhase = [Double](repeating: 0, count: frameCount)
         var quadrature = [Double](repeating: 0, count: frameCount)
-        for n in 0 ..< frameCount {
+        for n in 0..<frameCount {
             let phase = 2 * Double.pi * Double(VirtualMicrophoneSynth.beepFrequency * n % sampleRate) / rate
             let x = Double(samples[n * channels])
             inPhase[n] = x * cos(phase)
@@ -41,7 +41,7 @@ package enum VirtualSoundReader {
         movingAverage(&quadrature, window: window)
         let delay = Double(window - 1)
         var amplitude = [Double](repeating: 0, count: frameCount)
-        for n in 2 * (window - 1) ..< frameCount {
+        for n in 2 * (window - 1)..<frameCount {
             amplitude[n] = 2 * (inPhase[n] * inPhase[n] + quadrature[n] * quadrature[n]).squareRoot()
         }
 
@@ -60,7 +60,7 @@ package enum VirtualSoundReader {
             let plateauStart = n + plateauSkip
             let plateauEnd = min(frameCount, n + beepLength - plateauSkip)
             guard plateauEnd - plateauStart >= minimumPlateau else { break }
-            let plateau = amplitude[plateauStart ..< plateauEnd].reduce(0, +) / Double(plateauEnd - plateauStart)
+            let plateau = amplitude[plateauStart..<plateauEnd].reduce(0, +) / Double(plateauEnd - plateauStart)
             let half = plateau / 2
             var j = max(2 * window, n - plateauSkip)
             while j < plateauStart && !(amplitude[j - 1] < half && amplitude[j] >= half) { j += 1 }
