@@ -43,14 +43,19 @@ let benchmarks: @Sendable () -> Void = {
         let a = blackHoleValue(CMTime(value: 1001, timescale: 30000))
         let b = blackHoleValue(CMTime(value: 1601, timescale: 48000))
         var earlier = 0
-        for _ in benchmark.scaledIterations { earlier &+= Int(CMTimeCompare(a, b)) }
+        for i in benchmark.scaledIterations {
+            // The operands change every iteration so the comparison cannot be hoisted out of the loop.
+            let shifted = CMTime(value: b.value &+ Int64(i & 7), timescale: b.timescale)
+            earlier &+= Int(CMTimeCompare(a, shifted))
+        }
         blackHole(earlier)
     }
 
     Benchmark("CMTime convert scale (90 kHz → 48 kHz, rounded)", configuration: zeroAllocations) { benchmark in
         let time = blackHoleValue(CMTime(value: 123_456_789, timescale: 90000))
-        for _ in benchmark.scaledIterations {
-            blackHole(CMTimeConvertScale(time, timescale: 48000, method: .roundHalfAwayFromZero))
+        for i in benchmark.scaledIterations {
+            let varying = CMTime(value: time.value &+ Int64(i & 63), timescale: time.timescale)
+            blackHole(CMTimeConvertScale(varying, timescale: 48000, method: .roundHalfAwayFromZero))
         }
     }
 
@@ -60,12 +65,24 @@ let benchmarks: @Sendable () -> Void = {
         kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange,
         kCVPixelBufferWidthKey: 1920, kCVPixelBufferHeightKey: 1080,
     ]
+    // Control for the malloc counter: creating a buffer outside a pool allocates, so the counter must be > 0.
+    Benchmark(
+        "CVPixelBufferCreate 1920x1080 NV12, no pool (control)",
+        configuration: .init(metrics: timeMetrics, scalingFactor: .kilo)
+    ) { benchmark in
+        for _ in benchmark.scaledIterations {
+            var buffer: CVPixelBuffer?
+            _ = CVPixelBufferCreate(nil, 1920, 1080, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, nil, &buffer)
+            blackHole(buffer)
+        }
+    }
+
     Benchmark(
         "CVPixelBufferPool checkout+return 1920x1080 NV12",
         configuration: .init(
             metrics: timeMetrics, warmupIterations: 10, scalingFactor: .kilo,
             thresholds: [.mallocCountTotal: .init(absolute: [.p100: 0])])
-    ) { benchmark, (pool: CVPixelBufferPool) in
+    ) { (benchmark: Benchmark, pool: CVPixelBufferPool) in
         for _ in benchmark.scaledIterations {
             var buffer: CVPixelBuffer?
             let status = CVPixelBufferPoolCreatePixelBuffer(nil, pool, &buffer)
