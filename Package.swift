@@ -16,6 +16,7 @@ let package = Package(
     products: [
         .library(name: "OpenCoreMedia", targets: ["OpenCoreMedia"]),
         .library(name: "OpenCoreVideo", targets: ["OpenCoreVideo"]),
+        .library(name: "OpenAVCapture", targets: ["OpenAVCapture"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
@@ -48,6 +49,13 @@ let package = Package(
             dependencies: ["OpenCoreMedia", "OpenCoreVideo", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strictSwift),
 
+        // MARK: Public: Apple's capture API.
+
+        .target(
+            name: "OpenAVCapture",
+            dependencies: ["CaptureDrivers", "OpenCoreMedia", "OpenCoreVideo"],
+            swiftSettings: strictSwift),
+
         // MARK: Tests, one target per module.
 
         .testTarget(name: "CFFmpegTests", dependencies: ["CFFmpeg"], swiftSettings: strictSwift),
@@ -56,5 +64,6 @@ let package = Package(
         .testTarget(name: "OpenCoreVideoTests", dependencies: ["OpenCoreVideo"], swiftSettings: strictSwift),
         .testTarget(name: "OpenCoreMediaTests", dependencies: ["OpenCoreMedia"], swiftSettings: strictSwift),
         .testTarget(name: "CaptureDriversTests", dependencies: ["CaptureDrivers"], swiftSettings: strictSwift),
+        .testTarget(name: "OpenAVCaptureTests", dependencies: ["OpenAVCapture"], swiftSettings: strictSwift),
     ]
 )

@@ -1,0 +1,311 @@
+import Foundation
+import OpenCoreMedia
+import OpenCoreVideo
+
+/// The test controls both virtual devices have: clock mode and faults on demand. `OpenAVCaptureTesting` drives the
+/// virtual devices through this.
+///
+/// Threading: thread safe, like every `CaptureBackend`.
+package protocol VirtualDevice: CaptureBackend {
+    /// How the device paces its stream; takes effect at the next `start`.
+    var clockMode: VirtualClockMode { get set }
+    /// Whether a capture thread is running.
+    var isStreaming: Bool { get }
+    /// The device goes away: `isConnected` turns false, a streaming device sends `.fault(.disconnected)` and stops
+    /// (this returns after its last event), `start` throws `.disconnected`, and the registry reports
+    /// `.disconnected`.
+    func simulateUnplug()
+    /// The device comes back: `isConnected` turns true and the registry reports `.connected`.
+    func simulateReplug()
+    /// Another process takes (true) or releases (false) the device: `isInUseByAnotherApplication` follows, a
+    /// streaming device sends `.fault(.busy)` and stops, `start` throws `.busy` while busy, and the registry reports
+    /// `.availabilityChanged`.
+    func simulateBusy(_ busy: Bool)
+    /// Nothing arrives for `seconds`; then every frame (period) that fell due meanwhile is reported as
+    /// `.dropped(…, reason: .discontinuity)` with its sequence number, and the stream resumes with sequence numbers
+    /// continuing. Does nothing when the device is not streaming.
+    func simulateStall(for seconds: Double)
+}
+
+/// "Virtual Back Camera" and "Virtual Front Camera": a `CaptureBackend` that renders `VirtualFrameRenderer`'s
+/// deterministic picture on the host clock, with simulated 3A (`VirtualCameraControls`) and faults on demand.
+///
+/// Streaming: one capture thread, named after the camera. Frame k of the device clock (the host clock) is at
+/// exactly `k × frameDuration`; the first frame is the first such time at or after `start`, so presentation times
+/// are exact multiples of the frame duration at its timescale, and `sequence` (also the frame index drawn in the
+/// picture) counts from 0. Frames are rendered into a `CVPixelBufferPool` of the format's size and pixel format
+/// (NV12 or YUYV); when consumers hold `poolAllocationThreshold` buffers, the frame is dropped with
+/// `.outOfBuffers`. In `.freeRunning` mode frames are rendered as fast as the sink takes them (waiting up to a
+/// frame's duration for a buffer to come back before dropping), their timestamps still a frame duration apart.
+///
+/// Threading: thread safe (`Sendable`; every mutable part is behind a mutex). `start` and `stop` are serialized by
+/// the caller; the sink and completion handlers run on the capture thread.
+package final class VirtualCamera: VirtualDevice {
+    /// How many pixel buffers consumers may hold before frames are dropped with `.outOfBuffers`.
+    package static let poolAllocationThreshold = 8
+
+    package let identity: DeviceIdentity
+    package let formats: [DeviceFormat]
+    /// The camera's controls, with the scene it looks at.
+    package let cameraControls: VirtualCameraControls
+    private let lifecycle = VirtualDeviceLifecycle()
+    private let registry: DeviceRegistry?
+
+    /// A virtual camera at `position` (`.back` or `.front`). Discovery uses `VirtualDeviceDriver.shared`'s; tests
+    /// make their own and pass a `registry` of their own so their faults stay out of `DeviceRegistry.shared`
+    /// (nil: report to `DeviceRegistry.shared`).
+    package init(position: VirtualCameraPosition, registry: DeviceRegistry? = nil) {
+        let isBack = position == .back
+        identity = DeviceIdentity(
+            uniqueID: isBack ? "virtual:back-camera" : "virtual:front-camera",
+            modelID: "OpenAVCapture Virtual Camera",
+            localizedName: isBack ? "Virtual Back Camera" : "Virtual Front Camera",
+            manufacturer: "OpenAVCapture",
+            kind: .builtInWideAngleCamera,
+            position: isBack ? .back : .front,
+            media: .video,
+            origin: .virtual)
+        formats = Self.formats(position: position)
+        cameraControls = VirtualCameraControls(position: position, maxZoomFactor: isBack ? 16 : 4)
+        self.registry = registry
+    }
+
+    /// Every format of a virtual camera, in `AVCaptureDevice.formats` order: for each size, ascending, NV12 at 1–30
+    /// fps, then NV12 at high frame rates where offered, then YUYV at 1–30 fps; the back camera ends with a
+    /// 4032x3024 NV12 photo format.
+    package static func formats(position: VirtualCameraPosition) -> [DeviceFormat] {
+        let isBack = position == .back
+        let sizes: [(width: Int32, height: Int32, highFrameRate: Int32?)] = [
+            (320, 240, nil), (352, 288, nil), (640, 480, 240), (960, 540, nil), (1280, 720, 120),
+            (1920, 1080, 60), (3840, 2160, nil),
+        ]
+        func format(
+            _ width: Int32, _ height: Int32, _ subType: FourCharCode, maxRate: Int32, photo: Bool = false
+        )
+            -> DeviceFormat
+        {
+            .video(
+                VideoFormat(
+                    width: width, height: height, mediaSubType: subType,
+                    frameDurationRanges: [FrameDurationRange(minFrameRate: 1, maxFrameRate: maxRate)],
+                    fieldOfView: isBack ? 70 : 60, maxZoomFactor: isBack ? 16 : 4,
+                    highResolutionStillDimensions: isBack
+                        ? CMVideoDimensions(width: 4032, height: 3024)
+                        : CMVideoDimensions(width: width, height: height),
+                    isPhotoFormat: photo))
+        }
+        let nv12 = kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+        let yuyv = kCVPixelFormatType_422YpCbCr8_yuvs
+        var formats: [DeviceFormat] = []
+        for size in sizes {
+            formats.append(format(size.width, size.height, nv12, maxRate: 30))
+            if let high = size.highFrameRate { formats.append(format(size.width, size.height, nv12, maxRate: high)) }
+            formats.append(format(size.width, size.height, yuyv, maxRate: 30))
+        }
+        if isBack { formats.append(format(4032, 3024, nv12, maxRate: 30, photo: true)) }
+        return formats
+    }
+
+    // MARK: CaptureBackend
+
+    package var controls: (any CameraControlling)? { cameraControls }
+    package var clock: CMClock { .hostTimeClock }
+    package var isConnected: Bool { lifecycle.isConnected }
+    package var isInUseByAnotherApplication: Bool { lifecycle.isBusy }
+    package var isAccessible: Bool { true }
+
+    /// Invalid for a format the camera lacks; adjusted to the nearest allowed duration when the frame duration is
+    /// out of the format's ranges (or not a number); valid otherwise.
+    package func validate(_ configuration: StreamConfiguration) -> ConfigurationValidity {
+        guard formats.contains(configuration.format), case .video(let video) = configuration.format else {
+            return .invalid("\(identity.localizedName) has no format \(configuration.format)")
+        }
+        let duration = configuration.frameDuration
+        guard duration.isNumeric, duration > .zero else {
+            return .adjusted(defaultConfiguration(for: configuration.format))
+        }
+        if video.supports(frameDuration: duration) { return .valid }
+        let candidates = video.frameDurationRanges.map { min(max(duration, $0.minFrameDuration), $0.maxFrameDuration) }
+        let nearest = candidates.min { abs(($0 - duration).seconds) < abs(($1 - duration).seconds) } ?? duration
+        return .adjusted(StreamConfiguration(format: configuration.format, frameDuration: nearest))
+    }
+
+    /// Starts streaming `configuration` (or what `validate` adjusts it to). Throws `.disconnected` after an unplug
+    /// and `.busy` while busy; traps for a format the camera lacks, which `validate` reports first.
+    package func start(_ configuration: StreamConfiguration, sink: @escaping StreamSink) throws(DeviceFault) {
+        var configuration = configuration
+        switch validate(configuration) {
+        case .valid: break
+        case .adjusted(let adjusted): configuration = adjusted
+        case .invalid(let reason): preconditionFailure("VirtualCamera.start: \(reason); validate first")
+        }
+        guard case .video(let format) = configuration.format else { preconditionFailure("a camera streams video") }
+        let pool: CVPixelBufferPool
+        let formatDescription: CMFormatDescription
+        do {
+            pool = try CVPixelBufferPool(
+                width: Int(format.width), height: Int(format.height), pixelFormatType: format.mediaSubType)
+            formatDescription = try CMFormatDescription(
+                videoCodecType: .init(rawValue: format.mediaSubType), width: Int(format.width),
+                height: Int(format.height))
+        } catch {
+            // Every format in `formats` has a valid size and pixel format; failing here is a bug in the list.
+            preconditionFailure("VirtualCamera: cannot make buffers for \(format): \(error)")
+        }
+        let clockMode = lifecycle.clockMode
+        let stream = VirtualCameraStream(
+            format: format, frameDuration: configuration.frameDuration, clockMode: clockMode, pool: pool,
+            formatDescription: formatDescription, controls: cameraControls, sink: sink)
+        try lifecycle.start(
+            name: "OpenAVCapture \(identity.localizedName)",
+            prepare: { cameraControls.streamWillStart(isFreeRunning: clockMode == .freeRunning) },
+            body: { thread in stream.run(on: thread) })
+    }
+
+    package func stop() {
+        lifecycle.stop()
+    }
+
+    // MARK: Test controls
+
+    /// What the camera looks at: light, illuminant, focus target. Changes show from the next frame.
+    package var scene: VirtualScene {
+        get { cameraControls.scene }
+        set { cameraControls.scene = newValue }
+    }
+
+    package var clockMode: VirtualClockMode {
+        get { lifecycle.clockMode }
+        set { lifecycle.clockMode = newValue }
+    }
+
+    package var isStreaming: Bool { lifecycle.isStreaming }
+
+    package func simulateUnplug() {
+        if lifecycle.unplug() { report(.disconnected(self)) }
+    }
+
+    package func simulateReplug() {
+        if lifecycle.replug() { report(.connected(self)) }
+    }
+
+    package func simulateBusy(_ busy: Bool) {
+        if lifecycle.setBusy(busy) { report(.availabilityChanged(self)) }
+    }
+
+    package func simulateStall(for seconds: Double) {
+        lifecycle.stall(seconds: seconds)
+    }
+
+    /// Tells the registry, with no lock held, so a listener may call back into the camera.
+    private func report(_ event: ConnectionEvent) {
+        (registry ?? DeviceRegistry.shared).report(event)
+    }
+}
+
+/// One run of a virtual camera's stream: everything the capture thread needs, made on the caller's thread by
+/// `start`.
+///
+/// Threading: `Sendable` parts only; `run` is the capture thread's body and makes the (thread-bound) renderer there.
+private struct VirtualCameraStream: Sendable {
+    let format: VideoFormat
+    let frameDuration: CMTime
+    let clockMode: VirtualClockMode
+    let pool: CVPixelBufferPool
+    let formatDescription: CMFormatDescription
+    let controls: VirtualCameraControls
+    let sink: StreamSink
+
+    func run(on thread: VirtualCaptureThread) {
+        let renderer = VirtualFrameRenderer(width: Int(format.width), height: Int(format.height))
+        let value = frameDuration.value
+        let timescale = frameDuration.timescale
+        let aspect = Double(format.width) / Double(format.height)
+        let isNV12 = format.mediaSubType == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+        let frameNanoseconds = Int64((Int128(value) * 1_000_000_000 + Int128(timescale) - 1) / Int128(timescale))
+        // The first frame: the first k with k · duration at or after now, so every timestamp is exact.
+        let now = Int128(CMClock.hostNanosecondsNow())
+        let perFrame = Int128(value) * 1_000_000_000
+        let firstIndex = Int64((now * Int128(timescale) + perFrame - 1) / perFrame)
+
+        func time(_ index: Int64) -> CMTime { CMTime(value: index * value, timescale: timescale) }
+        func due(_ index: Int64) -> Int64 {
+            Int64((Int128(index) * perFrame + Int128(timescale) - 1) / Int128(timescale))
+        }
+
+        /// A buffer from the pool; free-running waits up to a frame's duration for one to come back.
+        func buffer() -> CVPixelBuffer? {
+            let deadline = CMClock.hostNanosecondsNow() + frameNanoseconds
+            while true {
+                if case .success(let buffer) = pool.pixelBuffer(
+                    allocationThreshold: VirtualCamera.poolAllocationThreshold)
+                {
+                    return buffer
+                }
+                guard clockMode == .freeRunning, CMClock.hostNanosecondsNow() < deadline else { return nil }
+                let retry = min(deadline, CMClock.hostNanosecondsNow() + 1_000_000)
+                guard thread.sleep(untilHostNanoseconds: retry) else { return nil }
+            }
+        }
+
+        func deliver(_ index: Int64, _ sequence: UInt64) {
+            let presentationTime = time(index)
+            guard let buffer = buffer() else {
+                // The 3A still sees the frame go by, so its pace does not depend on the consumer.
+                _ = controls.advance(time: presentationTime, frameDuration: frameDuration, aspect: aspect)
+                sink(.dropped(sequence: sequence, presentationTime: presentationTime, reason: .outOfBuffers))
+                return
+            }
+            let completions = controls.takeCompletions()
+            let (state, scene) = controls.advance(time: presentationTime, frameDuration: frameDuration, aspect: aspect)
+            let parameters = VirtualFrameParameters(
+                time: VirtualClockTime(value: index * value, timescale: timescale),
+                duration: VirtualClockTime(value: value, timescale: timescale),
+                index: UInt32(truncatingIfNeeded: sequence),
+                scene: scene,
+                optics: VirtualAutoControls.optics(for: state))
+            buffer.withLockedPlanes { planes in
+                if isNV12 {
+                    let luma = planes[0]
+                    let chroma = planes[1]
+                    renderer.renderNV12(
+                        parameters,
+                        luma: luma.baseAddress.bindMemory(to: UInt8.self, capacity: luma.bytesPerRow * luma.height),
+                        lumaStride: luma.bytesPerRow,
+                        chroma: chroma.baseAddress.bindMemory(
+                            to: UInt8.self, capacity: chroma.bytesPerRow * chroma.height),
+                        chromaStride: chroma.bytesPerRow)
+                } else {
+                    let plane = planes[0]
+                    renderer.renderYUYV(
+                        parameters,
+                        pixels: plane.baseAddress.bindMemory(
+                            to: UInt8.self, capacity: plane.bytesPerRow * plane.height),
+                        stride: plane.bytesPerRow)
+                }
+            }
+            let timing = CMSampleTimingInfo(
+                duration: frameDuration, presentationTimeStamp: presentationTime, decodeTimeStamp: .invalid)
+            let sample: CMSampleBuffer
+            do {
+                sample = try CMSampleBuffer(
+                    imageBuffer: buffer, formatDescription: formatDescription, sampleTiming: timing)
+            } catch {
+                // The description was made from the pool's size and format: a mismatch is a bug.
+                preconditionFailure("VirtualCamera: \(error)")
+            }
+            sink(.output(sample, sequence: sequence))
+            for completion in completions { completion(presentationTime) }
+        }
+
+        let pacer = VirtualStreamPacer(
+            firstIndex: firstIndex, clockMode: clockMode, itemNanoseconds: frameNanoseconds, due: due,
+            deliver: deliver,
+            drop: { index, sequence, reason in
+                sink(.dropped(sequence: sequence, presentationTime: time(index), reason: reason))
+            })
+        let fault = pacer.run(on: thread)
+        controls.streamDidStop()
+        if let fault { sink(.fault(fault)) }
+    }
+}

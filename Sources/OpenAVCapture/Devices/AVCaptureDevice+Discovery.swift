@@ -1,0 +1,99 @@
+import CaptureDrivers
+import Foundation
+
+extension AVCaptureDevice {
+    /// Every device present, real ones first (`OPENAV_DEVICES` decides which are shown).
+    @available(*, deprecated, message: "Use AVCaptureDevice.DiscoverySession instead.")
+    public class func devices() -> [AVCaptureDevice] { DeviceDirectory.shared.devices() }
+
+    /// Every device that produces `mediaType`.
+    @available(*, deprecated, message: "Use AVCaptureDevice.DiscoverySession instead.")
+    public class func devices(for mediaType: AVMediaType) -> [AVCaptureDevice] {
+        DeviceDirectory.shared.devices().filter { $0.hasMediaType(mediaType) }
+    }
+
+    /// The default device for a media type: a real one when there is one, otherwise the virtual one (the virtual
+    /// back camera for video, the virtual microphone for audio). Nil only when `OPENAV_DEVICES=real` finds none.
+    public class func `default`(for mediaType: AVMediaType) -> AVCaptureDevice? {
+        let candidates = DeviceDirectory.shared.devices().filter { $0.hasMediaType(mediaType) }
+        return candidates.first { $0.backend.identity.origin == .real } ?? candidates.first
+    }
+
+    /// The default device of a type, media type and position (`.unspecified` matches any position).
+    public class func `default`(
+        _ deviceType: DeviceType, for mediaType: AVMediaType?, position: Position
+    ) -> AVCaptureDevice? {
+        DiscoverySession(deviceTypes: [deviceType], mediaType: mediaType, position: position).devices.first
+    }
+
+    /// Finds devices by type, media type and position, in the order of `deviceTypes`.
+    ///
+    /// Threading: thread safe; `devices` is read anew from the driver registry on each access.
+    public final class DiscoverySession: NSObject, @unchecked Sendable {
+        private let deviceTypes: [DeviceType]
+        private let mediaType: AVMediaType?
+        private let position: Position
+
+        /// A session for devices of `deviceTypes` that produce `mediaType` (nil: any) at `position`
+        /// (`.unspecified`: any).
+        public init(deviceTypes: [DeviceType], mediaType: AVMediaType?, position: Position) {
+            self.deviceTypes = deviceTypes
+            self.mediaType = mediaType
+            self.position = position
+        }
+
+        /// The matching devices present now: by the order of `deviceTypes`, then discovery order.
+        public var devices: [AVCaptureDevice] {
+            let present = DeviceDirectory.shared.devices()
+            return deviceTypes.flatMap { type in
+                present.filter { device in
+                    device.deviceType == type && (mediaType.map(device.hasMediaType) ?? true)
+                        && (position == .unspecified || device.position == position)
+                }
+            }
+        }
+    }
+}
+
+extension AVCaptureDevice {
+    /// Whether the app may use devices of a media type. On Linux access means the device can be opened: virtual
+    /// devices always can; a real device whose node this user cannot open makes the status `.denied`.
+    public class func authorizationStatus(for mediaType: AVMediaType) -> AuthorizationStatus {
+        let devices = DeviceDirectory.shared.devices().filter { $0.hasMediaType(mediaType) }
+        guard !devices.isEmpty else { return .authorized }
+        return devices.contains { $0.backend.isAccessible } ? .authorized : .denied
+    }
+
+    /// Asks for access; on Linux nobody is asked: the answer is whether the device can be opened.
+    /// The handler runs on an arbitrary queue, as Apple's.
+    public class func requestAccess(for mediaType: AVMediaType, completionHandler handler: @escaping @Sendable (Bool) -> Void) {
+        let granted = authorizationStatus(for: mediaType) == .authorized
+        DispatchQueue.global().async { handler(granted) }
+    }
+
+    /// Asks for access; on Linux the answer is whether the device can be opened.
+    public class func requestAccess(for mediaType: AVMediaType) async -> Bool {
+        authorizationStatus(for: mediaType) == .authorized
+    }
+
+    /// Whether the device can stream in a session preset's format (see `AVCaptureSession.Preset`).
+    public func supportsSessionPreset(_ preset: AVCaptureSessionPreset) -> Bool {
+        preset.format(in: self) != nil
+    }
+}
+
+/// Lets `AVCaptureDevice(uniqueID:)` return the one shared object for a device, as Apple's does: only an
+/// initializer in a protocol extension may assign `self`. Not for direct use.
+public protocol _AVCaptureDeviceSharedInstance {}
+
+extension AVCaptureDevice: _AVCaptureDeviceSharedInstance {}
+
+extension _AVCaptureDeviceSharedInstance {
+    /// The device with a unique identifier (the same object discovery returns), or nil when it is not present.
+    public init?(uniqueID deviceUniqueID: String) {
+        guard let shared = DeviceDirectory.shared.devices().first(where: { $0.uniqueID == deviceUniqueID }),
+            let device = shared as? Self
+        else { return nil }
+        self = device
+    }
+}
