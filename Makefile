@@ -43,7 +43,9 @@ test: deps
 	@if grep -E '^/.*/(Sources|Tests)/.*: (warning|error):' .build-warnings.log; then \
 		echo "error: the build has warnings or errors (above); the project builds warning-free"; rm -f .build-warnings.log; exit 1; fi
 	@rm -f .build-warnings.log
-	$(SWIFT) test --skip-build
+	@# Serial: the virtual devices are process-wide test instruments (one back camera, one front camera, one
+	@# microphone) and many suites change their scene, format or faults; in parallel they would disturb each other.
+	$(SWIFT) test --skip-build --no-parallel
 
 ## bench: the Benchmarks/ package (package-benchmark); prints mallocs and times per operation.
 bench: deps

@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "OpenCoreMedia", targets: ["OpenCoreMedia"]),
         .library(name: "OpenCoreVideo", targets: ["OpenCoreVideo"]),
         .library(name: "OpenAVCapture", targets: ["OpenAVCapture"]),
+        .library(name: "OpenAVCaptureTesting", targets: ["OpenAVCaptureTesting"]),
+        .library(name: "OpenAVCaptureShim", targets: ["OpenAVCaptureShim"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
@@ -49,11 +51,24 @@ let package = Package(
             dependencies: ["OpenCoreMedia", "OpenCoreVideo", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strictSwift),
 
+        /// FFmpeg wrappers the capture graph inserts: pixel format conversion and scaling, audio resampling.
+        .target(
+            name: "MediaCodecs",
+            dependencies: ["CFFmpeg", "OpenCoreMedia", "OpenCoreVideo"],
+            swiftSettings: strictSwift),
+
         // MARK: Public: Apple's capture API.
 
         .target(
             name: "OpenAVCapture",
-            dependencies: ["CaptureDrivers", "OpenCoreMedia", "OpenCoreVideo"],
+            dependencies: ["CaptureDrivers", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
+            swiftSettings: strictSwift),
+        /// Apple's AVFoundation on Darwin, OpenAVCapture elsewhere: one import for portable capture code.
+        .target(name: "OpenAVCaptureShim", dependencies: ["OpenAVCapture"], swiftSettings: strictSwift),
+        /// Drives the virtual devices from a user's test: scene, faults, clock, a session-less tap, readers.
+        .target(
+            name: "OpenAVCaptureTesting",
+            dependencies: ["OpenAVCapture", "CaptureDrivers"],
             swiftSettings: strictSwift),
 
         // MARK: Tests, one target per module.
@@ -64,6 +79,11 @@ let package = Package(
         .testTarget(name: "OpenCoreVideoTests", dependencies: ["OpenCoreVideo"], swiftSettings: strictSwift),
         .testTarget(name: "OpenCoreMediaTests", dependencies: ["OpenCoreMedia"], swiftSettings: strictSwift),
         .testTarget(name: "CaptureDriversTests", dependencies: ["CaptureDrivers"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "MediaCodecsTests", dependencies: ["MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
+            swiftSettings: strictSwift),
         .testTarget(name: "OpenAVCaptureTests", dependencies: ["OpenAVCapture"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "OpenAVCaptureTestingTests", dependencies: ["OpenAVCaptureTesting"], swiftSettings: strictSwift),
     ]
 )

@@ -69,15 +69,20 @@ import Testing
         #expect(!front.formats.contains { $0.formatDescription.dimensions.width == 4032 })
     }
 
-    @Test func theActiveFormatStartsAtWhatHighPicks() throws {
-        let camera = try #require(AVCaptureDevice.default(for: .video))
-        #expect(camera.activeFormat.formatDescription.dimensions == CMVideoDimensions(width: 1920, height: 1080))
-        #expect(camera.activeFormat.formatDescription.mediaSubType.rawValue == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange)
-        #expect(camera.activeVideoMinFrameDuration == CMTime(value: 1, timescale: 30))
-        let microphone = try #require(AVCaptureDevice.default(for: .audio))
-        let layout = try #require(microphone.activeFormat.formatDescription.audioStreamBasicDescription)
-        #expect(layout.mSampleRate == 48000)
-        #expect(microphone.activeFormat.mediaType == .audio)
+    @Test func theActiveFormatStartsAtWhatHighPicks() async {
+        // In a fresh process: sessions in this one change the shared devices' formats.
+        await #expect(processExitsWith: .success) {
+            let camera = AVCaptureDevice.default(for: .video)!
+            let microphone = AVCaptureDevice.default(for: .audio)!
+            let layout = microphone.activeFormat.formatDescription.audioStreamBasicDescription
+            let ok =
+                camera.activeFormat.formatDescription.dimensions == CMVideoDimensions(width: 1920, height: 1080)
+                && camera.activeFormat.formatDescription.mediaSubType.rawValue
+                    == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+                && camera.activeVideoMinFrameDuration == CMTime(value: 1, timescale: 30)
+                && layout?.mSampleRate == 48000 && microphone.activeFormat.mediaType == .audio
+            exit(ok ? 0 : 1)
+        }
     }
 
     @Test func virtualDevicesAreAuthorized() async {

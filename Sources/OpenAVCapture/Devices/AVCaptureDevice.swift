@@ -170,26 +170,48 @@ public final class AVCaptureDevice: NSObject, KeyValueObservable, @unchecked Sen
         get { formats[configuration.withLock { $0.activeFormatIndex }] }
         set {
             requireLock("activeFormat")
-            guard let index = formats.firstIndex(where: { $0 === newValue }) else {
+            guard formats.contains(where: { $0 === newValue }) else {
                 preconditionFailure(
                     "AVCaptureDevice: activeFormat must be one of the device's formats (Apple raises"
                         + " NSInvalidArgumentException)")
             }
-            let defaults = backend.defaultConfiguration(for: formats[index].format)
-            let old = configuration.withLock { configuration in
-                let old = configuration
-                configuration.activeFormatIndex = index
-                configuration.activeVideoMinFrameDuration = defaults.frameDuration
-                configuration.activeVideoMaxFrameDuration = defaults.frameDuration
-                return old
-            }
-            if old.activeFormatIndex != index { didChange(\.activeFormat, from: formats[old.activeFormatIndex], to: formats[index]) }
-            if old.activeVideoMinFrameDuration != defaults.frameDuration {
-                didChange(\.activeVideoMinFrameDuration, from: old.activeVideoMinFrameDuration, to: defaults.frameDuration)
-            }
-            if old.activeVideoMaxFrameDuration != defaults.frameDuration {
-                didChange(\.activeVideoMaxFrameDuration, from: old.activeVideoMaxFrameDuration, to: defaults.frameDuration)
-            }
+            setActiveFormat(newValue)
+            // Apple: setting the format directly switches the device's session to `.inputPriority`.
+            sessionHooks.withLock { $0.formatSetByUser }?()
+        }
+    }
+
+    /// What a session wants to hear from its device.
+    package struct SessionHooks: Sendable {
+        /// The user set `activeFormat` directly.
+        package var formatSetByUser: (@Sendable () -> Void)?
+    }
+
+    /// Set by the session the device's input belongs to.
+    package let sessionHooks = Mutex(SessionHooks())
+
+    /// Sets the active format for a session preset: no lock needed, the preset stays.
+    package func applySessionFormat(_ format: Format) {
+        guard activeFormat !== format else { return }
+        setActiveFormat(format)
+    }
+
+    private func setActiveFormat(_ newValue: Format) {
+        let index = formats.firstIndex { $0 === newValue }!
+        let defaults = backend.defaultConfiguration(for: formats[index].format)
+        let old = configuration.withLock { configuration in
+            let old = configuration
+            configuration.activeFormatIndex = index
+            configuration.activeVideoMinFrameDuration = defaults.frameDuration
+            configuration.activeVideoMaxFrameDuration = defaults.frameDuration
+            return old
+        }
+        if old.activeFormatIndex != index { didChange(\.activeFormat, from: formats[old.activeFormatIndex], to: formats[index]) }
+        if old.activeVideoMinFrameDuration != defaults.frameDuration {
+            didChange(\.activeVideoMinFrameDuration, from: old.activeVideoMinFrameDuration, to: defaults.frameDuration)
+        }
+        if old.activeVideoMaxFrameDuration != defaults.frameDuration {
+            didChange(\.activeVideoMaxFrameDuration, from: old.activeVideoMaxFrameDuration, to: defaults.frameDuration)
         }
     }
 

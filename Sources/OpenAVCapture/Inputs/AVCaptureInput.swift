@@ -1,0 +1,73 @@
+import CaptureDrivers
+import Foundation
+import Synchronization
+
+/// A source of media for a session: its ports, one per media stream.
+///
+/// Threading: thread safe; `ports` is fixed at creation.
+public class AVCaptureInput: NSObject, @unchecked Sendable {
+    /// The streams this input provides.
+    public var ports: [Port] { portList }
+    private var portList: [Port] = []
+    /// The session the input belongs to, if any.
+    package let sessionReference = Mutex<WeakSession>(WeakSession())
+
+    override package init() { super.init() }
+
+    /// Sets the ports once, during a subclass's initialization.
+    package func setPorts(_ ports: [Port]) { portList = ports }
+
+    /// Posted when a port's format description changes (the device's active format changed).
+    public static let portFormatDescriptionDidChangeNotification = NSNotification.Name(
+        "AVCaptureInputPortFormatDescriptionDidChangeNotification")
+
+    /// One stream of an input: its media type, its current format, and the clock its timestamps are on.
+    ///
+    /// Threading: thread safe; `isEnabled` and the format are guarded by a mutex.
+    public final class Port: NSObject, @unchecked Sendable {
+        /// The input the port belongs to.
+        public unowned let input: AVCaptureInput
+        /// What the port carries.
+        public let mediaType: AVMediaType
+        /// The clock the port's sample buffers are stamped on: the host clock for every device here
+        /// (`CMSyncConvertTime` to the session's `synchronizationClock` is then the identity).
+        public let clock: CMClock?
+        private let state: Mutex<(enabled: Bool, format: CMFormatDescription?)>
+
+        package init(input: AVCaptureInput, mediaType: AVMediaType, clock: CMClock?, format: CMFormatDescription?) {
+            self.input = input
+            self.mediaType = mediaType
+            self.clock = clock
+            self.state = Mutex((true, format))
+        }
+
+        /// Whether the port's data flows. A disabled port delivers nothing to any connection.
+        public var isEnabled: Bool {
+            get { state.withLock { $0.enabled } }
+            set { state.withLock { $0.enabled = newValue } }
+        }
+
+        /// The format of the port's media now.
+        public var formatDescription: CMFormatDescription? { state.withLock { $0.format } }
+
+        package func setFormatDescription(_ format: CMFormatDescription?) {
+            let changed = state.withLock { state in
+                defer { state.format = format }
+                return state.format != format
+            }
+            if changed {
+                NotificationCenter.default.post(name: AVCaptureInput.portFormatDescriptionDidChangeNotification, object: self)
+            }
+        }
+
+        public override var description: String {
+            "<AVCaptureInputPort \(mediaType.rawValue) \(formatDescription.map { "\($0)" } ?? "no format")>"
+        }
+    }
+}
+
+extension NSNotification.Name {
+    /// Posted when an input port's format description changes.
+    public static let AVCaptureInputPortFormatDescriptionDidChange = AVCaptureInput
+        .portFormatDescriptionDidChangeNotification
+}

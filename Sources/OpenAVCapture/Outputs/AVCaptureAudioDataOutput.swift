@@ -1,0 +1,200 @@
+import CaptureDrivers
+import Foundation
+import Synchronization
+
+/// Receives an audio data output's sample buffers, on the queue given to `setSampleBufferDelegate(_:queue:)`.
+public protocol AVCaptureAudioDataOutputSampleBufferDelegate: NSObjectProtocol {
+    /// A buffer of audio samples (about 10 ms), in order, with no gaps.
+    func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection)
+}
+
+extension AVCaptureAudioDataOutputSampleBufferDelegate {
+    public func captureOutput(
+        _ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection
+    ) {}
+}
+
+/// Delivers audio sample buffers to a delegate on a serial queue, in order, in the format `audioSettings` asks
+/// for (converted with libswresample when it differs from the device's).
+///
+/// Audio is never dropped for a slow delegate until a full second is waiting; beyond that the newest buffers
+/// are dropped and counted (`droppedBufferCount`), so a stuck delegate cannot exhaust memory.
+///
+/// Threading: thread safe. Settings are guarded by a mutex; delegate calls run on the delegate's queue.
+public final class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
+    /// `@unchecked Sendable`: the delegate is only called on its queue, and settings values are plist-like
+    /// values that are never mutated in place.
+    private struct Settings: @unchecked Sendable {
+        weak var delegate: AnyObject?
+        var queue: DispatchQueue?
+        var audioSettings: [String: Any] = [:]
+    }
+
+    private let settings = Mutex(Settings())
+    /// A second of 10 ms buffers may wait for the delegate.
+    private let delivery = SampleBufferDelivery(limit: 100)
+    /// Used only on the delegate queue (serial), hence not locked.
+    private let converter = UncheckedSendable(AudioConverterBox())
+    private let dropped = Atomic<Int>(0)
+    /// The `sampleBuffers` sequences being iterated (ours); a second of audio may wait in each.
+    private let streams = SampleBufferStreams(bufferSize: 100, preparing: 100)
+    private let streamConverter = UncheckedSendable(AudioConverterBox())
+
+    public override init() { super.init() }
+
+    /// Sets the delegate (held weakly) and the serial queue its method runs on.
+    public func setSampleBufferDelegate(
+        _ sampleBufferDelegate: (any AVCaptureAudioDataOutputSampleBufferDelegate)?, queue sampleBufferCallbackQueue: DispatchQueue?
+    ) {
+        precondition(
+            sampleBufferDelegate == nil || sampleBufferCallbackQueue != nil,
+            "AVCaptureAudioDataOutput: a delegate needs a serial queue (Apple raises NSInvalidArgumentException)")
+        settings.withLock { settings in
+            settings.delegate = sampleBufferDelegate
+            settings.queue = sampleBufferDelegate == nil ? nil : sampleBufferCallbackQueue
+        }
+    }
+
+    /// The delegate, if it is still alive.
+    public var sampleBufferDelegate: (any AVCaptureAudioDataOutputSampleBufferDelegate)? {
+        settings.withLock { $0 }.delegate as? any AVCaptureAudioDataOutputSampleBufferDelegate
+    }
+
+    /// The queue the delegate's method runs on.
+    public var sampleBufferCallbackQueue: DispatchQueue? { settings.withLock { $0.queue } }
+
+    /// The format buffers are delivered in (linear PCM only): `AVFormatIDKey` (`kAudioFormatLinearPCM`),
+    /// `AVSampleRateKey`, `AVNumberOfChannelsKey` (1 or 2), `AVLinearPCMBitDepthKey` (16 or 32),
+    /// `AVLinearPCMIsFloatKey`, `AVLinearPCMIsNonInterleaved` (false only), `AVLinearPCMIsBigEndianKey` (false
+    /// only). Empty (or nil) delivers the device's format. Unsupported keys or values trap, as Apple's raises.
+    public var audioSettings: [String: Any]! {
+        get { settings.withLock { $0 }.audioSettings }
+        set {
+            let requested = newValue ?? [:]
+            _ = AudioOutputFormat.validated(requested)
+            settings.withLock { $0.audioSettings = requested }
+        }
+    }
+
+    /// Settings for an `AVAssetWriterInput` recording this audio as AAC in `outputFileType` (Apple's defaults:
+    /// the device's rate and channels, 64 kb/s per channel).
+    public func recommendedAudioSettingsForAssetWriter(writingTo outputFileType: AVFileType) -> [String: Any]? {
+        guard let layout = connection(with: .audio)?.inputPorts.first?.formatDescription?.audioStreamBasicDescription
+        else { return nil }
+        let channels = Int(layout.mChannelsPerFrame)
+        if [.wav, .aiff, .aifc, .caf].contains(outputFileType) {
+            return [
+                AVFormatIDKey: kAudioFormatLinearPCM, AVSampleRateKey: layout.mSampleRate, AVNumberOfChannelsKey: channels,
+                AVLinearPCMBitDepthKey: 16, AVLinearPCMIsFloatKey: false, AVLinearPCMIsBigEndianKey: outputFileType != .wav,
+                AVLinearPCMIsNonInterleaved: false,
+            ]
+        }
+        return [
+            AVFormatIDKey: kAudioFormatMPEG4AAC, AVSampleRateKey: layout.mSampleRate, AVNumberOfChannelsKey: channels,
+            AVEncoderBitRateKey: 64000 * channels,
+        ]
+    }
+
+    /// The output's buffers as an asynchronous sequence (ours): `for await buffer in output.sampleBuffers { … }`,
+    /// in the `audioSettings` format, with or without a delegate. A second of audio may wait; beyond that newer
+    /// buffers are dropped and counted in `droppedBufferCount`.
+    public var sampleBuffers: AsyncStream<CMSampleBuffer> { streams.makeStream() }
+
+    /// Buffers dropped because the delegate fell a second behind (ours).
+    public var droppedBufferCount: Int { dropped.load(ordering: .relaxed) }
+
+    // MARK: Graph hooks
+
+    override package func accepts(_ mediaType: AVMediaType) -> Bool { mediaType == .audio }
+
+    override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+        let current = settings.withLock { $0 }
+        let (delegateObject, queue, requested) = (current.delegate, current.queue, current.audioSettings)
+        if streams.isActive {
+            let target = AudioOutputFormat.validated(requested)
+            let box = streamConverter
+            let accepted = streams.submit {
+                var converted: [CMSampleBuffer] = []
+                box.value.cache.convert(sampleBuffer, to: target) { converted.append($0) }
+                return converted
+            }
+            if !accepted { dropped.add(1, ordering: .relaxed) }
+        }
+        guard let delegate = delegateObject as? any AVCaptureAudioDataOutputSampleBufferDelegate, let queue else {
+            return
+        }
+        let target = AudioOutputFormat.validated(requested)
+        let handOff = UncheckedSendable((delegate, sampleBuffer, connection))
+        let accepted = delivery.submit(on: queue) { [self] in
+            let (delegate, sample, connection) = handOff.value
+            converter.value.cache.convert(sample, to: target) { converted in
+                delegate.captureOutput(self, didOutput: converted, from: connection)
+            }
+        }
+        if !accepted { dropped.add(1, ordering: .relaxed) }
+    }
+
+    override package func sessionDidStopRunning() {
+        let (queue, box) = (settings.withLock { $0.queue }, converter)
+        queue?.async { box.value.cache.reset() }
+    }
+}
+
+/// An audio data output's requested format, checked.
+enum AudioOutputFormat {
+    /// The requested format as a partial stream description (zero fields keep the device's), or a trap naming
+    /// the unsupported key or value.
+    static func validated(_ settings: [String: Any]) -> AudioStreamBasicDescription {
+        let known: Set<String> = [
+            AVFormatIDKey, AVSampleRateKey, AVNumberOfChannelsKey, AVLinearPCMBitDepthKey, AVLinearPCMIsFloatKey,
+            AVLinearPCMIsNonInterleaved, AVLinearPCMIsBigEndianKey,
+        ]
+        for key in settings.keys {
+            precondition(
+                known.contains(key),
+                "AVCaptureAudioDataOutput: audioSettings key \(key) is not supported (supported: \(known.sorted()));"
+                    + " Apple raises NSInvalidArgumentException")
+        }
+        var format = AudioStreamBasicDescription()
+        if let id = settings[AVFormatIDKey] {
+            precondition(
+                integerSetting(id).map(UInt32.init) == kAudioFormatLinearPCM,
+                "AVCaptureAudioDataOutput: AVFormatIDKey must be kAudioFormatLinearPCM; encode with AVAssetWriter"
+                    + " (Apple raises NSInvalidArgumentException)")
+        }
+        if let rate = doubleSetting(settings[AVSampleRateKey]) {
+            precondition((8000...192_000).contains(rate), "AVCaptureAudioDataOutput: AVSampleRateKey \(rate) is outside 8000...192000")
+            format.mSampleRate = rate
+        }
+        if let channels = integerSetting(settings[AVNumberOfChannelsKey]) {
+            precondition((1...2).contains(channels), "AVCaptureAudioDataOutput: AVNumberOfChannelsKey must be 1 or 2")
+            format.mChannelsPerFrame = UInt32(channels)
+        }
+        let isFloat = boolSetting(settings[AVLinearPCMIsFloatKey])
+        if let bits = integerSetting(settings[AVLinearPCMBitDepthKey]) {
+            precondition(
+                bits == 16 || bits == 32,
+                "AVCaptureAudioDataOutput: AVLinearPCMBitDepthKey must be 16 or 32")
+            format.mBitsPerChannel = UInt32(bits)
+        }
+        if let isFloat {
+            format.mFormatFlags = isFloat ? kAudioFormatFlagIsFloat : kAudioFormatFlagIsSignedInteger
+            if format.mBitsPerChannel == 0 { format.mBitsPerChannel = isFloat ? 32 : 16 }
+            precondition(
+                !isFloat || format.mBitsPerChannel == 32,
+                "AVCaptureAudioDataOutput: floating-point samples are 32 bits")
+        }
+        precondition(
+            boolSetting(settings[AVLinearPCMIsNonInterleaved]) != true,
+            "AVCaptureAudioDataOutput: only interleaved samples are delivered")
+        precondition(
+            boolSetting(settings[AVLinearPCMIsBigEndianKey]) != true,
+            "AVCaptureAudioDataOutput: only little-endian samples are delivered")
+        return format
+    }
+}
+
+/// A reference to the converter cache, so closures on the delegate queue can mutate it.
+final class AudioConverterBox {
+    var cache = AudioConverterCache()
+}

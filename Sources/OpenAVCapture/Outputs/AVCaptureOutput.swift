@@ -1,0 +1,62 @@
+import CaptureDrivers
+import Foundation
+import Synchronization
+
+/// Where a session's media goes: the base of every output.
+///
+/// The session hands each output the sample buffers of its connections on the device's capture thread through
+/// `receive(_:from:)`; an output must return at once (queue the work) so one slow consumer never slows the
+/// device or the other outputs.
+///
+/// Threading: thread safe; the connection list is guarded by a mutex.
+public class AVCaptureOutput: NSObject, @unchecked Sendable {
+    private let attachedConnections = Mutex<[AVCaptureConnection]>([])
+    package let sessionReference = Mutex<WeakSession>(WeakSession())
+
+    override package init() { super.init() }
+
+    /// The connections feeding this output.
+    public var connections: [AVCaptureConnection] { attachedConnections.withLock { $0 } }
+
+    /// The first connection whose input ports carry `mediaType`.
+    public func connection(with mediaType: AVMediaType) -> AVCaptureConnection? {
+        connections.first { $0.inputPorts.contains { $0.mediaType == mediaType } }
+    }
+
+    package func setConnections(_ connections: [AVCaptureConnection]) {
+        attachedConnections.withLock { $0 = connections }
+    }
+
+    /// The session the output belongs to, if any.
+    package var session: AVCaptureSession? { sessionReference.withLock { $0.session } }
+
+    // MARK: The graph's hooks, overridden by each output
+
+    /// Whether the output takes media of this type (automatic connections form only for these).
+    package func accepts(_ mediaType: AVMediaType) -> Bool { false }
+
+    /// Whether the output takes more than one connection of a media type.
+    package var acceptsMultipleConnectionsPerMediaType: Bool { false }
+
+    /// A sample buffer for one of the output's connections, on the capture thread. Must not block.
+    package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {}
+
+    /// A frame the device dropped, on the capture thread. Must not block.
+    package func receiveDrop(
+        presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection
+    ) {}
+
+    /// The session started or stopped streaming to the output.
+    package func sessionDidStartRunning() {}
+    package func sessionWillStopRunning() {}
+    package func sessionDidStopRunning() {}
+
+    /// A device fault ended the output's input (unplugged, taken by another application).
+    package func inputDidFail(_ error: AVError, connection: AVCaptureConnection) {}
+}
+
+/// A weak reference to a session, for outputs and inputs to find theirs.
+package struct WeakSession: Sendable {
+    package weak var session: AVCaptureSession?
+    package init(_ session: AVCaptureSession? = nil) { self.session = session }
+}

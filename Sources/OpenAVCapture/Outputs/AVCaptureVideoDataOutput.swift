@@ -1,0 +1,339 @@
+import CaptureDrivers
+import Foundation
+import Synchronization
+
+/// Receives a video data output's frames, on the queue given to `setSampleBufferDelegate(_:queue:)`.
+public protocol AVCaptureVideoDataOutputSampleBufferDelegate: NSObjectProtocol {
+    /// A frame, in order. Return quickly: while this runs, later frames may be dropped
+    /// (`alwaysDiscardsLateVideoFrames`).
+    func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection)
+    /// A frame that was dropped: no image, its time, and why in the `kCMSampleBufferAttachmentKey_DroppedFrameReason`
+    /// attachment (`FrameWasLate`, `OutOfBuffers`, `Discontinuity`).
+    func captureOutput(_ output: AVCaptureOutput, didDrop sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection)
+}
+
+extension AVCaptureVideoDataOutputSampleBufferDelegate {
+    public func captureOutput(
+        _ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection
+    ) {}
+    public func captureOutput(
+        _ output: AVCaptureOutput, didDrop sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection
+    ) {}
+}
+
+/// Delivers video frames to a delegate on a serial queue: in order, in the pixel format and size asked for,
+/// rotated and mirrored as the connection says.
+///
+/// The device's own format goes through without a copy (NV12 from the virtual cameras); another pixel format or
+/// size is converted with libswscale on the delegate's queue. With `alwaysDiscardsLateVideoFrames` (the default)
+/// a frame that arrives while the delegate is still busy is dropped and reported through
+/// `captureOutput(_:didDrop:from:)` with reason `FrameWasLate`; without it up to four frames wait, and the device
+/// drops with `OutOfBuffers` when the delegate holds its buffers.
+///
+/// Threading: thread safe. Settings are guarded by a mutex; delegate calls run on the delegate's queue.
+public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
+    /// `@unchecked Sendable`: the delegate is only called on its queue, and settings values are plist-like
+    /// values that are never mutated in place.
+    private struct Settings: @unchecked Sendable {
+        var weakDelegate = WeakDelegate()
+        var queue: DispatchQueue?
+        var videoSettings: [String: Any] = [:]
+        var alwaysDiscardsLateVideoFrames = true
+        var lastDelivered: [ObjectIdentifier: CMTime] = [:]
+    }
+
+    /// Holds the delegate weakly, as Apple's does.
+    private struct WeakDelegate: @unchecked Sendable {
+        weak var object: AnyObject?
+    }
+
+    private let settings = Mutex(Settings())
+    private let delivery = SampleBufferDelivery(limit: 1)
+    /// Conversion state, used only on the delegate queue (serial), hence not locked.
+    private let pipeline = UncheckedSendable(VideoOutputPipeline())
+    private let counters = DeliveryCounters()
+    /// The `sampleBuffers` sequences being iterated, and their own conversion path (ours, beyond Apple).
+    private let streams = SampleBufferStreams(bufferSize: 1)
+    private let streamPipeline = UncheckedSendable(VideoOutputPipeline())
+
+    public override init() { super.init() }
+
+    // MARK: Delegate
+
+    /// Sets the delegate (held weakly) and the serial queue its methods run on. A nil delegate stops delivery.
+    public func setSampleBufferDelegate(
+        _ sampleBufferDelegate: (any AVCaptureVideoDataOutputSampleBufferDelegate)?, queue sampleBufferCallbackQueue: DispatchQueue?
+    ) {
+        precondition(
+            sampleBufferDelegate == nil || sampleBufferCallbackQueue != nil,
+            "AVCaptureVideoDataOutput: a delegate needs a serial queue (Apple raises NSInvalidArgumentException)")
+        settings.withLock { settings in
+            settings.weakDelegate.object = sampleBufferDelegate
+            settings.queue = sampleBufferDelegate == nil ? nil : sampleBufferCallbackQueue
+        }
+    }
+
+    /// The delegate, if it is still alive.
+    public var sampleBufferDelegate: (any AVCaptureVideoDataOutputSampleBufferDelegate)? {
+        settings.withLock { $0 }.weakDelegate.object as? any AVCaptureVideoDataOutputSampleBufferDelegate
+    }
+
+    /// The queue the delegate's methods run on.
+    public var sampleBufferCallbackQueue: DispatchQueue? { settings.withLock { $0.queue } }
+
+    // MARK: Settings
+
+    /// Whether frames that arrive while the delegate is busy are dropped (true, the default) or queued.
+    public var alwaysDiscardsLateVideoFrames: Bool {
+        get { settings.withLock { $0.alwaysDiscardsLateVideoFrames } }
+        set {
+            settings.withLock { $0.alwaysDiscardsLateVideoFrames = newValue }
+            delivery.limit = newValue ? 1 : 4
+        }
+    }
+
+    /// The pixel formats this output can deliver, the device's native NV12 first.
+    public var availableVideoPixelFormatTypes: [OSType] { VideoOutputPipeline.supportedPixelFormats }
+
+    /// The same, as numbers (Apple's older spelling).
+    public var availableVideoCVPixelFormatTypes: [Any] { availableVideoPixelFormatTypes.map { NSNumber(value: $0) } }
+
+    /// Codecs the output can deliver compressed frames in: none (deliver pixels; encode with AVAssetWriter).
+    public var availableVideoCodecTypes: [AVVideoCodecType] { [] }
+
+    /// The format frames are delivered in: `kCVPixelBufferPixelFormatTypeKey` (one of
+    /// `availableVideoPixelFormatTypes`), and optionally `kCVPixelBufferWidthKey` / `kCVPixelBufferHeightKey` to
+    /// scale. Empty (or nil) delivers the device's format. Reading it gives the settings in effect, with the
+    /// pixel format and size filled in. An unsupported key or format traps, as Apple's raises.
+    public var videoSettings: [String: Any]! {
+        get {
+            let requested = settings.withLock { $0 }.videoSettings
+            var effective = requested
+            let native = nativeVideoFormat
+            effective[kCVPixelBufferPixelFormatTypeKey] =
+                requested[kCVPixelBufferPixelFormatTypeKey] ?? NSNumber(value: native?.pixelFormat ?? kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange)
+            if let native {
+                effective[kCVPixelBufferWidthKey] = requested[kCVPixelBufferWidthKey] ?? native.width
+                effective[kCVPixelBufferHeightKey] = requested[kCVPixelBufferHeightKey] ?? native.height
+            }
+            return effective
+        }
+        set {
+            let requested = newValue ?? [:]
+            let known: Set<String> = [kCVPixelBufferPixelFormatTypeKey, kCVPixelBufferWidthKey, kCVPixelBufferHeightKey]
+            for key in requested.keys {
+                precondition(
+                    known.contains(key),
+                    "AVCaptureVideoDataOutput: videoSettings key \(key) is not supported; use"
+                        + " kCVPixelBufferPixelFormatTypeKey, kCVPixelBufferWidthKey, kCVPixelBufferHeightKey"
+                        + " (Apple raises NSInvalidArgumentException)")
+            }
+            if let format = requested[kCVPixelBufferPixelFormatTypeKey] {
+                let code = integerSetting(format).map { OSType(truncatingIfNeeded: $0) }
+                precondition(
+                    code.map(availableVideoPixelFormatTypes.contains) ?? false,
+                    "AVCaptureVideoDataOutput: pixel format \(format) is not one of availableVideoPixelFormatTypes"
+                        + " (Apple raises NSInvalidArgumentException)")
+            }
+            for key in [kCVPixelBufferWidthKey, kCVPixelBufferHeightKey] where requested[key] != nil {
+                precondition(
+                    (integerSetting(requested[key]) ?? 0) > 0,
+                    "AVCaptureVideoDataOutput: \(key) must be a positive integer (Apple raises"
+                        + " NSInvalidArgumentException)")
+            }
+            settings.withLock { $0.videoSettings = requested }
+        }
+    }
+
+    /// The cap on frame rate, Apple's older spelling of the video connection's `videoMinFrameDuration`.
+    public var minFrameDuration: CMTime {
+        get { connection(with: .video)?.videoMinFrameDuration ?? .invalid }
+        set { connection(with: .video)?.videoMinFrameDuration = newValue }
+    }
+
+    /// Settings for an `AVAssetWriterInput` that records these frames into `outputFileType`: H.264 at the
+    /// delivered size with a bit rate like Apple's for that size (about 0.1 bit per pixel per frame at 30 fps).
+    public func recommendedVideoSettingsForAssetWriter(writingTo outputFileType: AVFileType) -> [String: Any]? {
+        recommendedVideoSettings(forVideoCodecType: .h264, assetWriterOutputFileType: outputFileType)
+    }
+
+    /// Settings for an `AVAssetWriterInput` with a chosen codec.
+    public func recommendedVideoSettings(
+        forVideoCodecType videoCodecType: AVVideoCodecType, assetWriterOutputFileType outputFileType: AVFileType
+    ) -> [String: Any]? {
+        guard let effective = videoSettings, let width = integerSetting(effective[kCVPixelBufferWidthKey]),
+            let height = integerSetting(effective[kCVPixelBufferHeightKey])
+        else { return nil }
+        let quarterTurn = (connection(with: .video)?.videoRotationAngle ?? 0).truncatingRemainder(dividingBy: 180) != 0
+        let (outWidth, outHeight) = quarterTurn ? (height, width) : (width, height)
+        let bitsPerPixelPerFrame = videoCodecType == .hevc ? 0.06 : 0.1
+        let bitRate = Int(Double(outWidth * outHeight) * 30 * bitsPerPixelPerFrame)
+        return [
+            AVVideoCodecKey: videoCodecType, AVVideoWidthKey: outWidth, AVVideoHeightKey: outHeight,
+            AVVideoCompressionPropertiesKey: [
+                AVVideoAverageBitRateKey: bitRate, AVVideoMaxKeyFrameIntervalKey: 30,
+                AVVideoExpectedSourceFrameRateKey: 30, AVVideoAllowFrameReorderingKey: false,
+            ] as [String: Any],
+        ]
+    }
+
+    /// The format the device delivers on the video connection now.
+    private var nativeVideoFormat: (pixelFormat: OSType, width: Int, height: Int)? {
+        guard let description = connection(with: .video)?.inputPorts.first?.formatDescription else { return nil }
+        return (description.mediaSubType.rawValue, Int(description.dimensions.width), Int(description.dimensions.height))
+    }
+
+    /// The format the settings ask for.
+    private var request: VideoOutputPipeline.Request {
+        let requested = settings.withLock { $0 }.videoSettings
+        return VideoOutputPipeline.Request(
+            pixelFormat: integerSetting(requested[kCVPixelBufferPixelFormatTypeKey]).map { OSType(truncatingIfNeeded: $0) },
+            width: integerSetting(requested[kCVPixelBufferWidthKey]),
+            height: integerSetting(requested[kCVPixelBufferHeightKey]))
+    }
+
+    // MARK: Beyond Apple
+
+    /// The output's frames as an asynchronous sequence (ours): `for await frame in output.sampleBuffers { … }`.
+    ///
+    /// Each iteration gets the same frames a delegate would, converted and rotated the same way, with the same
+    /// policy for a slow consumer: while one frame waits to be taken, newer ones are dropped and counted in
+    /// `deliveryStatistics`. Works with or without a delegate; the sequence ends when its task is cancelled or
+    /// the loop is left.
+    public var sampleBuffers: AsyncStream<CMSampleBuffer> { streams.makeStream() }
+
+    // MARK: Counters (ours)
+
+    /// Frames delivered to the delegate and frames dropped, by reason, since the output was made: the figures
+    /// Apple leaves you to count yourself.
+    public var deliveryStatistics: VideoDeliveryStatistics { counters.snapshot }
+
+    // MARK: Graph hooks
+
+    override package func accepts(_ mediaType: AVMediaType) -> Bool { mediaType == .video }
+
+    override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+        if streams.isActive && shouldDeliver(sampleBuffer.presentationTimeStamp, on: connection, forStream: true) {
+            let handOff = UncheckedSendable((sampleBuffer, connection))
+            let accepted = streams.submit { [self] in
+                streamPipeline.value.process(handOff.value.0, request: self.request, connection: handOff.value.1)
+                    .map { [$0] } ?? []
+            }
+            if !accepted { counters.dropped(.frameWasLate) }
+        }
+        let current = settings.withLock { $0 }
+        let (delegateObject, queue) = (current.weakDelegate.object, current.queue)
+        guard let delegate = delegateObject as? any AVCaptureVideoDataOutputSampleBufferDelegate, let queue else {
+            return
+        }
+        guard shouldDeliver(sampleBuffer.presentationTimeStamp, on: connection) else { return }
+        let handOff = UncheckedSendable((delegate, sampleBuffer, connection))
+        let accepted = delivery.submit(on: queue) { [self] in
+            let (delegate, sample, connection) = handOff.value
+            if let output = pipeline.value.process(sample, request: self.request, connection: connection) {
+                counters.delivered()
+                delegate.captureOutput(self, didOutput: output, from: connection)
+            } else {
+                counters.dropped(.outOfBuffers)
+                delegate.captureOutput(
+                    self, didDrop: Self.dropNotice(for: sample.presentationTimeStamp, format: sample.formatDescription,
+                        reason: .outOfBuffers), from: connection)
+            }
+        }
+        if !accepted {
+            report(drop: .frameWasLate, at: sampleBuffer.presentationTimeStamp, format: sampleBuffer.formatDescription,
+                   delegate: delegate, queue: queue, connection: connection)
+        }
+    }
+
+    override package func receiveDrop(
+        presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection
+    ) {
+        let current = settings.withLock { $0 }
+        let (delegateObject, queue) = (current.weakDelegate.object, current.queue)
+        guard let delegate = delegateObject as? any AVCaptureVideoDataOutputSampleBufferDelegate, let queue else {
+            return
+        }
+        report(drop: reason, at: presentationTime, format: format, delegate: delegate, queue: queue, connection: connection)
+    }
+
+    private func report(
+        drop reason: DropReason, at time: CMTime, format: CMFormatDescription?,
+        delegate: any AVCaptureVideoDataOutputSampleBufferDelegate, queue: DispatchQueue, connection: AVCaptureConnection
+    ) {
+        counters.dropped(reason)
+        let handOff = UncheckedSendable((delegate, connection))
+        delivery.submitAlways(on: queue) { [self] in
+            let notice = Self.dropNotice(for: time, format: format, reason: reason)
+            handOff.value.0.captureOutput(self, didDrop: notice, from: handOff.value.1)
+        }
+    }
+
+    /// The frame-rate cap of the connection: skip frames closer than `videoMinFrameDuration` to the last one
+    /// delivered (half a millisecond of slack absorbs clock rounding).
+    private func shouldDeliver(_ time: CMTime, on connection: AVCaptureConnection, forStream: Bool = false) -> Bool {
+        let cap = connection.videoMinFrameDuration
+        guard cap.isNumeric, cap > .zero else { return true }
+        // The stream path keeps its own last time (the key's low bit), so both paths see the same frames.
+        let key = ObjectIdentifier(forStream ? streams : connection)
+        return settings.withLock { settings in
+            if let last = settings.lastDelivered[key], (time - last).seconds < cap.seconds - 0.0005 { return false }
+            settings.lastDelivered[key] = time
+            return true
+        }
+    }
+
+    override package func sessionDidStartRunning() {
+        settings.withLock { $0.lastDelivered.removeAll() }
+    }
+
+    /// The sample buffer `didDrop` gets: no image, the frame's time and format, and the reason attached.
+    static func dropNotice(for time: CMTime, format: CMFormatDescription?, reason: DropReason) -> CMSampleBuffer {
+        let timing = CMSampleTimingInfo(duration: .invalid, presentationTimeStamp: time, decodeTimeStamp: .invalid)
+        let notice =
+            (try? CMSampleBuffer(
+                dataBuffer: nil, formatDescription: format ?? CMFormatDescription(mediaType: .video, mediaSubType: .init(rawValue: 0)),
+                numSamples: 1, sampleTimings: [timing], sampleSizes: []))!
+        CMSetAttachment(
+            notice, key: kCMSampleBufferAttachmentKey_DroppedFrameReason, value: reason.rawValue,
+            attachmentMode: kCMAttachmentMode_ShouldPropagate)
+        return notice
+    }
+}
+
+/// How many frames a video data output delivered and dropped, by reason (ours; Apple has no such counters).
+public struct VideoDeliveryStatistics: Sendable, Hashable {
+    /// Frames the delegate received.
+    public var delivered: Int
+    /// Frames dropped because the delegate was still busy.
+    public var droppedLate: Int
+    /// Frames dropped because every buffer was held.
+    public var droppedOutOfBuffers: Int
+    /// Frames the device skipped.
+    public var droppedDiscontinuity: Int
+}
+
+/// Lock-free counters behind `deliveryStatistics`.
+private final class DeliveryCounters: Sendable {
+    private let delivered = Atomic<Int>(0)
+    private let late = Atomic<Int>(0)
+    private let outOfBuffers = Atomic<Int>(0)
+    private let discontinuity = Atomic<Int>(0)
+
+    func delivered(_ count: Int = 1) { delivered.add(count, ordering: .relaxed) }
+
+    func dropped(_ reason: DropReason) {
+        switch reason {
+        case .frameWasLate: late.add(1, ordering: .relaxed)
+        case .outOfBuffers: outOfBuffers.add(1, ordering: .relaxed)
+        case .discontinuity: discontinuity.add(1, ordering: .relaxed)
+        }
+    }
+
+    var snapshot: VideoDeliveryStatistics {
+        VideoDeliveryStatistics(
+            delivered: delivered.load(ordering: .relaxed), droppedLate: late.load(ordering: .relaxed),
+            droppedOutOfBuffers: outOfBuffers.load(ordering: .relaxed),
+            droppedDiscontinuity: discontinuity.load(ordering: .relaxed))
+    }
+}

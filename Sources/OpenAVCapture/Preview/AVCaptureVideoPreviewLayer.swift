@@ -1,0 +1,142 @@
+import Foundation
+import Synchronization
+
+/// What a preview shows and how: the session's video, its gravity in the layer's bounds, and the conversions
+/// between layer points and device points, exact for every gravity, orientation and mirroring.
+///
+/// On Linux the layer is a model: renderers (a window, a web page) read it. It holds its session strongly, as
+/// Apple's does.
+///
+/// Threading: thread safe; properties are guarded by a mutex.
+public final class AVCaptureVideoPreviewLayer: NSObject, @unchecked Sendable {
+    private struct State {
+        var session: AVCaptureSession?
+        var connection: AVCaptureConnection?
+        var gravity: AVLayerVideoGravity = .resizeAspect
+        var frame: CGRect = .zero
+    }
+
+    private let state = Mutex(State())
+
+    /// A layer showing `session`'s video, connected to its first video port.
+    public init(session: AVCaptureSession) {
+        super.init()
+        setSession(session, connecting: true)
+    }
+
+    /// A layer for `session` without a connection; add one with `AVCaptureConnection(inputPort:videoPreviewLayer:)`.
+    public init(sessionWithNoConnection session: AVCaptureSession) {
+        super.init()
+        setSession(session, connecting: false)
+    }
+
+    /// A layer with no session yet.
+    public override init() { super.init() }
+
+    /// The session whose video the layer shows. Setting it connects to the session's first video port.
+    public var session: AVCaptureSession? {
+        get { state.withLock { $0.session } }
+        set { setSession(newValue, connecting: true) }
+    }
+
+    /// Sets the session without forming a connection.
+    public func setSessionWithNoConnection(_ session: AVCaptureSession) {
+        setSession(session, connecting: false)
+    }
+
+    private func setSession(_ session: AVCaptureSession?, connecting: Bool) {
+        let old = state.withLock { state in
+            defer {
+                state.session = session
+                state.connection = nil
+            }
+            return (state.session, state.connection)
+        }
+        if let oldConnection = old.1 { old.0?.removeConnection(oldConnection) }
+        guard connecting, let session else { return }
+        let connection = session.connectPreviewLayer(self)
+        state.withLock { $0.connection = connection }
+    }
+
+    /// The connection from the session's video port, if any.
+    public var connection: AVCaptureConnection? {
+        state.withLock { state in
+            state.connection ?? state.session?.connections.first { $0.videoPreviewLayer === self }
+        }
+    }
+
+    /// How the video fills the layer's bounds (`.resizeAspect` by default).
+    public var videoGravity: AVLayerVideoGravity {
+        get { state.withLock { $0.gravity } }
+        set { state.withLock { $0.gravity = newValue } }
+    }
+
+    /// The layer's frame in its superlayer's coordinates.
+    public var frame: CGRect {
+        get { state.withLock { $0.frame } }
+        set { state.withLock { $0.frame = newValue } }
+    }
+
+    /// The layer's bounds: its own coordinates, origin (0, 0).
+    public var bounds: CGRect {
+        get { CGRect(origin: .zero, size: frame.size) }
+        set { frame.size = newValue.size }
+    }
+}
+
+// MARK: - Converting between layer and device coordinates
+
+extension AVCaptureVideoPreviewLayer {
+    /// The geometry now: the layer's bounds, the connected device's video size, gravity, rotation and mirroring.
+    package var geometry: PreviewGeometry {
+        let connection = self.connection
+        let dimensions = connection?.inputPorts.first?.formatDescription?.dimensions ?? CMVideoDimensions()
+        return PreviewGeometry(
+            layerBounds: bounds, videoDimensions: CGSize(width: CGFloat(dimensions.width), height: CGFloat(dimensions.height)),
+            videoGravity: videoGravity,
+            rotation: PreviewGeometry.Rotation(degrees: connection?.videoRotationAngle ?? 0) ?? .degrees0,
+            isVideoMirrored: connection?.isVideoMirrored ?? false)
+    }
+
+    /// The point of the device's unrotated picture ((0,0) top left, (1,1) bottom right) under a layer point,
+    /// accounting for gravity, rotation and mirroring. Points outside the shown video map outside 0...1.
+    public func captureDevicePointConverted(fromLayerPoint pointInLayer: CGPoint) -> CGPoint {
+        geometry.captureDevicePointConverted(fromLayerPoint: pointInLayer)
+    }
+
+    /// The layer point showing a point of the device's unrotated picture.
+    public func layerPointConverted(fromCaptureDevicePoint captureDevicePointOfInterest: CGPoint) -> CGPoint {
+        geometry.layerPointConverted(fromCaptureDevicePoint: captureDevicePointOfInterest)
+    }
+
+    /// The rectangle of the device's unrotated picture (normalized) under a layer rectangle, for
+    /// `AVCaptureMetadataOutput.rectOfInterest`.
+    public func metadataOutputRectConverted(fromLayerRect rectInLayerCoordinates: CGRect) -> CGRect {
+        geometry.metadataOutputRectConverted(fromLayerRect: rectInLayerCoordinates)
+    }
+
+    /// The layer rectangle showing a normalized rectangle of the device's unrotated picture.
+    public func layerRectConverted(fromMetadataOutputRect rectInMetadataOutputCoordinates: CGRect) -> CGRect {
+        geometry.layerRectConverted(fromMetadataOutputRect: rectInMetadataOutputCoordinates)
+    }
+
+    /// The Objective-C era name of `captureDevicePointConverted(fromLayerPoint:)`, as the seeds use it.
+    public func captureDevicePointOfInterest(for pointInLayer: CGPoint) -> CGPoint {
+        captureDevicePointConverted(fromLayerPoint: pointInLayer)
+    }
+
+    /// The Objective-C era name of `layerPointConverted(fromCaptureDevicePoint:)`.
+    public func pointForCaptureDevicePoint(ofInterest captureDevicePointOfInterest: CGPoint) -> CGPoint {
+        layerPointConverted(fromCaptureDevicePoint: captureDevicePointOfInterest)
+    }
+
+    /// The Objective-C era name of `metadataOutputRectConverted(fromLayerRect:)`.
+    public func metadataOutputRectOfInterest(for rectInLayerCoordinates: CGRect) -> CGRect {
+        metadataOutputRectConverted(fromLayerRect: rectInLayerCoordinates)
+    }
+
+    /// The Objective-C era name of `layerRectConverted(fromMetadataOutputRect:)`.
+    public func rectForMetadataOutputRect(ofInterest rectInMetadataOutputCoordinates: CGRect) -> CGRect {
+        layerRectConverted(fromMetadataOutputRect: rectInMetadataOutputCoordinates)
+    }
+}

@@ -1,0 +1,656 @@
+import CaptureDrivers
+import Foundation
+import Synchronization
+
+/// Coordinates the flow of media from inputs (cameras, microphones) to outputs (data outputs, files, previews).
+///
+/// As Apple's: add inputs and outputs (checking `canAdd…` first: adding what it refuses traps), bracket changes
+/// with `beginConfiguration()`/`commitConfiguration()` (nestable; the outermost commit applies everything at
+/// once, so a running session switches cameras without a gap), then `startRunning()`, which blocks until the
+/// devices stream; `stopRunning()` blocks until they have stopped. Run both off the main thread, on a serial
+/// queue of yours, as Apple advises.
+///
+/// States: idle → running ⇄ interrupted → idle (`stopRunning`). A device taken by another process, or
+/// unplugged, interrupts a running session (`.AVCaptureSessionWasInterrupted`; unplugging also posts
+/// `.AVCaptureSessionRuntimeError` with `AVError.deviceWasDisconnected`); when it is back the session streams
+/// again by itself and posts `.AVCaptureSessionInterruptionEnded`. `isRunning` and `isInterrupted` are
+/// observable with Apple's KVO call shape.
+///
+/// Threading: thread safe. Configuration and start/stop are serialized by the session's lock; media flows on
+/// each device's capture thread, which hands buffers to outputs without waiting. Notifications are posted on
+/// the thread that caused them (yours for start/stop, an internal queue for interruptions).
+public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
+    public typealias Preset = AVCaptureSessionPreset
+
+    /// The session's explicit states (DESIGN.md): each entry point checks the one it needs.
+    package enum State: Sendable, Equatable {
+        case idle
+        case running
+        case interrupted
+        case stopping
+    }
+
+    /// What the capture threads read for each device: where its buffers go.
+    private struct Route {
+        let connection: AVCaptureConnection
+        let output: AVCaptureOutput?
+    }
+
+    /// A device streaming for this session.
+    private struct ActiveStream {
+        let input: AVCaptureDeviceInput
+        var configuration: StreamConfiguration
+        var isInterrupted: Bool
+        /// The subscription to the device's hub; nil while the device could not be started.
+        var token: Int?
+
+        var hub: DeviceStreamHub { .hub(for: input.device.backend) }
+
+        func end() {
+            if let token { hub.unsubscribe(token) }
+        }
+    }
+
+    public let keyValueObservers = KeyValueObserverRegistry()
+    /// Serializes configuration and start/stop. Recursive: KVO handlers of the devices we configure may call back.
+    private let lock = NSRecursiveLock()
+    /// Guarded by `lock`.
+    private var inputList: [AVCaptureInput] = []
+    private var outputList: [AVCaptureOutput] = []
+    private var connectionList: [AVCaptureConnection] = []
+    private var preset: Preset = .high
+    private var configurationDepth = 0
+    private var streams: [ObjectIdentifier: ActiveStream] = [:]
+    private var deviceObservations: [ObjectIdentifier: [NSKeyValueObservation]] = [:]
+    private var registryToken: Int?
+    /// Read by capture threads on every buffer; replaced whole on every change.
+    private let routes = Mutex<[ObjectIdentifier: [Route]]>([:])
+    private let stateStorage = Mutex<State>(.idle)
+    /// Runs reactions to device events (faults, reconnection, format changes) off the capture threads.
+    private let eventQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureSession.events")
+
+    public override init() { super.init() }
+
+    deinit {
+        if let registryToken { DeviceRegistry.shared.removeListener(registryToken) }
+        for stream in streams.values { stream.end() }
+    }
+
+    package var state: State { stateStorage.withLock { $0 } }
+
+    // MARK: Inputs
+
+    /// The inputs, in the order added.
+    public var inputs: [AVCaptureInput] { locked { inputList } }
+
+    /// Whether `input` can be added: not already in a session, its device not already used by another input of
+    /// this session, and able to honour the session's preset.
+    public func canAddInput(_ input: AVCaptureInput) -> Bool {
+        locked {
+            guard !inputList.contains(where: { $0 === input }), input.sessionReference.withLock({ $0.session }) == nil
+            else { return false }
+            guard let deviceInput = input as? AVCaptureDeviceInput else { return true }
+            let device = deviceInput.device
+            if inputList.contains(where: { ($0 as? AVCaptureDeviceInput)?.device === device }) { return false }
+            return device.hasMediaType(.audio) || preset == .inputPriority || device.supportsSessionPreset(preset)
+        }
+    }
+
+    /// Adds an input and connects its ports to every output that takes their media and has no such connection.
+    /// Traps when `canAddInput(_:)` says no, as Apple's raises.
+    public func addInput(_ input: AVCaptureInput) {
+        changeConfiguration {
+            insert(input)
+            for output in outputList { connectAutomatically(output) }
+        }
+    }
+
+    /// Adds an input without connecting it; connect its ports with `addConnection(_:)`.
+    public func addInputWithNoConnections(_ input: AVCaptureInput) {
+        changeConfiguration { insert(input) }
+    }
+
+    private func insert(_ input: AVCaptureInput) {
+        precondition(
+            canAddInput(input),
+            "AVCaptureSession: cannot add \(input); check canAddInput(_:) first (Apple raises"
+                + " NSInvalidArgumentException)")
+        inputList.append(input)
+        input.sessionReference.withLock { $0 = WeakSession(self) }
+        if let deviceInput = input as? AVCaptureDeviceInput {
+            applyPreset(to: deviceInput.device)
+            watch(deviceInput)
+        }
+    }
+
+    /// Removes an input and its connections.
+    public func removeInput(_ input: AVCaptureInput) {
+        changeConfiguration {
+            guard let index = inputList.firstIndex(where: { $0 === input }) else { return }
+            inputList.remove(at: index)
+            input.sessionReference.withLock { $0 = WeakSession() }
+            connectionList.removeAll { connection in
+                let uses = connection.inputPorts.contains { $0.input === input }
+                if uses { detach(connection) }
+                return uses
+            }
+            if let deviceInput = input as? AVCaptureDeviceInput { unwatch(deviceInput) }
+        }
+    }
+
+    // MARK: Outputs
+
+    /// The outputs, in the order added.
+    public var outputs: [AVCaptureOutput] { locked { outputList } }
+
+    /// Whether `output` can be added: not already in a session.
+    public func canAddOutput(_ output: AVCaptureOutput) -> Bool {
+        locked { !outputList.contains { $0 === output } && output.session == nil }
+    }
+
+    /// Adds an output and connects it to the first port of each media type it takes.
+    /// Traps when `canAddOutput(_:)` says no.
+    public func addOutput(_ output: AVCaptureOutput) {
+        changeConfiguration {
+            insert(output)
+            connectAutomatically(output)
+        }
+    }
+
+    /// Adds an output without connecting it.
+    public func addOutputWithNoConnections(_ output: AVCaptureOutput) {
+        changeConfiguration { insert(output) }
+    }
+
+    private func insert(_ output: AVCaptureOutput) {
+        precondition(
+            canAddOutput(output),
+            "AVCaptureSession: cannot add \(output); check canAddOutput(_:) first (Apple raises"
+                + " NSInvalidArgumentException)")
+        outputList.append(output)
+        output.sessionReference.withLock { $0 = WeakSession(self) }
+    }
+
+    /// Removes an output and its connections.
+    public func removeOutput(_ output: AVCaptureOutput) {
+        changeConfiguration {
+            guard let index = outputList.firstIndex(where: { $0 === output }) else { return }
+            if state == .running || state == .interrupted { output.sessionWillStopRunning() }
+            outputList.remove(at: index)
+            output.sessionReference.withLock { $0 = WeakSession() }
+            connectionList.removeAll { connection in
+                let uses = connection.output === output
+                if uses { detach(connection) }
+                return uses
+            }
+            output.setConnections([])
+            if state == .running || state == .interrupted { output.sessionDidStopRunning() }
+        }
+    }
+
+    // MARK: Connections
+
+    /// Every connection, in the order formed.
+    public var connections: [AVCaptureConnection] { locked { connectionList } }
+
+    /// Whether `connection` can be added: its inputs and output (or preview layer) belong to this session, and
+    /// the output has no other connection of that media type.
+    public func canAddConnection(_ connection: AVCaptureConnection) -> Bool {
+        locked {
+            guard !connectionList.contains(where: { $0 === connection }) else { return false }
+            let inputsPresent = connection.inputPorts.allSatisfy { port in inputList.contains { $0 === port.input } }
+            guard inputsPresent, let mediaType = connection.mediaType else { return false }
+            if let output = connection.output {
+                guard outputList.contains(where: { $0 === output }), output.accepts(mediaType) else { return false }
+                return output.acceptsMultipleConnectionsPerMediaType
+                    || !output.connections.contains { $0.mediaType == mediaType }
+            }
+            if let layer = connection.videoPreviewLayer { return layer.session === self && mediaType == .video }
+            return false
+        }
+    }
+
+    /// Adds a connection made with `AVCaptureConnection(inputPorts:output:)`. Traps when `canAddConnection(_:)`
+    /// says no.
+    public func addConnection(_ connection: AVCaptureConnection) {
+        changeConfiguration {
+            precondition(
+                canAddConnection(connection),
+                "AVCaptureSession: cannot add \(connection); check canAddConnection(_:) first (Apple raises"
+                    + " NSInvalidArgumentException)")
+            attach(connection)
+        }
+    }
+
+    /// Removes a connection.
+    public func removeConnection(_ connection: AVCaptureConnection) {
+        changeConfiguration {
+            guard let index = connectionList.firstIndex(where: { $0 === connection }) else { return }
+            connectionList.remove(at: index)
+            detach(connection)
+        }
+    }
+
+    /// Connects `output` to the first port of each media type it takes that it is not yet connected to.
+    private func connectAutomatically(_ output: AVCaptureOutput) {
+        for input in inputList {
+            for port in input.ports where output.accepts(port.mediaType) {
+                let taken = connectionList.contains { $0.output === output && $0.mediaType == port.mediaType }
+                if taken && !output.acceptsMultipleConnectionsPerMediaType { continue }
+                if connectionList.contains(where: { $0.output === output && $0.inputPorts.contains { $0 === port } }) {
+                    continue
+                }
+                attach(AVCaptureConnection(inputPorts: [port], output: output))
+            }
+        }
+    }
+
+    /// Connects a new preview layer to the first video port (called by the layer).
+    package func connectPreviewLayer(_ layer: AVCaptureVideoPreviewLayer) -> AVCaptureConnection? {
+        var made: AVCaptureConnection?
+        changeConfiguration {
+            guard let port = inputList.flatMap(\.ports).first(where: { $0.mediaType == .video }) else { return }
+            let connection = AVCaptureConnection(inputPort: port, videoPreviewLayer: layer)
+            attach(connection)
+            made = connection
+        }
+        return made
+    }
+
+    private func attach(_ connection: AVCaptureConnection) {
+        connectionList.append(connection)
+        connection.setAttached(true)
+        if let output = connection.output { output.setConnections(output.connections + [connection]) }
+    }
+
+    private func detach(_ connection: AVCaptureConnection) {
+        connection.setAttached(false)
+        if let output = connection.output { output.setConnections(output.connections.filter { $0 !== connection }) }
+    }
+
+    // MARK: Presets
+
+    /// The quality level or size the session streams video at (`.high` by default). Setting a preset a device
+    /// cannot honour traps; check `canSetSessionPreset(_:)` first. Setting a device's `activeFormat` directly
+    /// switches this to `.inputPriority`. How each preset picks a device format: see `AVCaptureSessionPreset`.
+    public var sessionPreset: Preset {
+        get { locked { preset } }
+        set {
+            changeConfiguration {
+                precondition(
+                    canSetSessionPreset(newValue),
+                    "AVCaptureSession: preset \(newValue.rawValue) is not supported by the session's inputs; check"
+                        + " canSetSessionPreset(_:) first (Apple raises NSInvalidArgumentException)")
+                let old = preset
+                preset = newValue
+                for case let input as AVCaptureDeviceInput in inputList { applyPreset(to: input.device) }
+                if old != newValue { keyValueObservers.notifyChange(\AVCaptureSession.sessionPreset, of: self, from: old, to: newValue) }
+            }
+        }
+    }
+
+    /// Whether every video device of the session can honour `preset`.
+    public func canSetSessionPreset(_ preset: Preset) -> Bool {
+        locked {
+            inputList.allSatisfy { input in
+                guard let device = (input as? AVCaptureDeviceInput)?.device, device.hasMediaType(.video) else {
+                    return true
+                }
+                return device.supportsSessionPreset(preset)
+            }
+        }
+    }
+
+    private func applyPreset(to device: AVCaptureDevice) {
+        guard preset != .inputPriority, device.hasMediaType(.video), let format = preset.format(in: device) else {
+            return
+        }
+        device.applySessionFormat(format)
+    }
+
+    /// The user set a device's format directly: Apple's sessions switch to `.inputPriority`.
+    private func deviceFormatWasSetByUser() {
+        changeConfiguration {
+            let old = preset
+            preset = .inputPriority
+            if old != .inputPriority {
+                keyValueObservers.notifyChange(\AVCaptureSession.sessionPreset, of: self, from: old, to: .inputPriority)
+            }
+        }
+    }
+
+    // MARK: Configuration
+
+    /// Starts a batch of changes; they take effect together at the outermost `commitConfiguration()`.
+    public func beginConfiguration() {
+        lock.lock()
+        configurationDepth += 1
+        lock.unlock()
+    }
+
+    /// Ends a batch of changes; the outermost commit validates and applies them at once (starting, stopping and
+    /// reconfiguring devices of a running session).
+    public func commitConfiguration() {
+        lock.lock()
+        defer { lock.unlock() }
+        precondition(
+            configurationDepth > 0,
+            "AVCaptureSession: commitConfiguration() without beginConfiguration() (Apple raises"
+                + " NSGenericException)")
+        configurationDepth -= 1
+        if configurationDepth == 0 { applyConfiguration() }
+    }
+
+    /// Runs a change under the lock, applying it at once unless inside begin/commit.
+    private func changeConfiguration(_ change: () -> Void) {
+        lock.lock()
+        defer { lock.unlock() }
+        configurationDepth += 1
+        change()
+        configurationDepth -= 1
+        if configurationDepth == 0 { applyConfiguration() }
+    }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body()
+    }
+
+    /// Makes the running devices and the routes match the graph. Called under the lock at depth 0.
+    private func applyConfiguration() {
+        for input in inputList {
+            for port in input.ports {
+                if let device = (input as? AVCaptureDeviceInput)?.device {
+                    port.setFormatDescription(device.activeFormat.formatDescription)
+                }
+            }
+        }
+        publishRoutes()
+        guard state == .running || state == .interrupted else { return }
+        reconcileStreams()
+    }
+
+    /// Rebuilds the capture threads' routing table from the connections.
+    private func publishRoutes() {
+        var table: [ObjectIdentifier: [Route]] = [:]
+        for connection in connectionList {
+            for port in connection.inputPorts {
+                guard let device = (port.input as? AVCaptureDeviceInput)?.device else { continue }
+                table[ObjectIdentifier(device.backend), default: []].append(
+                    Route(connection: connection, output: connection.output))
+            }
+        }
+        routes.withLock { $0 = table }
+    }
+
+    // MARK: Running
+
+    /// Whether the session is running (also while interrupted). Observable.
+    public var isRunning: Bool {
+        let current = state
+        return current == .running || current == .interrupted
+    }
+
+    /// Whether a device of the running session is unavailable for now. Observable.
+    public var isInterrupted: Bool { state == .interrupted }
+
+    /// The clock every buffer of the session is stamped on: the host clock (CLOCK_MONOTONIC).
+    public var synchronizationClock: CMClock? { .hostTimeClock }
+
+    /// Apple's older name for `synchronizationClock`.
+    public var masterClock: CMClock? { synchronizationClock }
+
+    /// Kept for source compatibility; wide colour capture is not configured on Linux.
+    public var automaticallyConfiguresCaptureDeviceForWideColor: Bool = true
+    /// Kept for source compatibility; Linux has no application audio session.
+    public var usesApplicationAudioSession: Bool = true
+    /// Kept for source compatibility; Linux has no application audio session.
+    public var automaticallyConfiguresApplicationAudioSession: Bool = true
+
+    /// Starts the devices and the flow of media; returns when every device streams (or failed). A device that
+    /// is busy interrupts the session; a device that is gone posts `.AVCaptureSessionRuntimeError`.
+    public func startRunning() {
+        let failure = locked { () -> AVError? in
+            guard state == .idle else { return nil }
+            setState(.running)
+            for output in outputList { output.sessionDidStartRunning() }
+            return reconcileStreams()
+        }
+        if let failure {
+            post(AVCaptureSession.runtimeErrorNotification, [AVCaptureSessionErrorKey: failure])
+        }
+        if isRunning {
+            post(AVCaptureSession.didStartRunningNotification, [:])
+        }
+    }
+
+    /// Stops the devices; returns when every capture thread has delivered its last buffer.
+    public func stopRunning() {
+        let stopped = locked { () -> Bool in
+            guard state == .running || state == .interrupted else { return false }
+            for output in outputList { output.sessionWillStopRunning() }
+            setState(.stopping)
+            for stream in streams.values { stream.end() }
+            streams.removeAll()
+            setState(.idle)
+            for output in outputList { output.sessionDidStopRunning() }
+            return true
+        }
+        if stopped { post(AVCaptureSession.didStopRunningNotification, [:]) }
+    }
+
+    /// Starts running and throws what would otherwise be posted as a runtime error (ours, beyond Apple).
+    public func start() async throws {
+        let failure = locked { () -> AVError? in
+            guard state == .idle else { return nil }
+            setState(.running)
+            for output in outputList { output.sessionDidStartRunning() }
+            guard let failure = reconcileStreams() else { return nil }
+            for stream in streams.values { stream.end() }
+            streams.removeAll()
+            setState(.idle)
+            return failure
+        }
+        if let failure { throw failure }
+        post(AVCaptureSession.didStartRunningNotification, [:])
+    }
+
+    private func setState(_ new: State) {
+        let (wasRunning, wasInterrupted) = (isRunning, isInterrupted)
+        stateStorage.withLock { $0 = new }
+        if wasRunning != isRunning {
+            keyValueObservers.notifyChange(\AVCaptureSession.isRunning, of: self, from: wasRunning, to: isRunning)
+        }
+        if wasInterrupted != isInterrupted {
+            keyValueObservers.notifyChange(
+                \AVCaptureSession.isInterrupted, of: self, from: wasInterrupted, to: isInterrupted)
+        }
+    }
+
+    /// Starts, restarts and stops device streams so that every device input of the graph streams its device's
+    /// current configuration. New streams start before the old ones end, so a camera switch has no gap.
+    /// Returns the first error that kept a device from starting (other than being busy, which interrupts).
+    @discardableResult
+    private func reconcileStreams() -> AVError? {
+        var wanted: [ObjectIdentifier: AVCaptureDeviceInput] = [:]
+        for case let input as AVCaptureDeviceInput in inputList where input.ports.contains(where: \.isEnabled) {
+            wanted[ObjectIdentifier(input.device.backend)] = input
+        }
+        var retiring: [ActiveStream] = []
+        for (key, stream) in streams {
+            let configuration = stream.input.device.streamConfiguration
+            if wanted[key] !== stream.input || (configuration != stream.configuration && !stream.isInterrupted) {
+                retiring.append(stream)
+                streams[key] = nil
+            }
+        }
+        var failure: AVError?
+        for (key, input) in wanted where streams[key] == nil {
+            let configuration = input.device.streamConfiguration
+            var stream = ActiveStream(input: input, configuration: configuration, isInterrupted: false)
+            do {
+                stream.token = try stream.hub.subscribe(configuration, sink: sink(for: input.device.backend))
+            } catch {
+                stream.isInterrupted = true
+                if error == .busy {
+                    interrupt(for: input, reason: input.device.hasMediaType(.video) ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
+                } else {
+                    failure = failure ?? error.avError(for: input.device)
+                    interrupt(for: input, reason: nil)
+                }
+            }
+            streams[key] = stream
+        }
+        for stream in retiring { stream.end() }
+        return failure
+    }
+
+    /// The closure a device's capture thread calls with every event.
+    private func sink(for backend: any CaptureBackend) -> StreamSink {
+        let key = ObjectIdentifier(backend)
+        return { [weak self] event in
+            guard let self else { return }
+            switch event {
+            case .output(let sampleBuffer, _):
+                self.route(sampleBuffer, from: key)
+            case .dropped(_, let time, let reason):
+                let format = self.routes.withLock { $0[key]?.first?.connection.inputPorts.first?.formatDescription }
+                for route in self.routes.withLock({ $0[key] ?? [] }) where route.connection.isEnabled {
+                    route.output?.receiveDrop(presentationTime: time, reason: reason, format: format, from: route.connection)
+                }
+            case .fault(let fault):
+                self.eventQueue.async { self.deviceDidFault(key, fault) }
+            }
+        }
+    }
+
+    /// Hands one buffer to every enabled connection of its device. Runs on the capture thread.
+    private func route(_ sampleBuffer: CMSampleBuffer, from key: ObjectIdentifier) {
+        let targets = routes.withLock { $0[key] ?? [] }
+        for route in targets where route.connection.isEnabled {
+            if !route.connection.audioChannels.isEmpty { AudioLevels.measure(sampleBuffer, into: route.connection.audioChannels) }
+            route.output?.receive(sampleBuffer, from: route.connection)
+        }
+    }
+
+    // MARK: Interruptions
+
+    private func deviceDidFault(_ key: ObjectIdentifier, _ fault: DeviceFault) {
+        let (input, error): (AVCaptureDeviceInput?, AVError?) = locked {
+            guard var stream = streams[key], isRunning else { return (nil, nil) }
+            stream.isInterrupted = true
+            streams[key] = stream
+            let reason: InterruptionReason? =
+                fault == .busy
+                ? (stream.input.device.hasMediaType(.video) ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
+                : nil
+            interrupt(for: stream.input, reason: reason)
+            return (stream.input, fault == .busy ? nil : fault.avError(for: stream.input.device))
+        }
+        guard let input else { return }
+        for connection in connections where connection.inputPorts.contains(where: { $0.input === input }) {
+            connection.output?.inputDidFail(
+                error ?? AVError(.sessionWasInterrupted, "\(input.device.localizedName) was taken by another application"),
+                connection: connection)
+        }
+        if let error { post(AVCaptureSession.runtimeErrorNotification, [AVCaptureSessionErrorKey: error]) }
+    }
+
+    /// Marks the session interrupted (posting the notification once) and listens for the device's return.
+    private func interrupt(for input: AVCaptureDeviceInput, reason: InterruptionReason?) {
+        let wasInterrupted = isInterrupted
+        if state == .running { setState(.interrupted) }
+        if !wasInterrupted {
+            var info: [String: Any] = [:]
+            if let reason { info[AVCaptureSessionInterruptionReasonKey] = reason.rawValue }
+            let userInfo = UncheckedSendable(info)
+            eventQueue.async { self.post(AVCaptureSession.wasInterruptedNotification, userInfo.value) }
+        }
+        listenForDevices()
+    }
+
+    private func listenForDevices() {
+        guard registryToken == nil else { return }
+        registryToken = DeviceRegistry.shared.addListener { [weak self] event in
+            guard let self else { return }
+            self.eventQueue.async { self.deviceAvailabilityChanged(event.backend) }
+        }
+    }
+
+    /// A device came back or was released: restart its stream; end the interruption when none is left.
+    private func deviceAvailabilityChanged(_ backend: any CaptureBackend) {
+        let ended = locked { () -> Bool in
+            let key = ObjectIdentifier(backend)
+            guard state == .interrupted, var stream = streams[key], stream.isInterrupted,
+                backend.isConnected, !backend.isInUseByAnotherApplication
+            else { return false }
+            do {
+                if stream.token == nil {
+                    stream.configuration = stream.input.device.streamConfiguration
+                    stream.token = try stream.hub.subscribe(stream.configuration, sink: sink(for: backend))
+                } else {
+                    try stream.hub.resume()
+                }
+            } catch {
+                return false
+            }
+            stream.isInterrupted = false
+            streams[key] = stream
+            guard !streams.values.contains(where: \.isInterrupted) else { return false }
+            setState(.running)
+            return true
+        }
+        if ended { post(AVCaptureSession.interruptionEndedNotification, [:]) }
+    }
+
+    // MARK: Devices
+
+    /// Follows a device's format and frame rate, so a running session restarts it with the new ones.
+    private func watch(_ input: AVCaptureDeviceInput) {
+        let device = input.device
+        device.sessionHooks.withLock {
+            $0.formatSetByUser = { [weak self] in self?.deviceFormatWasSetByUser() }
+        }
+        let reconfigure: @Sendable () -> Void = { [weak self] in
+            guard let self else { return }
+            self.eventQueue.async { self.changeConfiguration {} }
+        }
+        deviceObservations[ObjectIdentifier(input)] = [
+            device.observe(\.activeFormat) { _, _ in reconfigure() },
+            device.observe(\.activeVideoMinFrameDuration) { _, _ in reconfigure() },
+        ]
+    }
+
+    private func unwatch(_ input: AVCaptureDeviceInput) {
+        input.device.sessionHooks.withLock { $0.formatSetByUser = nil }
+        deviceObservations[ObjectIdentifier(input)] = nil
+    }
+
+    private func post(_ name: NSNotification.Name, _ userInfo: [String: Any]) {
+        NotificationCenter.default.post(name: name, object: self, userInfo: userInfo.isEmpty ? nil : userInfo)
+    }
+}
+
+extension DeviceFault {
+    /// The AVError a public caller sees for a device fault.
+    package func avError(for device: AVCaptureDevice) -> AVError {
+        switch self {
+        case .disconnected:
+            AVError(
+                .deviceWasDisconnected, "\(device.localizedName) was disconnected",
+                suggestion: "Reconnect it; the session resumes by itself when it returns.",
+                extra: [AVErrorDeviceKey: device])
+        case .busy:
+            AVError(
+                .deviceInUseByAnotherApplication, "\(device.localizedName) is in use by another application",
+                suggestion: "Close the other program; the session resumes by itself.", extra: [AVErrorDeviceKey: device])
+        case .stalled:
+            AVError(.unknown, "\(device.localizedName) stopped delivering frames", extra: [AVErrorDeviceKey: device])
+        case .io(let errno):
+            AVError(
+                .unknown, "\(device.localizedName) failed: \(errno)",
+                suggestion: "Check the device's cable and `dmesg` for driver errors.", extra: [AVErrorDeviceKey: device])
+        }
+    }
+}

@@ -1,0 +1,13 @@
+// OpenAVCaptureTesting: drive OpenAVCapture's virtual camera and microphone from a test.
+//
+// What a test gets here:
+// - `VirtualCameraController` / `VirtualMicrophoneController` (or `device.virtualCamera` / `.virtualMicrophone`):
+//   scene light, illuminant, focus target, clock mode, clock error, faults on demand (unplug, busy, stall);
+// - `CaptureDeviceTap`: samples straight from a device, without a session;
+// - `VirtualFrameReader` / `VirtualAudioReader`: the frame index, flash and beep markers and the optics, read
+//   back from pixels and samples, ours or decoded from a movie;
+// - `VirtualFrameSource` / `VirtualSoundSource`: the virtual devices' picture and sound, rendered on demand.
+//
+// The virtual devices are shared by the whole process: a test that changes one should restore it
+// (`restoreDefaults()`), and tests that share a device should not run in parallel.
+@_exported import OpenAVCapture
