@@ -82,7 +82,8 @@ let package = Package(
         .testTarget(
             name: "MediaCodecsTests", dependencies: ["MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
             swiftSettings: strictSwift),
-        .testTarget(name: "OpenAVCaptureTests", dependencies: ["OpenAVCapture"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "OpenAVCaptureTests", dependencies: ["OpenAVCapture", "OpenAVCaptureTesting"], swiftSettings: strictSwift),
         .testTarget(
             name: "OpenAVCaptureTestingTests", dependencies: ["OpenAVCaptureTesting"], swiftSettings: strictSwift),
     ]
