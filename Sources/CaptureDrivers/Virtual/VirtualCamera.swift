@@ -7,10 +7,10 @@ import OpenCoreVideo
 ///
 /// Threading: thread safe, like every `CaptureBackend`.
 package protocol VirtualDevice: CaptureBackend {
-    /// How the device paces its stream; takes effect at the next `start`.
-    var clockMode: VirtualClockMode { get set }
-    /// Whether a capture thread is running.
-    var isStreaming: Bool { get }
+    /// Connection, busy state, clock mode and the capture thread: what every virtual device shares.
+    var lifecycle: VirtualDeviceLifecycle { get }
+    /// Where the device reports connection events; nil for `DeviceRegistry.shared`.
+    var registry: DeviceRegistry? { get }
     /// The device goes away: `isConnected` turns false, a streaming device sends `.fault(.disconnected)` and stops
     /// (this returns after its last event), `start` throws `.disconnected`, and the registry reports
     /// `.disconnected`.
@@ -25,6 +25,42 @@ package protocol VirtualDevice: CaptureBackend {
     /// `.dropped(…, reason: .discontinuity)` with its sequence number, and the stream resumes with sequence numbers
     /// continuing. Does nothing when the device is not streaming.
     func simulateStall(for seconds: Double)
+}
+
+/// The fault controls and state every virtual device shares, written once.
+extension VirtualDevice {
+    /// How the device paces its stream; takes effect at the next `start`.
+    package var clockMode: VirtualClockMode {
+        get { lifecycle.clockMode }
+        set { lifecycle.clockMode = newValue }
+    }
+
+    /// Whether a capture thread is running.
+    package var isStreaming: Bool { lifecycle.isStreaming }
+
+    package var isConnected: Bool { lifecycle.isConnected }
+    package var isInUseByAnotherApplication: Bool { lifecycle.isBusy }
+
+    package func simulateUnplug() {
+        if lifecycle.unplug() { report(.disconnected(self)) }
+    }
+
+    package func simulateReplug() {
+        if lifecycle.replug() { report(.connected(self)) }
+    }
+
+    package func simulateBusy(_ busy: Bool) {
+        if lifecycle.setBusy(busy) { report(.availabilityChanged(self)) }
+    }
+
+    package func simulateStall(for seconds: Double) {
+        lifecycle.stall(seconds: seconds)
+    }
+
+    /// Tells the registry, with no lock held, so a listener may call back into the device.
+    private func report(_ event: ConnectionEvent) {
+        (registry ?? DeviceRegistry.shared).report(event)
+    }
 }
 
 /// "Virtual Back Camera" and "Virtual Front Camera": a `CaptureBackend` that renders `VirtualFrameRenderer`'s
@@ -48,8 +84,8 @@ package final class VirtualCamera: VirtualDevice {
     package let formats: [DeviceFormat]
     /// The camera's controls, with the scene it looks at.
     package let cameraControls: VirtualCameraControls
-    private let lifecycle = VirtualDeviceLifecycle()
-    private let registry: DeviceRegistry?
+    package let lifecycle = VirtualDeviceLifecycle()
+    package let registry: DeviceRegistry?
 
     /// A virtual camera at `position` (`.back` or `.front`). Discovery uses `VirtualDeviceDriver.shared`'s; tests
     /// make their own and pass a `registry` of their own so their faults stay out of `DeviceRegistry.shared`
@@ -110,8 +146,6 @@ package final class VirtualCamera: VirtualDevice {
 
     package var controls: (any CameraControlling)? { cameraControls }
     package var clock: CMClock { .hostTimeClock }
-    package var isConnected: Bool { lifecycle.isConnected }
-    package var isInUseByAnotherApplication: Bool { lifecycle.isBusy }
     package var isAccessible: Bool { true }
 
     /// Invalid for a format the camera lacks; adjusted to the nearest allowed duration when the frame duration is
@@ -174,33 +208,6 @@ package final class VirtualCamera: VirtualDevice {
         set { cameraControls.scene = newValue }
     }
 
-    package var clockMode: VirtualClockMode {
-        get { lifecycle.clockMode }
-        set { lifecycle.clockMode = newValue }
-    }
-
-    package var isStreaming: Bool { lifecycle.isStreaming }
-
-    package func simulateUnplug() {
-        if lifecycle.unplug() { report(.disconnected(self)) }
-    }
-
-    package func simulateReplug() {
-        if lifecycle.replug() { report(.connected(self)) }
-    }
-
-    package func simulateBusy(_ busy: Bool) {
-        if lifecycle.setBusy(busy) { report(.availabilityChanged(self)) }
-    }
-
-    package func simulateStall(for seconds: Double) {
-        lifecycle.stall(seconds: seconds)
-    }
-
-    /// Tells the registry, with no lock held, so a listener may call back into the camera.
-    private func report(_ event: ConnectionEvent) {
-        (registry ?? DeviceRegistry.shared).report(event)
-    }
 }
 
 /// One run of a virtual camera's stream: everything the capture thread needs, made on the caller's thread by

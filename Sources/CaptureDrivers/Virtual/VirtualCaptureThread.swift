@@ -212,7 +212,7 @@ struct VirtualStreamPacer {
 /// Threading: thread safe; one mutex guards the state. Nothing is called out while it is held (threads are joined
 /// and observers told after it is released), so a sink, an observer or a registry listener may call back into the
 /// device.
-final class VirtualDeviceLifecycle: Sendable {
+package final class VirtualDeviceLifecycle: Sendable {
     private struct State {
         var isConnected = true
         var isBusy = false

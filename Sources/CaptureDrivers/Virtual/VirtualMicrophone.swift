@@ -22,8 +22,8 @@ package final class VirtualMicrophone: VirtualDevice {
 
     package let identity: DeviceIdentity
     package let formats: [DeviceFormat]
-    private let lifecycle = VirtualDeviceLifecycle()
-    private let registry: DeviceRegistry?
+    package let lifecycle = VirtualDeviceLifecycle()
+    package let registry: DeviceRegistry?
     private let clockError = Mutex<Double>(0)
 
     /// A virtual microphone. Discovery uses `VirtualDeviceDriver.shared`'s; tests make their own and pass a
@@ -46,8 +46,6 @@ package final class VirtualMicrophone: VirtualDevice {
 
     package var controls: (any CameraControlling)? { nil }
     package var clock: CMClock { .hostTimeClock }
-    package var isConnected: Bool { lifecycle.isConnected }
-    package var isInUseByAnotherApplication: Bool { lifecycle.isBusy }
     package var isAccessible: Bool { true }
 
     /// Valid for any of the microphone's formats (the frame duration is ignored: periods are 10 ms); invalid
@@ -87,34 +85,6 @@ package final class VirtualMicrophone: VirtualDevice {
     package var ppm: Double {
         get { clockError.withLock { $0 } }
         set { clockError.withLock { $0 = newValue } }
-    }
-
-    package var clockMode: VirtualClockMode {
-        get { lifecycle.clockMode }
-        set { lifecycle.clockMode = newValue }
-    }
-
-    package var isStreaming: Bool { lifecycle.isStreaming }
-
-    package func simulateUnplug() {
-        if lifecycle.unplug() { report(.disconnected(self)) }
-    }
-
-    package func simulateReplug() {
-        if lifecycle.replug() { report(.connected(self)) }
-    }
-
-    package func simulateBusy(_ busy: Bool) {
-        if lifecycle.setBusy(busy) { report(.availabilityChanged(self)) }
-    }
-
-    package func simulateStall(for seconds: Double) {
-        lifecycle.stall(seconds: seconds)
-    }
-
-    /// Tells the registry, with no lock held, so a listener may call back into the microphone.
-    private func report(_ event: ConnectionEvent) {
-        (registry ?? DeviceRegistry.shared).report(event)
     }
 
     /// The host time of sample `index` under `clock`: exact at the sample rate's timescale when the clock is exact,
