@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Whether an attachment travels with the data to buffers derived from it, as CoreMedia's `CMAttachmentMode`.
 public typealias CMAttachmentMode = UInt32
@@ -10,49 +9,56 @@ public let kCMAttachmentMode_ShouldPropagate: CMAttachmentMode = 1
 /// Anything that carries attachments. On Apple's platforms any CF object; here the buffers of this package.
 public typealias CMAttachmentBearer = CFTypeRef
 
-/// Key-value attachments with a propagation mode, guarded by a mutex: the storage behind `CMSetAttachment` and
-/// friends. Values are expected to be immutable (strings, numbers, dictionaries), as CF attachments are.
+/// Key-value attachments with a propagation mode: the table behind `CMSetAttachment` and friends. A value type;
+/// its owner guards it (a sample buffer keeps it under its mutex). Empty, it allocates nothing.
 ///
-/// Threading: thread safe; every access takes the mutex.
-package final class AttachmentStore: Sendable {
-    /// One value and its mode. `@unchecked Sendable`: values are treated as immutable, as CF attachments are.
-    private struct Entry: @unchecked Sendable {
+/// Values are expected to be immutable (strings, numbers, dictionaries), as CF attachments are: that is what
+/// makes the `@unchecked Sendable` sound.
+package struct AttachmentTable: @unchecked Sendable {
+    private struct Entry {
         var value: Any
         var mode: CMAttachmentMode
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    private var entries: [String: Entry] = [:]
 
     package init() {}
 
+    package var isEmpty: Bool { entries.isEmpty }
+
     package func value(forKey key: String) -> (value: Any, mode: CMAttachmentMode)? {
-        let entry = entries.withLock { $0[key] }
-        return entry.map { ($0.value, $0.mode) }
+        entries[key].map { ($0.value, $0.mode) }
     }
 
-    package func set(_ value: Any?, forKey key: String, mode: CMAttachmentMode) {
-        let entry = value.map { Entry(value: $0, mode: mode) }
-        entries.withLock { $0[key] = entry }
+    package mutating func set(_ value: Any?, forKey key: String, mode: CMAttachmentMode) {
+        entries[key] = value.map { Entry(value: $0, mode: mode) }
     }
 
-    package func removeAll() { entries.withLock { $0.removeAll() } }
+    package mutating func removeAll() { entries.removeAll() }
 
     /// The attachments with the given mode, or nil when there are none.
     package func dictionary(mode: CMAttachmentMode) -> [String: Any]? {
-        let matching = entries.withLock { $0.filter { $0.value.mode == mode } }
+        let matching = entries.filter { $0.value.mode == mode }
         return matching.isEmpty ? nil : matching.mapValues(\.value)
     }
 
-    /// Copies the attachments that propagate into `destination`.
-    package func propagate(to destination: AttachmentStore) {
-        let propagating = entries.withLock { $0.filter { $0.value.mode == kCMAttachmentMode_ShouldPropagate } }
-        destination.entries.withLock { $0.merge(propagating) { _, new in new } }
+    /// The attachments that propagate.
+    package var propagating: AttachmentTable {
+        var table = AttachmentTable()
+        table.entries = entries.filter { $0.value.mode == kCMAttachmentMode_ShouldPropagate }
+        return table
+    }
+
+    /// Adds `other`'s attachments, replacing those with the same key.
+    package mutating func merge(_ other: AttachmentTable) {
+        entries.merge(other.entries) { _, new in new }
     }
 }
 
-/// A type whose instances carry an ``AttachmentStore``.
+/// A type whose instances carry attachments, guarding them itself.
 package protocol AttachmentBearing: AnyObject {
-    var attachmentStore: AttachmentStore { get }
+    /// Runs `body` with exclusive access to the attachments.
+    func withAttachments<R>(_ body: (inout AttachmentTable) -> R) -> R
 }
 
 // MARK: - The C-style functions, with Apple's Swift spelling
@@ -62,7 +68,9 @@ package protocol AttachmentBearing: AnyObject {
 public func CMGetAttachment(
     _ target: CMAttachmentBearer, key: CFString, attachmentModeOut: UnsafeMutablePointer<CMAttachmentMode>?
 ) -> CFTypeRef? {
-    guard let found = (target as? any AttachmentBearing)?.attachmentStore.value(forKey: key) else { return nil }
+    guard let found = (target as? any AttachmentBearing)?.withAttachments({ $0.value(forKey: key) }) else {
+        return nil
+    }
     attachmentModeOut?.pointee = found.mode
     return found.value
 }
@@ -71,40 +79,40 @@ public func CMGetAttachment(
 public func CMSetAttachment(
     _ target: CMAttachmentBearer, key: CFString, value: CFTypeRef?, attachmentMode: CMAttachmentMode
 ) {
-    (target as? any AttachmentBearing)?.attachmentStore.set(value, forKey: key, mode: attachmentMode)
+    (target as? any AttachmentBearing)?.withAttachments { $0.set(value, forKey: key, mode: attachmentMode) }
 }
 
 /// Sets every attachment in `theAttachments` with one mode.
 public func CMSetAttachments(
     _ target: CMAttachmentBearer, attachments theAttachments: CFDictionary, attachmentMode: CMAttachmentMode
 ) {
-    guard let store = (target as? any AttachmentBearing)?.attachmentStore else { return }
-    for (key, value) in theAttachments { store.set(value, forKey: key, mode: attachmentMode) }
+    (target as? any AttachmentBearing)?.withAttachments { table in
+        for (key, value) in theAttachments { table.set(value, forKey: key, mode: attachmentMode) }
+    }
 }
 
 /// Removes the attachment for `key`.
 public func CMRemoveAttachment(_ target: CMAttachmentBearer, key: CFString) {
-    (target as? any AttachmentBearing)?.attachmentStore.set(nil, forKey: key, mode: 0)
+    (target as? any AttachmentBearing)?.withAttachments { $0.set(nil, forKey: key, mode: 0) }
 }
 
 /// Removes every attachment.
 public func CMRemoveAllAttachments(_ target: CMAttachmentBearer) {
-    (target as? any AttachmentBearing)?.attachmentStore.removeAll()
+    (target as? any AttachmentBearing)?.withAttachments { $0.removeAll() }
 }
 
 /// The attachments with the given mode, or nil when there are none.
 public func CMCopyDictionaryOfAttachments(
     allocator: CFAllocator?, target: CMAttachmentBearer, attachmentMode: CMAttachmentMode
 ) -> CFDictionary? {
-    (target as? any AttachmentBearing)?.attachmentStore.dictionary(mode: attachmentMode)
+    (target as? any AttachmentBearing)?.withAttachments { $0.dictionary(mode: attachmentMode) }
 }
 
 /// Copies the attachments of `source` whose mode is `kCMAttachmentMode_ShouldPropagate` to `destination`.
 public func CMPropagateAttachments(_ source: CMAttachmentBearer, destination: CMAttachmentBearer) {
-    guard let from = (source as? any AttachmentBearing)?.attachmentStore,
-        let to = (destination as? any AttachmentBearing)?.attachmentStore
-    else { return }
-    from.propagate(to: to)
+    guard let from = source as? any AttachmentBearing, let to = destination as? any AttachmentBearing else { return }
+    let propagating = from.withAttachments { $0.propagating }
+    to.withAttachments { $0.merge(propagating) }
 }
 
 // MARK: - Attachment keys and values used by the capture stack

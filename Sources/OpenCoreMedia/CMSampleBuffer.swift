@@ -68,6 +68,54 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
         var isDataReady: Bool
         var isValid = true
         var makeDataReady: MakeDataReady?
+        var attachments = AttachmentTable()
+    }
+
+    /// Timing entries, the common single entry stored inline so a frame's buffer allocates no array.
+    private enum TimingEntries {
+        case none
+        case one(CMSampleTimingInfo)
+        case many([CMSampleTimingInfo])
+
+        init(_ entries: [CMSampleTimingInfo]) {
+            switch entries.count {
+            case 0: self = .none
+            case 1: self = .one(entries[0])
+            default: self = .many(entries)
+            }
+        }
+
+        var count: Int {
+            switch self {
+            case .none: 0
+            case .one: 1
+            case .many(let entries): entries.count
+            }
+        }
+
+        var first: CMSampleTimingInfo? {
+            switch self {
+            case .none: nil
+            case .one(let entry): entry
+            case .many(let entries): entries.first
+            }
+        }
+
+        subscript(index: Int) -> CMSampleTimingInfo {
+            switch self {
+            case .none: preconditionFailure("no timing entries")
+            case .one(let entry): entry
+            case .many(let entries): entries[index]
+            }
+        }
+
+        var array: [CMSampleTimingInfo] {
+            switch self {
+            case .none: []
+            case .one(let entry): [entry]
+            case .many(let entries): entries
+            }
+        }
     }
 
     /// The creator's callback and refcon. `@unchecked Sendable`: called at most once, by whoever asks for the
@@ -77,18 +125,20 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
         let refcon: UnsafeMutableRawPointer?
     }
 
+    // These are `var` only so a recycler that holds the only reference can reuse the object (see
+    // `CMSampleBufferRecycler`); for everyone else they never change after creation.
+
     /// The uncompressed frame, for video from a device; nil for buffers that carry bytes.
-    public let imageBuffer: CVImageBuffer?
+    public private(set) var imageBuffer: CVImageBuffer?
     /// The format of the samples.
-    public let formatDescription: CMFormatDescription?
+    public private(set) var formatDescription: CMFormatDescription?
     /// The number of samples.
     public let numSamples: CMItemCount
     /// 0, 1 (applies to every sample in turn) or `numSamples` timing entries.
-    private let timingEntries: [CMSampleTimingInfo]
+    private var timingEntries: TimingEntries
     /// 0, 1 (every sample has this size) or `numSamples` sizes in bytes.
     private let sizeEntries: [Int]
     private let state: Mutex<MutableState>
-    package let attachmentStore = AttachmentStore()
 
     private init(
         imageBuffer: CVImageBuffer?, dataBuffer: CMBlockBuffer?, dataReady: Bool,
@@ -98,7 +148,7 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
         self.imageBuffer = imageBuffer
         self.formatDescription = formatDescription
         self.numSamples = numSamples
-        self.timingEntries = timing
+        self.timingEntries = TimingEntries(timing)
         self.sizeEntries = sizes
         self.state = Mutex(
             MutableState(
@@ -132,9 +182,39 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
                 kCMSampleBufferError_InvalidMediaFormat,
                 "the format description \(formatDescription) does not describe the image buffer")
         }
-        self.init(
-            imageBuffer: imageBuffer, dataBuffer: nil, dataReady: true, makeDataReady: nil, refcon: nil,
-            formatDescription: formatDescription, numSamples: 1, timing: [sampleTiming], sizes: [])
+        self.init(unchecked: imageBuffer, formatDescription: formatDescription, sampleTiming: sampleTiming)
+    }
+
+    /// A one-sample image buffer whose description the caller guarantees matches (a device's own pool).
+    /// Allocates only the object: the timing is stored inline and no attachment table exists until one is set.
+    package init(unchecked imageBuffer: CVImageBuffer, formatDescription: CMFormatDescription, sampleTiming: CMSampleTimingInfo) {
+        self.imageBuffer = imageBuffer
+        self.formatDescription = formatDescription
+        self.numSamples = 1
+        self.timingEntries = .one(sampleTiming)
+        self.sizeEntries = []
+        self.state = Mutex(MutableState(dataBuffer: nil, isDataReady: true, makeDataReady: nil))
+    }
+
+    /// Makes a buffer no one else holds into a new frame (a recycler's job): new image and timing, valid, no
+    /// attachments.
+    fileprivate func reuse(imageBuffer: CVImageBuffer, formatDescription: CMFormatDescription, timing: CMSampleTimingInfo) {
+        self.imageBuffer = imageBuffer
+        self.formatDescription = formatDescription
+        self.timingEntries = .one(timing)
+        state.withLock { state in
+            state.isValid = true
+            state.isDataReady = true
+            state.dataBuffer = nil
+            state.attachments.removeAll()
+        }
+    }
+
+    /// Drops the image of a buffer no one else holds, so its pixel buffer can go back to its pool.
+    fileprivate func releaseImage() { imageBuffer = nil }
+
+    package func withAttachments<R>(_ body: (inout AttachmentTable) -> R) -> R {
+        state.withLock { body(&$0.attachments) }
     }
 
     fileprivate convenience init(
@@ -173,11 +253,11 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
         guard [0, 1, numSamples].contains(sampleTimings.count) else {
             throw coreMediaError(kCMSampleBufferError_InvalidEntryCount, "give 0, 1 or one timing entry per sample")
         }
-        let snapshot = state.withLock { ($0.dataBuffer, $0.isDataReady) }
+        let snapshot = state.withLock { ($0.dataBuffer, $0.isDataReady, $0.attachments.propagating) }
         let copy = CMSampleBuffer(
             imageBuffer: imageBuffer, dataBuffer: snapshot.0, dataReady: snapshot.1, makeDataReady: nil, refcon: nil,
             formatDescription: formatDescription, numSamples: numSamples, timing: sampleTimings, sizes: sizeEntries)
-        attachmentStore.propagate(to: copy.attachmentStore)
+        copy.withAttachments { $0.merge(snapshot.2) }
         return copy
     }
 
@@ -247,12 +327,14 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
     public var duration: CMTime {
         switch timingEntries.count {
         case 0: return .invalid
-        case 1 where numSamples > 1:
+        case 1 where numSamples <= 1: return timingEntries[0].duration
+        case 1:
             let each = timingEntries[0].duration
             guard let count = Int32(exactly: numSamples) else { return .invalid }
             return each.isNumeric ? CMTimeMultiply(each, multiplier: count) : .invalid
         default:
-            return timingEntries.dropFirst().reduce(timingEntries[0].duration) { total, entry in
+            let entries = timingEntries.array
+            return entries.dropFirst().reduce(entries[0].duration) { total, entry in
                 total.isNumeric && entry.duration.isNumeric ? total + entry.duration : .invalid
             }
         }
@@ -260,7 +342,7 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
 
     /// The timing of every sample, expanded: one entry each.
     public func sampleTimingInfos() throws -> [CMSampleTimingInfo] {
-        guard !timingEntries.isEmpty else {
+        guard timingEntries.count > 0 else {
             throw coreMediaError(kCMSampleBufferError_BufferHasNoSampleTimingInfo, "the buffer has no timing")
         }
         return try (0..<numSamples).map { try sampleTimingInfo(at: $0) }
@@ -268,7 +350,7 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
 
     /// The timing of one sample. With a single entry, sample `i` starts `i` durations after the first.
     public func sampleTimingInfo(at sampleIndex: CMItemIndex) throws -> CMSampleTimingInfo {
-        guard !timingEntries.isEmpty else {
+        guard timingEntries.count > 0 else {
             throw coreMediaError(kCMSampleBufferError_BufferHasNoSampleTimingInfo, "the buffer has no timing")
         }
         guard sampleIndex >= 0, sampleIndex < max(numSamples, 1) else {
@@ -286,7 +368,7 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
     }
 
     /// The timing entries as stored (0, 1 or one per sample), as `CMSampleBufferGetSampleTimingInfoArray` returns.
-    package var storedTimingEntries: [CMSampleTimingInfo] { timingEntries }
+    package var storedTimingEntries: [CMSampleTimingInfo] { timingEntries.array }
 
     // MARK: Sizes
 
@@ -478,4 +560,47 @@ private func copyEntries<T>(
     guard capacity >= entries.count else { return kCMSampleBufferError_ArrayTooSmall }
     destination.update(from: entries, count: entries.count)
     return noErr
+}
+
+/// Reuses sample buffer objects, so a device that wraps every frame in one allocates nothing per frame after
+/// warm-up (the `CVPixelBufferPool` scheme, one level up): a buffer whose only reference is the recycler's is
+/// free. Before checking a pixel buffer out of its pool, call `releaseIdleImages()`, so idle sample buffers stop
+/// holding their old pixel buffers.
+///
+/// Why it is race-free: references to a buffer only come from the one the recycler handed out; once the count is
+/// back to one, nobody else can obtain the buffer again, and the acquiring fence orders the last holder's reads
+/// before our writes.
+///
+/// Threading: thread-bound; use it from one thread at a time (a device's capture thread).
+package final class CMSampleBufferRecycler {
+    private var buffers: [CMSampleBuffer] = []
+    private let capacity: Int
+
+    /// A recycler keeping up to `capacity` buffers (more than can be held downstream at once).
+    package init(capacity: Int) {
+        self.capacity = capacity
+        buffers.reserveCapacity(capacity)
+    }
+
+    /// Lets go of the images of buffers nobody holds any more.
+    package func releaseIdleImages() {
+        for index in buffers.indices where isKnownUniquelyReferenced(&buffers[index]) {
+            atomicMemoryFence(ordering: .acquiring)
+            buffers[index].releaseImage()
+        }
+    }
+
+    /// A one-sample buffer around `imageBuffer`: an idle one reused, or a new one.
+    package func sampleBuffer(
+        imageBuffer: CVImageBuffer, formatDescription: CMFormatDescription, timing: CMSampleTimingInfo
+    ) -> CMSampleBuffer {
+        for index in buffers.indices where isKnownUniquelyReferenced(&buffers[index]) {
+            atomicMemoryFence(ordering: .acquiring)
+            buffers[index].reuse(imageBuffer: imageBuffer, formatDescription: formatDescription, timing: timing)
+            return buffers[index]
+        }
+        let made = CMSampleBuffer(unchecked: imageBuffer, formatDescription: formatDescription, sampleTiming: timing)
+        if buffers.count < capacity { buffers.append(made) }
+        return made
+    }
 }

@@ -240,10 +240,14 @@ private struct VirtualCameraStream: Sendable {
             Int64((Int128(index) * perFrame + Int128(timescale) - 1) / Int128(timescale))
         }
 
+        // Sample buffer objects are recycled too: with the pool, a frame allocates nothing after warm-up.
+        let samples = CMSampleBufferRecycler(capacity: VirtualCamera.poolAllocationThreshold + 2)
+
         /// A buffer from the pool; free-running waits up to a frame's duration for one to come back.
         func buffer() -> CVPixelBuffer? {
             let deadline = CMClock.hostNanosecondsNow() + frameNanoseconds
             while true {
+                samples.releaseIdleImages()
                 if case .success(let buffer) = pool.pixelBuffer(
                     allocationThreshold: VirtualCamera.poolAllocationThreshold)
                 {
@@ -293,14 +297,8 @@ private struct VirtualCameraStream: Sendable {
             }
             let timing = CMSampleTimingInfo(
                 duration: frameDuration, presentationTimeStamp: presentationTime, decodeTimeStamp: .invalid)
-            let sample: CMSampleBuffer
-            do {
-                sample = try CMSampleBuffer(
-                    imageBuffer: buffer, formatDescription: formatDescription, sampleTiming: timing)
-            } catch {
-                // The description was made from the pool's size and format: a mismatch is a bug.
-                preconditionFailure("VirtualCamera: \(error)")
-            }
+            // The description was made from the pool's size and format, so it matches every buffer.
+            let sample = samples.sampleBuffer(imageBuffer: buffer, formatDescription: formatDescription, timing: timing)
             sink(.output(sample, sequence: sequence))
             for completion in completions { completion(presentationTime) }
         }

@@ -28,11 +28,17 @@ public final class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendabl
         weak var delegate: AnyObject?
         var queue: DispatchQueue?
         var audioSettings: [String: Any] = [:]
+        var mailbox: SampleBufferMailbox<Pending>?
+    }
+
+    /// A buffer waiting for the delegate. `@unchecked Sendable`: both are thread safe classes.
+    private struct Pending: @unchecked Sendable {
+        let sample: CMSampleBuffer
+        let connection: AVCaptureConnection
     }
 
     private let settings = Mutex(Settings())
     /// A second of 10 ms buffers may wait for the delegate.
-    private let delivery = SampleBufferDelivery(limit: 100)
     /// Used only on the delegate queue (serial), hence not locked.
     private let converter = UncheckedSendable(AudioConverterBox())
     private let dropped = Atomic<Int>(0)
@@ -49,9 +55,15 @@ public final class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendabl
         precondition(
             sampleBufferDelegate == nil || sampleBufferCallbackQueue != nil,
             "AVCaptureAudioDataOutput: a delegate needs a serial queue (Apple raises NSInvalidArgumentException)")
+        let queue = sampleBufferDelegate == nil ? nil : sampleBufferCallbackQueue
+        // A second of 10 ms buffers may wait for the delegate.
+        let mailbox = queue.map { queue in
+            SampleBufferMailbox<Pending>(queue: queue, capacity: 100, limit: 100) { [weak self] in self?.handle($0) }
+        }
         settings.withLock { settings in
             settings.delegate = sampleBufferDelegate
-            settings.queue = sampleBufferDelegate == nil ? nil : sampleBufferCallbackQueue
+            settings.queue = queue
+            settings.mailbox = mailbox
         }
     }
 
@@ -109,7 +121,7 @@ public final class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendabl
 
     override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         let current = settings.withLock { $0 }
-        let (delegateObject, queue, requested) = (current.delegate, current.queue, current.audioSettings)
+        let (delegateObject, requested) = (current.delegate, current.audioSettings)
         if streams.isActive {
             let target = AudioOutputFormat.validated(requested)
             let box = streamConverter
@@ -120,18 +132,18 @@ public final class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendabl
             }
             if !accepted { dropped.add(1, ordering: .relaxed) }
         }
-        guard let delegate = delegateObject as? any AVCaptureAudioDataOutputSampleBufferDelegate, let queue else {
-            return
+        guard delegateObject != nil, let mailbox = current.mailbox else { return }
+        if !mailbox.post(Pending(sample: sampleBuffer, connection: connection)) { dropped.add(1, ordering: .relaxed) }
+    }
+
+    /// Converts and delivers one buffer, on the delegate's queue.
+    private func handle(_ pending: Pending) {
+        let current = settings.withLock { $0 }
+        guard let delegate = current.delegate as? any AVCaptureAudioDataOutputSampleBufferDelegate else { return }
+        let target = AudioOutputFormat.validated(current.audioSettings)
+        converter.value.cache.convert(pending.sample, to: target) { converted in
+            delegate.captureOutput(self, didOutput: converted, from: pending.connection)
         }
-        let target = AudioOutputFormat.validated(requested)
-        let handOff = UncheckedSendable((delegate, sampleBuffer, connection))
-        let accepted = delivery.submit(on: queue) { [self] in
-            let (delegate, sample, connection) = handOff.value
-            converter.value.cache.convert(sample, to: target) { converted in
-                delegate.captureOutput(self, didOutput: converted, from: connection)
-            }
-        }
-        if !accepted { dropped.add(1, ordering: .relaxed) }
     }
 
     override package func sessionDidStopRunning() {

@@ -40,6 +40,7 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
         var videoSettings: [String: Any] = [:]
         var alwaysDiscardsLateVideoFrames = true
         var lastDelivered: [ObjectIdentifier: CMTime] = [:]
+        var mailboxes: Mailboxes?
     }
 
     /// Holds the delegate weakly, as Apple's does.
@@ -47,8 +48,21 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
         weak var object: AnyObject?
     }
 
+    /// What waits for the delegate: a frame, or the notice of a dropped one. `@unchecked Sendable`: the
+    /// connection and buffers are thread safe classes; the tuple just carries them.
+    private enum Pending: @unchecked Sendable {
+        case frame(CMSampleBuffer, AVCaptureConnection)
+        case drop(CMTime, DropReason, CMFormatDescription?, AVCaptureConnection)
+    }
+
+    /// The delegate queue's mailboxes: frames (1 in flight, or 4 without `alwaysDiscardsLateVideoFrames`) and
+    /// drop notices (up to 64 waiting; beyond that a notice is lost, though `deliveryStatistics` counts it).
+    private struct Mailboxes: @unchecked Sendable {
+        let frames: SampleBufferMailbox<Pending>
+        let drops: SampleBufferMailbox<Pending>
+    }
+
     private let settings = Mutex(Settings())
-    private let delivery = SampleBufferDelivery(limit: 1)
     /// Conversion state, used only on the delegate queue (serial), hence not locked.
     private let pipeline = UncheckedSendable(VideoOutputPipeline())
     private let counters = DeliveryCounters()
@@ -67,9 +81,18 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
         precondition(
             sampleBufferDelegate == nil || sampleBufferCallbackQueue != nil,
             "AVCaptureVideoDataOutput: a delegate needs a serial queue (Apple raises NSInvalidArgumentException)")
+        let queue = sampleBufferDelegate == nil ? nil : sampleBufferCallbackQueue
+        let mailboxes = queue.map { queue in
+            Mailboxes(
+                frames: SampleBufferMailbox(queue: queue, capacity: 4, limit: alwaysDiscardsLateVideoFrames ? 1 : 4) {
+                    [weak self] in self?.handle($0)
+                },
+                drops: SampleBufferMailbox(queue: queue, capacity: 64, limit: 64) { [weak self] in self?.handle($0) })
+        }
         settings.withLock { settings in
             settings.weakDelegate.object = sampleBufferDelegate
-            settings.queue = sampleBufferDelegate == nil ? nil : sampleBufferCallbackQueue
+            settings.queue = queue
+            settings.mailboxes = mailboxes
         }
     }
 
@@ -87,8 +110,11 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
     public var alwaysDiscardsLateVideoFrames: Bool {
         get { settings.withLock { $0.alwaysDiscardsLateVideoFrames } }
         set {
-            settings.withLock { $0.alwaysDiscardsLateVideoFrames = newValue }
-            delivery.limit = newValue ? 1 : 4
+            let mailboxes = settings.withLock { settings in
+                settings.alwaysDiscardsLateVideoFrames = newValue
+                return settings.mailboxes
+            }
+            mailboxes?.frames.limit = newValue ? 1 : 4
         }
     }
 
@@ -222,50 +248,42 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
             if !accepted { counters.dropped(.frameWasLate) }
         }
         let current = settings.withLock { $0 }
-        let (delegateObject, queue) = (current.weakDelegate.object, current.queue)
-        guard let delegate = delegateObject as? any AVCaptureVideoDataOutputSampleBufferDelegate, let queue else {
-            return
-        }
+        guard current.weakDelegate.object != nil, let mailboxes = current.mailboxes else { return }
         guard shouldDeliver(sampleBuffer.presentationTimeStamp, on: connection) else { return }
-        let handOff = UncheckedSendable((delegate, sampleBuffer, connection))
-        let accepted = delivery.submit(on: queue) { [self] in
-            let (delegate, sample, connection) = handOff.value
-            if let output = pipeline.value.process(sample, request: self.request, connection: connection) {
-                counters.delivered()
-                delegate.captureOutput(self, didOutput: output, from: connection)
-            } else {
-                counters.dropped(.outOfBuffers)
-                delegate.captureOutput(
-                    self, didDrop: Self.dropNotice(for: sample.presentationTimeStamp, format: sample.formatDescription,
-                        reason: .outOfBuffers), from: connection)
-            }
-        }
-        if !accepted {
-            report(drop: .frameWasLate, at: sampleBuffer.presentationTimeStamp, format: sampleBuffer.formatDescription,
-                   delegate: delegate, queue: queue, connection: connection)
+        if !mailboxes.frames.post(.frame(sampleBuffer, connection)) {
+            report(.drop(sampleBuffer.presentationTimeStamp, .frameWasLate, sampleBuffer.formatDescription, connection))
         }
     }
 
     override package func receiveDrop(
         presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection
     ) {
-        let current = settings.withLock { $0 }
-        let (delegateObject, queue) = (current.weakDelegate.object, current.queue)
-        guard let delegate = delegateObject as? any AVCaptureVideoDataOutputSampleBufferDelegate, let queue else {
-            return
-        }
-        report(drop: reason, at: presentationTime, format: format, delegate: delegate, queue: queue, connection: connection)
+        report(.drop(presentationTime, reason, format, connection))
     }
 
-    private func report(
-        drop reason: DropReason, at time: CMTime, format: CMFormatDescription?,
-        delegate: any AVCaptureVideoDataOutputSampleBufferDelegate, queue: DispatchQueue, connection: AVCaptureConnection
-    ) {
+    /// Counts a drop and queues its notice for the delegate.
+    private func report(_ drop: Pending) {
+        guard case .drop(_, let reason, _, _) = drop else { return }
         counters.dropped(reason)
-        let handOff = UncheckedSendable((delegate, connection))
-        delivery.submitAlways(on: queue) { [self] in
-            let notice = Self.dropNotice(for: time, format: format, reason: reason)
-            handOff.value.0.captureOutput(self, didDrop: notice, from: handOff.value.1)
+        _ = settings.withLock { $0 }.mailboxes?.drops.post(drop)
+    }
+
+    /// Delivers one frame or drop notice, on the delegate's queue.
+    private func handle(_ pending: Pending) {
+        guard let delegate = settings.withLock({ $0 }).weakDelegate.object as? any AVCaptureVideoDataOutputSampleBufferDelegate
+        else { return }
+        switch pending {
+        case .frame(let sample, let connection):
+            if let output = pipeline.value.process(sample, request: request, connection: connection) {
+                counters.delivered()
+                delegate.captureOutput(self, didOutput: output, from: connection)
+            } else {
+                counters.dropped(.outOfBuffers)
+                let notice = Self.dropNotice(for: sample.presentationTimeStamp, format: sample.formatDescription, reason: .outOfBuffers)
+                delegate.captureOutput(self, didDrop: notice, from: connection)
+            }
+        case .drop(let time, let reason, let format, let connection):
+            delegate.captureOutput(self, didDrop: Self.dropNotice(for: time, format: format, reason: reason), from: connection)
         }
     }
 
