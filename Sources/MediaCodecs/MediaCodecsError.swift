@@ -26,6 +26,17 @@ package struct MediaCodecsError: Error, Hashable, Sendable, CustomStringConverti
         case outOfBuffers
         /// Memory could not be allocated.
         case allocationFailed
+        /// An encoder or muxer cannot be set up as asked: the codec is missing from FFmpeg, the container cannot
+        /// hold it, an option was not recognised, or a value is out of range.
+        case unsupportedConfiguration
+        /// A call came in a state that does not allow it (a frame sent after `finish()`, a packet written before
+        /// the header).
+        case invalidState
+        /// The disk (or the quota) is full: FFmpeg reported `AVERROR(ENOSPC)` or `AVERROR(EDQUOT)` while writing;
+        /// ``MediaCodecsError/ffmpegCode`` has the code.
+        case diskFull
+        /// The output file exists and the caller did not ask to overwrite it (`EEXIST`).
+        case fileAlreadyExists
     }
 
     /// The kind of failure.

@@ -1,0 +1,192 @@
+// Demuxer: a media file's streams, metadata and packets with libavformat, for AVURLAsset.
+
+import CFFmpeg
+import OpenCoreMedia
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Reads a media file with libavformat: its streams (``Stream``), format metadata, and packets in file order.
+///
+/// Times are exact `CMTime`s in each stream's time base. A stream's ``Stream/duration`` is libavformat's (the
+/// track's edit list applied); when the file has none for it, the format's duration.
+///
+/// Wraps `avformat_open_input`, `avformat_find_stream_info`, `av_stream_get_side_data`, `av_dict_get`,
+/// `av_read_frame` and `avformat_close_input`. The demuxer is the one owner of its `AVFormatContext` and closes it
+/// in `deinit`; ``Stream`` values are copies, so nothing borrowed outlives it.
+///
+/// Threading: thread-bound; use it from one thread at a time. Not `Sendable`. Its ``Stream`` values are `Sendable`.
+package final class Demuxer {
+    /// What a stream carries.
+    ///
+    /// Threading: a value; `Sendable`.
+    package enum MediaType: Hashable, Sendable {
+        case video, audio, other
+    }
+
+    /// One stream of the file, copied out of libavformat.
+    ///
+    /// Threading: a value; `Sendable`.
+    package struct Stream: Sendable {
+        /// The stream's index, as in ``Output/packet(_:stream:)``.
+        package var index: Int
+        /// Video, audio or something else.
+        package var mediaType: MediaType
+        /// FFmpeg's codec name (`h264`, `hevc`, `aac`, `pcm_s16le`, …).
+        package var codecName: String
+        /// The container's four-character code for the codec (`avc1`, `mp4a`), 0 when none.
+        package var codecTag: UInt32
+        /// Video width and height in pixels (0 for audio).
+        package var width: Int
+        package var height: Int
+        /// Audio sample rate and channel count (0 for video).
+        package var sampleRate: Int
+        package var channelCount: Int
+        /// The stream's time base as a `CMTime` timescale (its denominator).
+        package var timeBase: AVRational
+        /// When the first sample is presented; `.invalid` when unknown.
+        package var startTime: CMTime
+        /// How long the stream lasts; `.invalid` when unknown.
+        package var duration: CMTime
+        /// The number of frames the container lists, 0 when unknown.
+        package var frameCount: Int
+        /// The average frame rate (frames per second), 0 when unknown.
+        package var frameRate: Double
+        /// The bit rate in bits per second, 0 when unknown.
+        package var bitRate: Int
+        /// The display transform (the `tkhd` matrix), identity when the file has none.
+        package var transform: Muxer.TrackTransform
+        /// The stream's tags (`language`, `handler_name`, …).
+        package var metadata: [String: String]
+        /// The codec's out-of-band header (`avcC`, AudioSpecificConfig).
+        package var extradata: [UInt8]
+    }
+
+    /// What ``readPacket()`` gives.
+    ///
+    /// Threading: a value; `Sendable`.
+    package enum Output: Sendable {
+        /// The next packet in file order, of stream `stream`.
+        case packet(EncodedPacket, stream: Int)
+        /// The file has no more packets (`AVERROR_EOF`).
+        case endOfStream
+    }
+
+    /// Where the file is.
+    package let path: String
+    /// libavformat's name for the container (`mov,mp4,m4a,3gp,3g2,mj2`, `wav`, …).
+    package let formatName: String
+    /// The streams, by index.
+    package let streams: [Stream]
+    /// The whole file's duration; `.invalid` when unknown.
+    package let duration: CMTime
+    /// The overall bit rate in bits per second, 0 when unknown.
+    package let bitRate: Int
+    /// The format-level tags (`title`, `creation_time`, `com.apple.quicktime.location.ISO6709`, …).
+    package let metadata: [String: String]
+
+    private var context: UnsafeMutablePointer<AVFormatContext>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+
+    /// Opens and probes the file at `path`.
+    ///
+    /// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/ffmpeg`` when it cannot be opened or read,
+    ///   ``MediaCodecsError/Kind/allocationFailed``.
+    package init(path: String) throws(MediaCodecsError) {
+        self.path = path
+        let operation = "opening \(path)"
+        var opened: UnsafeMutablePointer<AVFormatContext>? = nil
+        let status = avformat_open_input(&opened, path, nil, nil)
+        guard status >= 0, let context = opened else { throw .ffmpeg(status, while: operation) }
+        let probed = avformat_find_stream_info(context, nil)
+        guard probed >= 0 else {
+            avformat_close_input(&opened)
+            throw .ffmpeg(probed, while: "\(operation) (avformat_find_stream_info)")
+        }
+        guard let packet = av_packet_alloc() else {
+            avformat_close_input(&opened)
+            throw MediaCodecsError(.allocationFailed, while: operation, message: "av_packet_alloc gave NULL")
+        }
+        self.context = context
+        self.packet = packet
+        formatName = String(cString: context.pointee.iformat.pointee.name)
+        let formatDuration =
+            context.pointee.duration > 0
+            ? CMTime(ffmpegTimestamp: context.pointee.duration, timeBase: CFFmpeg_AV_TIME_BASE_Q()) : .invalid
+        duration = formatDuration
+        bitRate = Int(context.pointee.bit_rate)
+        metadata = Dictionary(dictionaryEntries(context.pointee.metadata).map { ($0.key, $0.value) }) { $1 }
+        var streams: [Stream] = []
+        for index in 0..<Int(context.pointee.nb_streams) {
+            guard let stream = context.pointee.streams[index] else { continue }
+            streams.append(Self.describe(stream, index: index, formatDuration: formatDuration))
+        }
+        self.streams = streams
+    }
+
+    deinit {
+        avformat_close_input(&context)
+        av_packet_free(&packet)
+    }
+
+    private static func describe(
+        _ stream: UnsafeMutablePointer<AVStream>, index: Int, formatDuration: CMTime
+    )
+        -> Stream
+    {
+        let parameters = stream.pointee.codecpar.pointee
+        let mediaType: MediaType =
+            switch parameters.codec_type {
+            case AVMEDIA_TYPE_VIDEO: .video
+            case AVMEDIA_TYPE_AUDIO: .audio
+            default: .other
+            }
+        let timeBase = stream.pointee.time_base
+        let duration =
+            stream.pointee.duration > 0
+            ? CMTime(ffmpegTimestamp: stream.pointee.duration, timeBase: timeBase) : formatDuration
+        let rate = stream.pointee.avg_frame_rate
+        var transform = Muxer.TrackTransform.identity
+        var size: Int = 0
+        if let bytes = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size), size >= 36 {
+            UnsafeRawPointer(bytes).withMemoryRebound(to: Int32.self, capacity: 9) { matrix in
+                transform = Muxer.TrackTransform(displayMatrix: UnsafeBufferPointer(start: matrix, count: 9))
+            }
+        }
+        var extradata: [UInt8] = []
+        if let bytes = parameters.extradata, parameters.extradata_size > 0 {
+            extradata = Array(UnsafeBufferPointer(start: bytes, count: Int(parameters.extradata_size)))
+        }
+        return Stream(
+            index: index, mediaType: mediaType, codecName: String(cString: avcodec_get_name(parameters.codec_id)),
+            codecTag: parameters.codec_tag, width: Int(parameters.width), height: Int(parameters.height),
+            sampleRate: Int(parameters.sample_rate), channelCount: Int(parameters.ch_layout.nb_channels),
+            timeBase: timeBase, startTime: CMTime(ffmpegTimestamp: stream.pointee.start_time, timeBase: timeBase),
+            duration: duration, frameCount: Int(stream.pointee.nb_frames),
+            frameRate: rate.num > 0 && rate.den > 0 ? Double(rate.num) / Double(rate.den) : 0,
+            bitRate: Int(parameters.bit_rate), transform: transform,
+            metadata: Dictionary(dictionaryEntries(stream.pointee.metadata).map { ($0.key, $0.value) }) { $1 },
+            extradata: extradata)
+    }
+
+    /// The next packet in file order, or `.endOfStream`.
+    ///
+    /// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/ffmpeg`` for a read error or a damaged file.
+    package func readPacket() throws(MediaCodecsError) -> Output {
+        guard let context, let packet else { return .endOfStream }
+        while true {
+            let status = av_read_frame(context, packet)
+            if status == CFFmpeg_AVERROR_EOF() { return .endOfStream }
+            if status == CFFmpeg_AVERROR_EAGAIN() { continue }
+            guard status >= 0 else { throw .ffmpeg(status, while: "reading a packet of \(path)") }
+            defer { av_packet_unref(packet) }
+            let index = Int(packet.pointee.stream_index)
+            guard let stream = context.pointee.streams[index] else { continue }
+            return .packet(EncodedPacket(copying: packet, timeBase: stream.pointee.time_base), stream: index)
+        }
+    }
+}

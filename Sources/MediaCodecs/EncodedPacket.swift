@@ -1,0 +1,118 @@
+// EncodedPacket: one compressed access unit with exact CMTime timestamps, and the value an encoder's receive returns.
+
+import CFFmpeg
+import OpenCoreMedia
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// One compressed access unit (a video frame, an audio frame) as an encoder produced it or a demuxer read it.
+///
+/// The bytes are a copy of the `AVPacket`'s payload in a ``CMBlockBuffer`` of their own (compressed frames are
+/// small: about 40 kB for 1080p30 H.264 at 10 Mb/s, so the copy costs microseconds and no FFmpeg buffer outlives
+/// the codec that made it). Times are exact: FFmpeg's integer timestamps in the codec's or stream's time base,
+/// as `CMTime`s whose timescale is that time base's denominator.
+///
+/// Threading: a value; `Sendable` (the block buffer is never written after creation).
+package struct EncodedPacket: Sendable {
+    /// The compressed bytes.
+    package var data: CMBlockBuffer
+    /// When the frame is shown; `.invalid` when FFmpeg gave none.
+    package var presentationTime: CMTime
+    /// When the frame is decoded; equal to ``presentationTime`` for intra-only and B-frame-free streams.
+    package var decodeTime: CMTime
+    /// How long the frame lasts; `.invalid` when unknown.
+    package var duration: CMTime
+    /// Whether a decoder can start here (`AV_PKT_FLAG_KEY`).
+    package var isKeyFrame: Bool
+
+    /// A packet from its parts.
+    package init(data: CMBlockBuffer, presentationTime: CMTime, decodeTime: CMTime, duration: CMTime, isKeyFrame: Bool)
+    {
+        self.data = data
+        self.presentationTime = presentationTime
+        self.decodeTime = decodeTime
+        self.duration = duration
+        self.isKeyFrame = isKeyFrame
+    }
+
+    /// A copy of `packet`'s payload and timing; `timeBase` is the time base its timestamps count in.
+    init(copying packet: UnsafePointer<AVPacket>, timeBase: AVRational, fallbackDuration: Int64 = 0) {
+        let size = Int(packet.pointee.size)
+        let block = CMBlockBuffer(length: size)
+        if size > 0, let source = packet.pointee.data {
+            block.withUnsafeMutableBytes { $0.baseAddress?.copyMemory(from: source, byteCount: size) }
+        }
+        let duration = packet.pointee.duration > 0 ? packet.pointee.duration : fallbackDuration
+        self.init(
+            data: block, presentationTime: CMTime(ffmpegTimestamp: packet.pointee.pts, timeBase: timeBase),
+            decodeTime: CMTime(ffmpegTimestamp: packet.pointee.dts, timeBase: timeBase),
+            duration: duration > 0 ? CMTime(ffmpegTimestamp: duration, timeBase: timeBase) : .invalid,
+            isKeyFrame: packet.pointee.flags & AV_PKT_FLAG_KEY != 0)
+    }
+}
+
+/// What an encoder's `receivePacket()` gives: a packet, or why there is none.
+///
+/// FFmpeg's `AVERROR(EAGAIN)` and `AVERROR_EOF` from `avcodec_receive_packet` are these values, never errors, so
+/// a caller's drain loop is a `switch` that cannot swallow a real failure.
+///
+/// Threading: a value; `Sendable`.
+package enum EncoderOutput: Sendable {
+    /// The next packet in decode order.
+    case packet(EncodedPacket)
+    /// Nothing until more input is sent (`AVERROR(EAGAIN)`).
+    case needsInput
+    /// The encoder was finished and has given its last packet (`AVERROR_EOF`).
+    case endOfStream
+}
+
+extension CMTime {
+    /// An FFmpeg timestamp counted in `timeBase`, or `.invalid` for `AV_NOPTS_VALUE`.
+    init(ffmpegTimestamp value: Int64, timeBase: AVRational) {
+        guard value != CFFmpeg_AV_NOPTS_VALUE(), timeBase.num > 0, timeBase.den > 0 else {
+            self = .invalid
+            return
+        }
+        let (scaled, overflow) = value.multipliedReportingOverflow(by: Int64(timeBase.num))
+        self = overflow ? .invalid : CMTime(value: scaled, timescale: timeBase.den)
+    }
+
+    /// This time counted in `timeBase`, rounded to the nearest tick (`av_rescale_q_rnd`, halves away from zero);
+    /// `nil` when the time is not numeric.
+    func ffmpegTimestamp(in timeBase: AVRational) -> Int64? {
+        guard isNumeric, timescale > 0 else { return nil }
+        let rounding = AVRounding(rawValue: AV_ROUND_NEAR_INF.rawValue | AV_ROUND_PASS_MINMAX.rawValue)
+        return av_rescale_q_rnd(value, AVRational(num: 1, den: timescale), timeBase, rounding)
+    }
+}
+
+extension MediaCodecsError {
+    /// FFmpeg's error `code` from writing a file: ``Kind/diskFull`` for `ENOSPC` and `EDQUOT`, else ``Kind/ffmpeg``;
+    /// the code is kept either way.
+    static func ffmpegIO(_ code: Int32, while operation: String) -> MediaCodecsError {
+        if code == CFFmpeg_AVERROR(ENOSPC) || code == CFFmpeg_AVERROR(EDQUOT) {
+            return MediaCodecsError(.diskFull, while: operation, message: ffmpegErrorMessage(code), ffmpegCode: code)
+        }
+        return .ffmpeg(code, while: operation)
+    }
+}
+
+/// Sets `key` to `value` in an FFmpeg dictionary (`av_dict_set`).
+func setOption(_ dictionary: inout OpaquePointer?, _ key: String, _ value: String) {
+    av_dict_set(&dictionary, key, value, 0)
+}
+
+/// The entries of an FFmpeg dictionary (`av_dict_get` with `AV_DICT_IGNORE_SUFFIX`), in order.
+func dictionaryEntries(_ dictionary: OpaquePointer?) -> [(key: String, value: String)] {
+    var entries: [(key: String, value: String)] = []
+    var entry: UnsafeMutablePointer<AVDictionaryEntry>? = nil
+    while let next = av_dict_get(dictionary, "", entry, AV_DICT_IGNORE_SUFFIX) {
+        entries.append((String(cString: next.pointee.key), String(cString: next.pointee.value)))
+        entry = next
+    }
+    return entries
+}
