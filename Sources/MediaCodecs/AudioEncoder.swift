@@ -294,13 +294,9 @@ package final class AudioEncoder {
     }
 
     private func receiveFromCodec() throws(MediaCodecsError) -> EncoderOutput {
-        guard let context, let packet else { return .endOfStream }
-        let status = avcodec_receive_packet(context, packet)
-        if status == CFFmpeg_AVERROR_EAGAIN() { return .needsInput }
-        if status == CFFmpeg_AVERROR_EOF() { return .endOfStream }
-        guard status >= 0 else { throw .ffmpeg(status, while: "receiving a \(configuration.codec) packet") }
-        defer { av_packet_unref(packet) }
-        return .packet(EncodedPacket(copying: packet, timeBase: timeBase))
+        try receiveEncodedPacket(from: context, into: packet, codecName: "\(configuration.codec)") { packet in
+            EncodedPacket(copying: packet, timeBase: timeBase)
+        }
     }
 
     /// Moves `count` samples from the FIFO into the frame and sends it.

@@ -116,3 +116,21 @@ func dictionaryEntries(_ dictionary: OpaquePointer?) -> [(key: String, value: St
     }
     return entries
 }
+
+/// `avcodec_receive_packet` as a value, shared by the encoders: the next packet (made by `copy` while FFmpeg's
+/// packet is still referenced, unreferenced afterwards), `.needsInput` for EAGAIN, `.endOfStream` for EOF or a
+/// closed encoder.
+///
+/// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/ffmpeg`` when the encoder fails.
+func receiveEncodedPacket(
+    from context: UnsafeMutablePointer<AVCodecContext>?, into packet: UnsafeMutablePointer<AVPacket>?,
+    codecName: String, copy: (UnsafeMutablePointer<AVPacket>) -> EncodedPacket
+) throws(MediaCodecsError) -> EncoderOutput {
+    guard let context, let packet else { return .endOfStream }
+    let status = avcodec_receive_packet(context, packet)
+    if status == CFFmpeg_AVERROR_EAGAIN() { return .needsInput }
+    if status == CFFmpeg_AVERROR_EOF() { return .endOfStream }
+    guard status >= 0 else { throw .ffmpeg(status, while: "receiving a \(codecName) packet") }
+    defer { av_packet_unref(packet) }
+    return .packet(copy(packet))
+}

@@ -430,14 +430,10 @@ package final class VideoEncoder {
     }
 
     private func receiveFromCodec() throws(MediaCodecsError) -> EncoderOutput {
-        guard let context, let packet else { return .endOfStream }
-        let status = avcodec_receive_packet(context, packet)
-        if status == CFFmpeg_AVERROR_EAGAIN() { return .needsInput }
-        if status == CFFmpeg_AVERROR_EOF() { return .endOfStream }
-        guard status >= 0 else { throw .ffmpeg(status, while: "receiving a \(configuration.codec) packet") }
-        defer { av_packet_unref(packet) }
-        if configuration.codec.isIntraOnly { packet.pointee.flags |= AV_PKT_FLAG_KEY }
-        return .packet(EncodedPacket(copying: packet, timeBase: timeBase, fallbackDuration: nominalFrameDuration))
+        try receiveEncodedPacket(from: context, into: packet, codecName: "\(configuration.codec)") { packet in
+            if configuration.codec.isIntraOnly { packet.pointee.flags |= AV_PKT_FLAG_KEY }
+            return EncodedPacket(copying: packet, timeBase: timeBase, fallbackDuration: nominalFrameDuration)
+        }
     }
 
     /// `avcodec_send_frame`, taking packets out first while it says `EAGAIN`.
