@@ -1,0 +1,100 @@
+// AVAssetTrack: one track of an asset.
+
+import Foundation
+import MediaCodecs
+import OpenCoreMedia
+
+/// One track of an ``AVAsset``: its media type, format, timing and display transform.
+///
+/// Threading: immutable; `@unchecked Sendable` (it holds format descriptions, which are immutable).
+public final class AVAssetTrack: NSObject, @unchecked Sendable {
+    /// The track's ID in the file (stream index + 1).
+    public let trackID: CMPersistentTrackID
+    /// `.video`, `.audio`, or the file's other kinds.
+    public let mediaType: AVMediaType
+    /// The encoded picture size, before ``preferredTransform`` (zero for audio).
+    public let naturalSize: CGSize
+    /// Frames per second (the average over the track); 0 for audio.
+    public let nominalFrameRate: Float
+    /// When the track plays in the file's timeline.
+    public let timeRange: CMTimeRange
+    /// The format of the track's samples: one `CMFormatDescription` (codec, size, or sample rate and channels).
+    public let formatDescriptions: [Any]
+    /// The average data rate in bits per second.
+    public let estimatedDataRate: Float
+    /// The display transform (the track matrix): 90° clockwise for a portrait recording.
+    public let preferredTransform: CGAffineTransform
+    /// Whether the track's samples can be read.
+    public let isPlayable: Bool
+
+    init(stream: Demuxer.Stream, fileDuration: CMTime) {
+        trackID = CMPersistentTrackID(stream.index + 1)
+        switch stream.mediaType {
+        case .video: mediaType = .video
+        case .audio: mediaType = .audio
+        case .other: mediaType = .metadata
+        }
+        naturalSize = CGSize(width: CGFloat(stream.width), height: CGFloat(stream.height))
+        nominalFrameRate = stream.mediaType == .video ? Float(stream.frameRate) : 0
+        let start = stream.startTime.isNumeric ? stream.startTime : .zero
+        let duration = stream.duration.isNumeric ? stream.duration : fileDuration
+        timeRange = CMTimeRange(start: start, duration: duration)
+        var rate = Float(stream.bitRate)
+        if rate == 0, stream.sampleRate > 0, stream.codecName.hasPrefix("pcm_") {
+            rate = Float(stream.sampleRate * stream.channelCount * Self.pcmBits(stream.codecName))
+        }
+        estimatedDataRate = rate
+        let t = stream.transform
+        preferredTransform = CGAffineTransform(
+            a: CGFloat(t.a), b: CGFloat(t.b), c: CGFloat(t.c), d: CGFloat(t.d), tx: CGFloat(t.tx), ty: CGFloat(t.ty))
+        formatDescriptions = Self.formatDescription(of: stream).map { [$0] } ?? []
+        isPlayable = stream.mediaType != .other
+    }
+
+    private static func pcmBits(_ codecName: String) -> Int {
+        if codecName.contains("64") { return 64 }
+        if codecName.contains("32") { return 32 }
+        if codecName.contains("24") { return 24 }
+        if codecName.contains("16") { return 16 }
+        return 8
+    }
+
+    private static func formatDescription(of stream: Demuxer.Stream) -> CMFormatDescription? {
+        switch stream.mediaType {
+        case .video:
+            let subtype: CMFormatDescription.MediaSubType =
+                switch stream.codecName {
+                case "h264": .h264
+                case "hevc": .hevc
+                case "mjpeg": .jpeg
+                case "prores": .proRes422
+                default: CMFormatDescription.MediaSubType(rawValue: stream.codecTag)
+                }
+            return try? CMFormatDescription(videoCodecType: subtype, width: stream.width, height: stream.height)
+        case .audio:
+            let formatID: AudioFormatID
+            var flags: AudioFormatFlags = 0
+            var bits: UInt32 = 0
+            switch stream.codecName {
+            case "aac": formatID = kAudioFormatMPEG4AAC
+            case "alac": formatID = kAudioFormatAppleLossless
+            case let name where name.hasPrefix("pcm_"):
+                formatID = kAudioFormatLinearPCM
+                bits = UInt32(pcmBits(name))
+                flags |= name.contains("pcm_f") ? kAudioFormatFlagIsFloat : kAudioFormatFlagIsSignedInteger
+                if name.hasSuffix("be") { flags |= kAudioFormatFlagIsBigEndian }
+                flags |= kAudioFormatFlagIsPacked
+            default: formatID = stream.codecTag
+            }
+            let channels = UInt32(max(stream.channelCount, 0))
+            let bytesPerFrame = bits * channels / 8
+            let description = AudioStreamBasicDescription(
+                mSampleRate: Float64(stream.sampleRate), mFormatID: formatID, mFormatFlags: flags,
+                mBytesPerPacket: bytesPerFrame, mFramesPerPacket: formatID == kAudioFormatLinearPCM ? 1 : 0,
+                mBytesPerFrame: bytesPerFrame, mChannelsPerFrame: channels, mBitsPerChannel: bits, mReserved: 0)
+            return try? CMFormatDescription(audioStreamBasicDescription: description)
+        case .other:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,474 @@
+// AVAssetWriter: media files from sample buffers, encoded and muxed on the writer's own serial queue.
+
+import Dispatch
+import Foundation
+import MediaCodecs
+import OpenCoreMedia
+import OpenCoreVideo
+import Synchronization
+
+/// Writes media to a QuickTime movie, an MPEG-4 file or an audio file, from sample buffers you append to its
+/// inputs (``AVAssetWriterInput``).
+///
+/// The life cycle is Apple's: create it with ``init(outputURL:fileType:)``, ``add(_:)`` inputs, ``startWriting()``,
+/// ``startSession(atSourceTime:)``, append, then ``finishWriting(completionHandler:)`` (or ``cancelWriting()``).
+/// ``status`` goes `.unknown` → `.writing` → `.completed`, or to `.failed` (with ``error``) or `.cancelled`.
+/// Misuse that Apple answers with an Objective-C exception (adding an input after `startWriting()`, starting a
+/// session twice, finishing before writing) stops the program with a message naming the rule.
+///
+/// Encoding: each input's output settings make a libavcodec encoder at ``startWriting()`` (H.264 with libx264,
+/// HEVC, JPEG, ProRes 422; AAC, ALAC, linear PCM), and the file is written with libavformat. Appended buffers are
+/// encoded and muxed on the writer's own serial queue, not on the caller's thread: `append` only enqueues.
+/// Errors found there put the writer in `.failed`; the next `append` returns `false`.
+///
+/// Crash safety: with a numeric ``movieFragmentInterval`` a movie is written as fragments, and the file is
+/// readable up to its last fragment if the process dies; a clean finish turns it into a conventional fast-start
+/// movie, replaced atomically. The default is `.invalid` (no fragments), as Apple's writer.
+///
+/// Timestamps: the file's time 0 is the session's source time; video samples before it are dropped, and samples
+/// appended after ``endSession(atSourceTime:)`` at or past its time are dropped. (Apple also trims samples already
+/// appended past the end; we do not.)
+///
+/// Threading: thread safe (`@unchecked Sendable`); every method may be called from any thread, but not from a
+/// key-value observation handler of the writer's ``status`` (that runs on the writer's queue, where
+/// ``cancelWriting()`` and ``startWriting()`` would deadlock; they trap there instead). The completion handler of
+/// ``finishWriting(completionHandler:)`` runs on the writer's queue.
+public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
+    /// Where the writer is in its life cycle; Apple's raw values.
+    ///
+    /// Threading: a value; `Sendable`.
+    public enum Status: Int, Sendable, CustomStringConvertible {
+        /// Not started: inputs may still be added.
+        case unknown = 0
+        /// ``AVAssetWriter/startWriting()`` succeeded; samples may be appended.
+        case writing = 1
+        /// The file was finished.
+        case completed = 2
+        /// Writing failed; ``AVAssetWriter/error`` says why.
+        case failed = 3
+        /// ``AVAssetWriter/cancelWriting()`` was called.
+        case cancelled = 4
+
+        /// The status's name, as in messages.
+        public var description: String {
+            switch self {
+            case .unknown: "unknown"
+            case .writing: "writing"
+            case .completed: "completed"
+            case .failed: "failed"
+            case .cancelled: "cancelled"
+            }
+        }
+    }
+
+    /// The writer's key-value observers (``status``, ``error``).
+    public let keyValueObservers = KeyValueObserverRegistry()
+    /// The file written.
+    public let outputURL: URL
+    /// The container.
+    public let outputFileType: AVFileType
+    /// The file types the writer can write.
+    public static let availableFileTypes: [AVFileType] = [.mov, .mp4, .m4v, .m4a, .wav, .aiff, .caf]
+
+    let muxerFileType: Muxer.FileType
+    /// Where encoding and muxing happen.
+    let queue: DispatchQueue
+    private let state = Mutex<State>(State())
+    /// The encoders and muxer; touched only on ``queue``.
+    private let pipeline: QueueBound<WriterPipeline?>
+
+    private struct State {
+        var status: Status = .unknown
+        var error: AVError?
+        var metadata: [AVMetadataItem] = []
+        var shouldOptimizeForNetworkUse = false
+        var movieFragmentInterval: CMTime = .invalid
+        var inputs: [AVAssetWriterInput] = []
+        var sessionStart: CMTime?
+        var sessionEnd: CMTime?
+        /// Whether the writer made the file (so cancelling removes it).
+        var ownsFile = false
+    }
+
+    /// A writer of a new file at `outputURL`.
+    ///
+    /// - Throws: ``AVError`` `.fileAlreadyExists` when a file is there (it is left untouched),
+    ///   `.operationNotAllowed` when the directory does not exist or is not writable, `.formatUnsupported` for a
+    ///   file type the writer cannot write (see ``availableFileTypes``), `.invalidOutputURLPathExtension` for a
+    ///   URL that is not a file URL.
+    public init(outputURL: URL, fileType outputFileType: AVFileType) throws {
+        guard outputURL.isFileURL else {
+            throw AVError(
+                .invalidOutputURLPathExtension, "The output URL \(outputURL) is not a file URL.",
+                suggestion: "Give a file URL, such as URL(fileURLWithPath:).")
+        }
+        guard let fileType = Self.muxerFileType(outputFileType) else {
+            throw AVError(
+                .formatUnsupported, "AVAssetWriter cannot write files of type \(outputFileType.rawValue).",
+                suggestion: "Use one of AVAssetWriter.availableFileTypes.",
+                extra: [AVErrorFileTypeKey: outputFileType.rawValue])
+        }
+        let path = outputURL.path
+        if FileManager.default.fileExists(atPath: path) {
+            throw AVError(
+                .fileAlreadyExists, "A file already exists at \(path); it was left untouched.",
+                suggestion: "Remove the file or choose another URL.")
+        }
+        let directory = outputURL.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue,
+            access(directory, W_OK | X_OK) == 0
+        else {
+            throw AVError(
+                .operationNotAllowed,
+                "Cannot write \(path): the directory \(directory) does not exist or is not writable.",
+                suggestion: "Create the directory or choose a writable location.",
+                extra: [NSUnderlyingErrorKey: NSError(domain: NSPOSIXErrorDomain, code: Int(EACCES))])
+        }
+        self.outputURL = outputURL
+        self.outputFileType = outputFileType
+        self.muxerFileType = fileType
+        let queue = DispatchQueue(label: "OpenAVCapture.AVAssetWriter")
+        self.queue = queue
+        self.pipeline = QueueBound(nil, on: queue)
+        super.init()
+    }
+
+    /// Apple's other spelling of ``init(outputURL:fileType:)``.
+    public convenience init(url: URL, fileType: AVFileType) throws {
+        try self.init(outputURL: url, fileType: fileType)
+    }
+
+    static func muxerFileType(_ type: AVFileType) -> Muxer.FileType? {
+        switch type {
+        case .mov: .mov
+        case .mp4: .mp4
+        case .m4v: .m4v
+        case .m4a: .m4a
+        case .wav: .wav
+        case .aiff: .aiff
+        case .caf: .caf
+        default: nil
+        }
+    }
+
+    // MARK: Properties
+
+    /// Where the writer is in its life cycle. Key-value observable.
+    public var status: Status { state.withLock { $0.status } }
+
+    /// Why ``status`` is `.failed`: an ``AVError``; `nil` otherwise. Key-value observable.
+    public var error: (any Error)? { state.withLock { $0.error } }
+
+    /// Movie-level metadata written into the file (title, location as ISO 6709, creation date, …). Set it before
+    /// ``startWriting()``.
+    public var metadata: [AVMetadataItem] {
+        get { state.withLock { $0.metadata } }
+        set { setBeforeWriting("metadata") { $0.metadata = newValue } }
+    }
+
+    /// Whether a movie written without fragments gets its `moov` atom first (fast start). A fragmented movie
+    /// always ends as fast start. Set it before ``startWriting()``.
+    public var shouldOptimizeForNetworkUse: Bool {
+        get { state.withLock { $0.shouldOptimizeForNetworkUse } }
+        set { setBeforeWriting("shouldOptimizeForNetworkUse") { $0.shouldOptimizeForNetworkUse = newValue } }
+    }
+
+    /// How often a movie fragment is written (crash safety), or `.invalid` (the default, as Apple's) for a
+    /// conventional movie written once at the end. Ignored by audio files that are not MPEG-4. Set it before
+    /// ``startWriting()``.
+    public var movieFragmentInterval: CMTime {
+        get { state.withLock { $0.movieFragmentInterval } }
+        set {
+            precondition(
+                !newValue.isValid || (newValue.isNumeric && newValue > .zero),
+                "AVAssetWriter.movieFragmentInterval must be .invalid or a positive time, not \(newValue)")
+            setBeforeWriting("movieFragmentInterval") { $0.movieFragmentInterval = newValue }
+        }
+    }
+
+    private func setBeforeWriting(_ name: String, _ change: (inout State) -> Void) {
+        state.withLock { state in
+            precondition(
+                state.status == .unknown,
+                "AVAssetWriter.\(name) cannot be set after startWriting() (status is \(state.status))")
+            change(&state)
+        }
+    }
+
+    /// The inputs added, in order.
+    public var inputs: [AVAssetWriterInput] { state.withLock { $0.inputs } }
+
+    /// Whether the session has started (``startSession(atSourceTime:)`` was called).
+    var sessionStarted: Bool { state.withLock { $0.sessionStart != nil } }
+
+    // MARK: Inputs
+
+    /// Whether `input` can be added: the writer has not started, the input belongs to no writer, and the file
+    /// type can hold its media (audio files hold no video).
+    public func canAdd(_ input: AVAssetWriterInput) -> Bool {
+        guard status == .unknown, !input.isAttached else { return false }
+        if input.mediaType == .video { return muxerFileType.isMovie && muxerFileType != .m4a }
+        return true
+    }
+
+    /// Adds `input`. Traps when ``canAdd(_:)`` is false, as Apple raises.
+    public func add(_ input: AVAssetWriterInput) {
+        let status = status
+        precondition(
+            status == .unknown,
+            "AVAssetWriter.add(_:): inputs cannot be added after startWriting() (status is \(status))")
+        precondition(!input.isAttached, "AVAssetWriter.add(_:): the input already belongs to a writer")
+        precondition(
+            canAdd(input),
+            "AVAssetWriter.add(_:): a \(outputFileType.rawValue) file cannot hold \(input.mediaType.rawValue) media")
+        let index = state.withLock { state in
+            state.inputs.append(input)
+            return state.inputs.count - 1
+        }
+        input.attach(to: self, trackIndex: index)
+    }
+
+    // MARK: Writing
+
+    /// Creates the encoders from each input's output settings and opens the file for writing.
+    ///
+    /// - Returns: `true` and ``status`` `.writing`, or `false` and `.failed` with ``error`` (the file exists by
+    ///   now, a codec the container cannot hold, settings the encoder refuses).
+    /// Traps when the writer has started before, as Apple raises.
+    @discardableResult
+    public func startWriting() -> Bool {
+        dispatchPrecondition(condition: .notOnQueue(queue))
+        let (inputs, options) = state.withLock { state in
+            precondition(
+                state.status == .unknown,
+                "AVAssetWriter.startWriting() cannot be called when status is \(state.status)")
+            var options = Muxer.Options(
+                fragmentInterval: state.movieFragmentInterval.isNumeric ? state.movieFragmentInterval : nil,
+                fastStart: state.shouldOptimizeForNetworkUse,
+                metadata: MetadataKeyMapping.tags(for: state.metadata).sorted { $0.key < $1.key }.map {
+                    (key: $0.key, value: $0.value)
+                })
+            options.overwrite = false
+            return (state.inputs, options)
+        }
+        precondition(!inputs.isEmpty, "AVAssetWriter.startWriting(): the writer has no inputs")
+        let tracks = inputs.map { ($0.settings, $0.encoderPixelFormat, $0.trackTransform) }
+        let path = outputURL.path
+        let fileType = muxerFileType
+        let failure: MediaCodecsError? = queue.sync {
+            do throws(MediaCodecsError) {
+                pipeline.value = try WriterPipeline(path: path, fileType: fileType, options: options, tracks: tracks)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure {
+            fail(AVError(failure, writing: path))
+            return false
+        }
+        let old = state.withLock { state in
+            state.ownsFile = true
+            defer { state.status = .writing }
+            return state.status
+        }
+        keyValueObservers.notifyChange(\AVAssetWriter.status, of: self, from: old, to: .writing)
+        for input in inputs { input.updateReadiness() }
+        return true
+    }
+
+    /// Starts the file's timeline: samples at `startTime` are at time 0 in the file.
+    ///
+    /// Traps when ``startWriting()`` has not succeeded, when called twice or with a non-numeric time.
+    public func startSession(atSourceTime startTime: CMTime) {
+        precondition(startTime.isNumeric, "AVAssetWriter.startSession(atSourceTime:): the time must be numeric")
+        let status = state.withLock { state in
+            precondition(
+                state.status != .unknown,
+                "AVAssetWriter.startSession(atSourceTime:) cannot be called before startWriting()")
+            precondition(
+                state.sessionStart == nil, "AVAssetWriter.startSession(atSourceTime:) cannot be called twice")
+            state.sessionStart = startTime
+            return state.status
+        }
+        guard status == .writing else { return }
+        perform { pipeline throws(MediaCodecsError) in
+            try pipeline.muxer.start(atSourceTime: startTime)
+            pipeline.sessionStart = startTime
+        }
+    }
+
+    /// Ends the session: samples appended later at or after `endTime` are dropped.
+    public func endSession(atSourceTime endTime: CMTime) {
+        precondition(endTime.isNumeric, "AVAssetWriter.endSession(atSourceTime:): the time must be numeric")
+        state.withLock { state in
+            precondition(
+                state.sessionStart != nil,
+                "AVAssetWriter.endSession(atSourceTime:) cannot be called before startSession")
+            state.sessionEnd = endTime
+        }
+        perform { pipeline in pipeline.sessionEnd = endTime }
+    }
+
+    /// Marks every input finished, flushes the encoders and finishes the file; `handler` then runs (on the
+    /// writer's queue) with ``status`` `.completed` or `.failed`.
+    ///
+    /// Traps when ``status`` is `.unknown`, `.completed` or `.cancelled`, as Apple raises; when it is `.failed`,
+    /// `handler` runs and nothing else happens.
+    public func finishWriting(completionHandler handler: @escaping @Sendable () -> Void) {
+        let status = status
+        switch status {
+        case .writing:
+            for input in inputs { input.markFinishedForWriterFinish() }
+            queue.async { [self] in
+                let failure: MediaCodecsError? = pipeline.with { pipeline in
+                    guard let pipeline else { return nil }
+                    do throws(MediaCodecsError) {
+                        try pipeline.finish()
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                if let failure {
+                    fail(AVError(failure, writing: outputURL.path))
+                } else {
+                    let old = state.withLock { state in
+                        let old = state.status
+                        if old == .writing { state.status = .completed }
+                        return old
+                    }
+                    if old == .writing {
+                        keyValueObservers.notifyChange(\AVAssetWriter.status, of: self, from: old, to: .completed)
+                    }
+                }
+                pipeline.value = nil
+                handler()
+            }
+        case .failed:
+            queue.async { handler() }
+        default:
+            preconditionFailure(
+                "AVAssetWriter.finishWriting(completionHandler:) cannot be called when status is \(status)")
+        }
+    }
+
+    /// Finishes the file (see ``finishWriting(completionHandler:)``) and returns when it is done.
+    public func finishWriting() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            finishWriting { continuation.resume() }
+        }
+    }
+
+    /// Stops writing, discards the encoders and removes the file the writer made. Blocks until done. Does nothing
+    /// once the writer has completed or been cancelled.
+    public func cancelWriting() {
+        dispatchPrecondition(condition: .notOnQueue(queue))
+        let (old, ownsFile) = state.withLock { state in
+            let old = state.status
+            guard old != .completed, old != .cancelled else { return (old, false) }
+            state.status = .cancelled
+            return (old, state.ownsFile)
+        }
+        guard old != .completed, old != .cancelled else { return }
+        // Dropping the muxer closes the file as it stands.
+        queue.sync { pipeline.value = nil }
+        if ownsFile { try? FileManager.default.removeItem(at: outputURL) }
+        keyValueObservers.notifyChange(\AVAssetWriter.status, of: self, from: old, to: .cancelled)
+        for input in inputs { input.updateReadiness() }
+    }
+
+    // MARK: Internal
+
+    /// Runs `work` on the queue with the pipeline, if writing; a thrown error fails the writer.
+    func perform(_ work: @escaping @Sendable (WriterPipeline) throws(MediaCodecsError) -> Void) {
+        queue.async { [self] in
+            let failure: MediaCodecsError? = pipeline.with { pipeline in
+                guard let pipeline, !pipeline.hasFailed else { return nil }
+                do throws(MediaCodecsError) {
+                    try work(pipeline)
+                    return nil
+                } catch {
+                    pipeline.hasFailed = true
+                    return error
+                }
+            }
+            if let failure { fail(AVError(failure, writing: outputURL.path)) }
+        }
+    }
+
+    /// Puts the writer in `.failed` with `error`, unless it has already finished or been cancelled.
+    func fail(_ error: AVError) {
+        let old: (status: Status, error: AVError?)? = state.withLock { state in
+            guard state.status == .writing || state.status == .unknown else { return nil }
+            defer {
+                state.status = .failed
+                state.error = error
+            }
+            return (state.status, state.error)
+        }
+        guard let old else { return }
+        keyValueObservers.notifyChange(\AVAssetWriter.error, of: self, from: old.error, to: error)
+        keyValueObservers.notifyChange(\AVAssetWriter.status, of: self, from: old.status, to: .failed)
+        for input in inputs { input.updateReadiness() }
+    }
+}
+
+extension AVError {
+    /// The AVFoundation error for a codec or file failure while writing `path`.
+    init(_ failure: MediaCodecsError, writing path: String) {
+        let underlying: [String: Any] = [
+            NSUnderlyingErrorKey: NSError(
+                domain: "OpenAVCapture.MediaCodecs", code: Int(failure.ffmpegCode ?? -1),
+                userInfo: [NSLocalizedDescriptionKey: failure.description])
+        ]
+        switch failure.kind {
+        case .diskFull:
+            self.init(
+                .diskFull, "The disk is full: \(failure.description)", suggestion: "Free some space and record again.",
+                extra: underlying)
+        case .fileAlreadyExists:
+            self.init(
+                .fileAlreadyExists, "A file already exists at \(path).", suggestion: "Remove it or choose another URL.",
+                extra: underlying)
+        case .unsupportedConfiguration:
+            self.init(
+                .unsupportedOutputSettings, "The output settings cannot be written: \(failure.description)",
+                suggestion: "Check the codec, the size and the file type.", extra: underlying)
+        default:
+            self.init(.unknown, "Writing \(path) failed: \(failure.description)", extra: underlying)
+        }
+    }
+}
+
+/// A value that only one dispatch queue may touch: every access checks that it runs there.
+///
+/// Threading: `@unchecked Sendable`; the queue serializes every access (checked with `dispatchPrecondition`).
+final class QueueBound<Value>: @unchecked Sendable {
+    private var stored: Value
+    let queue: DispatchQueue
+
+    init(_ value: Value, on queue: DispatchQueue) {
+        self.stored = value
+        self.queue = queue
+    }
+
+    /// The value; only on ``queue``.
+    var value: Value {
+        get {
+            dispatchPrecondition(condition: .onQueue(queue))
+            return stored
+        }
+        set {
+            dispatchPrecondition(condition: .onQueue(queue))
+            stored = newValue
+        }
+    }
+
+    /// Runs `body` with the value; only on ``queue``.
+    func with<Result>(_ body: (inout Value) -> Result) -> Result {
+        dispatchPrecondition(condition: .onQueue(queue))
+        return body(&stored)
+    }
+}

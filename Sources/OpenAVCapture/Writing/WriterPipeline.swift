@@ -1,0 +1,135 @@
+// The encoders and the muxer of one AVAssetWriter, owned by the writer's serial queue.
+
+import Foundation
+import MediaCodecs
+import OpenCoreMedia
+import OpenCoreVideo
+
+/// The encoders and muxer behind an ``AVAssetWriter``: one track per input, in the order the inputs were added.
+///
+/// Threading: thread-bound to the writer's serial queue (it is stored in a ``QueueBound``); not `Sendable`.
+final class WriterPipeline {
+    /// One input's encoder and stream.
+    final class Track {
+        let stream: Int
+        let video: VideoEncoder?
+        let audio: AudioEncoder?
+        /// Resamples audio whose rate differs from the settings; made for the first buffer that needs it.
+        var converter: AudioConverter?
+        var isFlushed = false
+
+        init(stream: Int, video: VideoEncoder?, audio: AudioEncoder?) {
+            self.stream = stream
+            self.video = video
+            self.audio = audio
+        }
+    }
+
+    let muxer: Muxer
+    let tracks: [Track]
+    var sessionStart: CMTime?
+    var sessionEnd: CMTime?
+    /// Set after the first error: later work is skipped.
+    var hasFailed = false
+
+    /// Makes every encoder and the muxer with its streams; claims the file (created exclusively).
+    init(
+        path: String, fileType: Muxer.FileType, options: Muxer.Options,
+        tracks settings: [(WriterTrackSettings, OSType, Muxer.TrackTransform)]
+    ) throws(MediaCodecsError) {
+        var encoders: [(VideoEncoder?, AudioEncoder?)] = []
+        for (setting, pixelFormat, _) in settings {
+            switch setting {
+            case .video(var configuration):
+                configuration.pixelFormat = pixelFormat
+                encoders.append((try VideoEncoder(configuration), nil))
+            case .audio(let configuration):
+                encoders.append((nil, try AudioEncoder(configuration)))
+            }
+        }
+        let muxer = try Muxer(path: path, fileType: fileType, options: options)
+        var tracks: [Track] = []
+        do throws(MediaCodecsError) {
+            for (index, (video, audio)) in encoders.enumerated() {
+                let stream: Int
+                if let video {
+                    stream = try muxer.addVideoStream(from: video, transform: settings[index].2)
+                } else if let audio {
+                    stream = try muxer.addAudioStream(from: audio)
+                } else {
+                    continue
+                }
+                tracks.append(Track(stream: stream, video: video, audio: audio))
+            }
+        } catch {
+            // The muxer made the file; nothing was written to it.
+            unlink(path)
+            throw error
+        }
+        self.muxer = muxer
+        self.tracks = tracks
+    }
+
+    /// Encodes one picture of track `index` at `time` (source clock) and writes what the encoder gives.
+    func appendPixelBuffer(_ pixelBuffer: CVPixelBuffer, at time: CMTime, track index: Int) throws(MediaCodecsError) {
+        let track = tracks[index]
+        guard let encoder = track.video, !track.isFlushed else { return }
+        if let sessionStart, time < sessionStart { return }
+        if let sessionEnd, time >= sessionEnd { return }
+        try encoder.send(pixelBuffer, presentationTime: time)
+        try drain(track)
+    }
+
+    /// Encodes one buffer of PCM of track `index`, resampled first when its rate is not the encoder's.
+    func appendAudio(_ sampleBuffer: CMSampleBuffer, track index: Int) throws(MediaCodecsError) {
+        let track = tracks[index]
+        guard let encoder = track.audio, !track.isFlushed else { return }
+        if let sessionEnd, sampleBuffer.presentationTimeStamp >= sessionEnd { return }
+        let rate = encoder.configuration.sampleRate
+        if let source = sampleBuffer.formatDescription?.audioStreamBasicDescription,
+            Int(source.mSampleRate.rounded()) != rate
+        {
+            if track.converter == nil || track.converter?.source != AudioConverter.Format(source) {
+                let channels = Int(source.mChannelsPerFrame)
+                let destination = AudioConverter.Format(sampleRate: rate, channelCount: channels, sample: .float32)
+                track.converter = try AudioConverter(from: source, to: destination.audioStreamBasicDescription)
+            }
+            var converted: [CMSampleBuffer] = []
+            try track.converter?.convert(sampleBuffer) { converted.append($0) }
+            for buffer in converted { try encoder.send(buffer) }
+        } else {
+            try encoder.send(sampleBuffer)
+        }
+        try drain(track)
+    }
+
+    /// Flushes track `index`'s encoder (its input was marked finished).
+    func flush(track index: Int) throws(MediaCodecsError) {
+        let track = tracks[index]
+        guard !track.isFlushed, sessionStart != nil else { return }
+        track.isFlushed = true
+        if let converter = track.converter, let encoder = track.audio {
+            var converted: [CMSampleBuffer] = []
+            try converter.finish { converted.append($0) }
+            for buffer in converted { try encoder.send(buffer) }
+        }
+        if let video = track.video { try video.finish() }
+        if let audio = track.audio { try audio.finish() }
+        try drain(track)
+    }
+
+    /// Flushes every encoder and finishes the file.
+    func finish() throws(MediaCodecsError) {
+        for index in tracks.indices { try flush(track: index) }
+        try muxer.finish()
+    }
+
+    private func drain(_ track: Track) throws(MediaCodecsError) {
+        if let video = track.video {
+            while case .packet(let packet) = try video.receivePacket() { try muxer.write(packet, stream: track.stream) }
+        }
+        if let audio = track.audio {
+            while case .packet(let packet) = try audio.receivePacket() { try muxer.write(packet, stream: track.stream) }
+        }
+    }
+}
