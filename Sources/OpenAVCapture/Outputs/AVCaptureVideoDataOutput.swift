@@ -38,6 +38,8 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
         var weakDelegate = WeakDelegate()
         var queue: DispatchQueue?
         var videoSettings: [String: Any] = [:]
+        /// `videoSettings` parsed once when set, so the per-frame path does no dictionary lookups or casts.
+        var request = VideoOutputPipeline.Request()
         var alwaysDiscardsLateVideoFrames = true
         var lastDelivered: [ObjectIdentifier: CMTime] = [:]
         var mailboxes: Mailboxes?
@@ -167,7 +169,14 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
                     "AVCaptureVideoDataOutput: \(key) must be a positive integer (Apple raises"
                         + " NSInvalidArgumentException)")
             }
-            settings.withLock { $0.videoSettings = requested }
+            let parsed = VideoOutputPipeline.Request(
+                pixelFormat: integerSetting(requested[kCVPixelBufferPixelFormatTypeKey]).map { OSType(truncatingIfNeeded: $0) },
+                width: integerSetting(requested[kCVPixelBufferWidthKey]),
+                height: integerSetting(requested[kCVPixelBufferHeightKey]))
+            settings.withLock { settings in
+                settings.videoSettings = requested
+                settings.request = parsed
+            }
         }
     }
 
@@ -210,13 +219,7 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
     }
 
     /// The format the settings ask for.
-    private var request: VideoOutputPipeline.Request {
-        let requested = settings.withLock { $0 }.videoSettings
-        return VideoOutputPipeline.Request(
-            pixelFormat: integerSetting(requested[kCVPixelBufferPixelFormatTypeKey]).map { OSType(truncatingIfNeeded: $0) },
-            width: integerSetting(requested[kCVPixelBufferWidthKey]),
-            height: integerSetting(requested[kCVPixelBufferHeightKey]))
-    }
+    private var request: VideoOutputPipeline.Request { settings.withLock { $0.request } }
 
     // MARK: Beyond Apple
 
@@ -247,8 +250,8 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
             }
             if !accepted { counters.dropped(.frameWasLate) }
         }
-        let current = settings.withLock { $0 }
-        guard current.weakDelegate.object != nil, let mailboxes = current.mailboxes else { return }
+        let (hasDelegate, mailboxes) = settings.withLock { ($0.weakDelegate.object != nil, $0.mailboxes) }
+        guard hasDelegate, let mailboxes else { return }
         guard shouldDeliver(sampleBuffer.presentationTimeStamp, on: connection) else { return }
         if !mailboxes.frames.post(.frame(sampleBuffer, connection)) {
             report(.drop(sampleBuffer.presentationTimeStamp, .frameWasLate, sampleBuffer.formatDescription, connection))

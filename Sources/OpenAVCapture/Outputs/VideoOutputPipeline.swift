@@ -24,7 +24,7 @@ final class VideoOutputPipeline {
 
     /// What the output's settings ask for; nil fields keep the device's. The size is the delivered one, after
     /// rotation: a portrait output of a landscape camera asks for 1080x1920.
-    struct Request {
+    struct Request: Sendable {
         var pixelFormat: OSType?
         var width: Int?
         var height: Int?
