@@ -1,0 +1,161 @@
+import Foundation
+import Synchronization
+
+/// Told about a file output's recordings: started, paused, resumed, finishing, finished.
+///
+/// `fileOutput(_:didFinishRecordingTo:from:error:)` is called for every recording request, even when nothing was
+/// written; the others have default implementations that do nothing. Callbacks run on an internal serial queue,
+/// in this order: didStart, then any didPause/didResume pairs, then willFinish, then didFinish.
+public protocol AVCaptureFileOutputRecordingDelegate: NSObjectProtocol {
+    func fileOutput(
+        _ output: AVCaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [AVCaptureConnection])
+    func fileOutput(
+        _ output: AVCaptureFileOutput, didPauseRecordingTo fileURL: URL, from connections: [AVCaptureConnection])
+    func fileOutput(
+        _ output: AVCaptureFileOutput, didResumeRecordingTo fileURL: URL, from connections: [AVCaptureConnection])
+    func fileOutput(
+        _ output: AVCaptureFileOutput, willFinishRecordingTo fileURL: URL, from connections: [AVCaptureConnection],
+        error: (any Error)?)
+    /// The recording ended; the file at `outputFileURL` is finalized and playable when
+    /// `(error as NSError?)?.userInfo[AVErrorRecordingSuccessfullyFinishedKey]` is true or `error` is nil.
+    func fileOutput(
+        _ output: AVCaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [AVCaptureConnection],
+        error: (any Error)?)
+}
+
+extension AVCaptureFileOutputRecordingDelegate {
+    /// The first sample was written (default: nothing).
+    public func fileOutput(
+        _ output: AVCaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [AVCaptureConnection]
+    ) {}
+    /// The recording paused (default: nothing).
+    public func fileOutput(
+        _ output: AVCaptureFileOutput, didPauseRecordingTo fileURL: URL, from connections: [AVCaptureConnection]
+    ) {}
+    /// The recording resumed (default: nothing).
+    public func fileOutput(
+        _ output: AVCaptureFileOutput, didResumeRecordingTo fileURL: URL, from connections: [AVCaptureConnection]
+    ) {}
+    /// No more samples will be written; the file is being finalized (default: nothing).
+    public func fileOutput(
+        _ output: AVCaptureFileOutput, willFinishRecordingTo fileURL: URL, from connections: [AVCaptureConnection],
+        error: (any Error)?
+    ) {}
+}
+
+/// Sees every sample buffer a file output records (macOS): decide per buffer with
+/// `fileOutputShouldProvideSampleAccurateRecordingStart(_:)`.
+public protocol AVCaptureFileOutputDelegate: NSObjectProtocol {
+    func fileOutputShouldProvideSampleAccurateRecordingStart(_ output: AVCaptureFileOutput) -> Bool
+    func fileOutput(
+        _ output: AVCaptureOutput, didOutputSampleBuffer sampleBuffer: CMSampleBuffer,
+        from connection: AVCaptureConnection)
+}
+
+extension AVCaptureFileOutputDelegate {
+    /// A buffer the output records (default: nothing; not called by this implementation).
+    public func fileOutput(
+        _ output: AVCaptureOutput, didOutputSampleBuffer sampleBuffer: CMSampleBuffer,
+        from connection: AVCaptureConnection
+    ) {}
+}
+
+/// The base of the outputs that record to a file (``AVCaptureMovieFileOutput``): the recording's limits, its
+/// progress, and the start / stop / pause / resume requests.
+///
+/// Limits: ``maxRecordedDuration`` (`.invalid`, the default, for none), ``maxRecordedFileSize`` (0 for none) and
+/// ``minFreeDiskSpaceLimit`` (0 for none) end a recording with `AVError` `.maximumDurationReached`,
+/// `.maximumFileSizeReached` or `.diskFull`, with `AVErrorRecordingSuccessfullyFinishedKey` true: the file is
+/// finalized and playable. They are read when a recording starts.
+///
+/// Threading: thread safe. Properties and requests may be used from any thread; requests return at once and
+/// take effect in order on the output's own serial queue, between two sample buffers. Recording delegates are
+/// called on an internal serial queue, in the order documented on ``AVCaptureFileOutputRecordingDelegate``.
+public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
+    /// What the file output's properties hold; subclasses update the progress fields.
+    package struct FileState: @unchecked Sendable {
+        weak var delegate: (any AVCaptureFileOutputDelegate)?
+        var maxRecordedDuration: CMTime = .invalid
+        var maxRecordedFileSize: Int64 = 0
+        var minFreeDiskSpaceLimit: Int64 = 0
+        var outputFileURL: URL?
+        var recordedDuration: CMTime = .zero
+        var recordedFileSize: Int64 = 0
+        var isRecording = false
+        var isRecordingPaused = false
+    }
+
+    package let fileState = Mutex(FileState())
+
+    override package init() { super.init() }
+
+    /// Sees the buffers the output records (macOS). Held weakly. Stored for source compatibility: recordings
+    /// always start at the first video frame, whatever
+    /// `fileOutputShouldProvideSampleAccurateRecordingStart(_:)` says, and buffers are not passed to it.
+    public var delegate: (any AVCaptureFileOutputDelegate)? {
+        get { fileState.withLock { $0.delegate } }
+        set { fileState.withLock { $0.delegate = newValue } }
+    }
+
+    /// The longest a recording may last, or `.invalid` (the default) for no limit. A recording that reaches it
+    /// ends with `AVError.maximumDurationReached` at the last whole frame that fits.
+    public var maxRecordedDuration: CMTime {
+        get { fileState.withLock { $0.maxRecordedDuration } }
+        set { fileState.withLock { $0.maxRecordedDuration = newValue } }
+    }
+
+    /// The largest a recorded file may grow, in bytes, or 0 (the default) for no limit. A recording that would
+    /// pass it ends with `AVError.maximumFileSizeReached` before it does.
+    public var maxRecordedFileSize: Int64 {
+        get { fileState.withLock { $0.maxRecordedFileSize } }
+        set { fileState.withLock { $0.maxRecordedFileSize = max(0, newValue) } }
+    }
+
+    /// Free space, in bytes, the volume must keep; 0 (the default) for no check. Checked before a recording
+    /// starts (it then ends at once with `AVError.diskFull`) and about once a second while it runs.
+    public var minFreeDiskSpaceLimit: Int64 {
+        get { fileState.withLock { $0.minFreeDiskSpaceLimit } }
+        set { fileState.withLock { $0.minFreeDiskSpaceLimit = max(0, newValue) } }
+    }
+
+    /// The file of the recording under way, or `nil` when not recording.
+    public var outputFileURL: URL? { fileState.withLock { $0.outputFileURL } }
+
+    /// How long the recording under way lasts so far (paused time left out); the last recording's length
+    /// once it has ended.
+    public var recordedDuration: CMTime { fileState.withLock { $0.recordedDuration } }
+
+    /// The size of the file being recorded so far, in bytes (what is on disk; the writer holds up to a few
+    /// hundred kilobytes more until the next fragment).
+    public var recordedFileSize: Int64 { fileState.withLock { $0.recordedFileSize } }
+
+    /// Whether a recording was requested and has not ended (stopped, or ended by a limit or a fault).
+    public var isRecording: Bool { fileState.withLock { $0.isRecording } }
+
+    /// Whether the recording under way is paused.
+    public var isRecordingPaused: Bool { fileState.withLock { $0.isRecordingPaused } }
+
+    /// Starts recording to `outputFileURL`; `delegate` (held strongly until its
+    /// `fileOutput(_:didFinishRecordingTo:from:error:)`) is told how it goes. Overridden by each file output.
+    public func startRecording(
+        to outputFileURL: URL, recordingDelegate delegate: any AVCaptureFileOutputRecordingDelegate
+    ) {
+        preconditionFailure("AVCaptureFileOutput is abstract: use AVCaptureMovieFileOutput")
+    }
+
+    /// Stops the recording under way; the delegate's `didFinishRecordingTo` follows once the file is finalized.
+    public func stopRecording() {
+        preconditionFailure("AVCaptureFileOutput is abstract: use AVCaptureMovieFileOutput")
+    }
+
+    /// Pauses the recording under way: nothing is written until ``resumeRecording()``, and the paused time is
+    /// left out of the file.
+    public func pauseRecording() {
+        preconditionFailure("AVCaptureFileOutput is abstract: use AVCaptureMovieFileOutput")
+    }
+
+    /// Resumes a paused recording; the file's timeline goes on where it paused.
+    public func resumeRecording() {
+        preconditionFailure("AVCaptureFileOutput is abstract: use AVCaptureMovieFileOutput")
+    }
+}

@@ -1,0 +1,250 @@
+import CaptureDrivers
+import Foundation
+import Synchronization
+
+/// Records a session's video and audio into a QuickTime movie (`.mov`): H.264 video (or another of
+/// ``availableVideoCodecTypes``) and AAC audio, through an ``AVAssetWriter``.
+///
+/// A recording starts at the first video frame after ``startRecording(to:recordingDelegate:)`` (at the first
+/// audio buffer when the output has no video connection); audio before it is left out. The track transform is the
+/// video connection's `videoRotationAngle` when the recording starts.
+///
+/// Pause and resume leave the paused time out: the timestamps of what follows a resume are shifted back so the
+/// file's timeline is continuous (the first video frame after the resume follows the last one before the pause).
+///
+/// Ends of a recording and what the delegate's `didFinishRecordingTo` gets:
+/// - ``stopRecording()``: `error` nil.
+/// - ``AVCaptureFileOutput/maxRecordedDuration``: `.maximumDurationReached`; the file holds every frame whose end
+///   is within the limit, so it is at most one frame short of it.
+/// - ``AVCaptureFileOutput/maxRecordedFileSize``: `.maximumFileSizeReached`. The rule that keeps the file under the
+///   limit: before each frame the size the file would have is projected as the larger of (a) the bytes on disk
+///   plus 64 KiB (the writer's unflushed buffer share and the movie header still to come) and (b) the recorded
+///   duration after that frame times 1.5 × (video bit rate + audio bit rate) / 8 plus 64 KiB; when it would pass
+///   the limit, the recording ends before that frame. It holds while the encoder keeps within 1.5× its average
+///   bit rate, which x264's rate control does over more than a few frames.
+/// - ``AVCaptureFileOutput/minFreeDiskSpaceLimit``: `.diskFull`, checked before the start and each second.
+/// - The video or audio device of the recording fails (unplugged): `.deviceWasDisconnected` (or the session's
+///   error, such as `.sessionWasInterrupted` when another application takes the device).
+/// - The session stops running: the recording is finished normally, `error` nil (our choice: the file is complete
+///   and nothing went wrong with it; Apple documents no error for this case).
+///
+/// With every error above `AVErrorRecordingSuccessfullyFinishedKey` is true and the file is finalized. An existing
+/// file gives `.fileAlreadyExists` (false), the file untouched; a recording that got no sample before it was
+/// stopped gives `.noDataCaptured` (false) and leaves no file. `didFinishRecordingTo` comes for every request.
+///
+/// Starting a recording while one is under way switches files: the old file gets every sample before the new
+/// file's first video frame (a key frame, since it is the first of its file), the new file everything from it on;
+/// the old file is finished once the new one has its first frame. No sample is lost or written twice.
+///
+/// Crash safety: ``movieFragmentInterval`` (10 s by default) writes the movie as fragments, so a file cut short by
+/// a crash is readable up to its last fragment; a normal end rewrites it as a conventional movie.
+///
+/// Threading: thread safe. Buffers are received on the capture thread and posted, without waiting, into a mailbox
+/// drained by the output's own serial queue, where requests are handled too (in order with the buffers) and the
+/// writer is fed. At most 8 video frames wait (more are dropped: the encoder is behind); audio gets 1024 slots and
+/// is never dropped in practice. Recording delegates are called on an internal serial queue.
+public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
+    private struct Settings: @unchecked Sendable {
+        var movieFragmentInterval = CMTime(value: 10, timescale: 1)
+        var metadata: [AVMetadataItem] = []
+        var outputSettings: [ObjectIdentifier: [String: Any]] = [:]
+        var generation = 0
+    }
+
+    private let settings = Mutex(Settings())
+    private let engine: MovieRecordingEngine
+    private let mailbox: SampleBufferMailbox<MovieRecordingEngine.Work>
+    private let videoInFlight = Atomic<Int>(0)
+    private let isActive = Atomic<Bool>(false)
+    /// The recording queue: the mailbox's handler and every request run here.
+    private let workQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureMovieFileOutput")
+
+    public override init() {
+        let engine = MovieRecordingEngine(queue: workQueue)
+        self.engine = engine
+        mailbox = SampleBufferMailbox(queue: workQueue, capacity: 1024, limit: 1024) { engine.handle($0) }
+        super.init()
+        engine.output = self
+    }
+
+    // MARK: Settings
+
+    /// How often a movie fragment is written while recording (crash safety), or `.invalid` for a movie written
+    /// once at the end. Default 10 s. Read when a recording starts.
+    public var movieFragmentInterval: CMTime {
+        get { settings.withLock { $0.movieFragmentInterval } }
+        set { settings.withLock { $0.movieFragmentInterval = newValue } }
+    }
+
+    /// Movie metadata (location, title, …) written into the files. Read when a recording's first frame comes.
+    public var metadata: [AVMetadataItem]? {
+        get { settings.withLock { $0.metadata } }
+        set { settings.withLock { $0.metadata = newValue ?? [] } }
+    }
+
+    /// The codecs video can be recorded with; the first is the default.
+    public var availableVideoCodecTypes: [AVVideoCodecType] { [.h264, .hevc, .jpeg, .proRes422] }
+
+    /// The keys ``setOutputSettings(_:for:)`` takes for `connection`'s media.
+    public func supportedOutputSettingsKeys(for connection: AVCaptureConnection) -> [String] {
+        if Self.isVideo(connection) {
+            return [AVVideoCodecKey, AVVideoCompressionPropertiesKey]
+        }
+        return [AVFormatIDKey, AVSampleRateKey, AVNumberOfChannelsKey, AVEncoderBitRateKey]
+    }
+
+    /// The settings `connection`'s media is recorded with: what was set, completed with the defaults (H.264 at the
+    /// device's size, about 0.1 bit per pixel per frame at 30 fps, a key frame a second; AAC at 64 kbit/s per
+    /// channel at the device's rate).
+    public func outputSettings(for connection: AVCaptureConnection) -> [String: Any] {
+        let stored = settings.withLock { $0.outputSettings[ObjectIdentifier(connection)] } ?? [:]
+        let format = connection.inputPorts.first?.formatDescription
+        if Self.isVideo(connection) {
+            let codec = Self.codec(stored[AVVideoCodecKey]) ?? .h264
+            let width = Int(format?.dimensions.width ?? 0)
+            let height = Int(format?.dimensions.height ?? 0)
+            var result: [String: Any] = [AVVideoCodecKey: codec, AVVideoWidthKey: width, AVVideoHeightKey: height]
+            if let properties = stored[AVVideoCompressionPropertiesKey] {
+                result[AVVideoCompressionPropertiesKey] = properties
+            } else if codec == .h264 || codec == .hevc {
+                let bitsPerPixel = codec == .hevc ? 0.06 : 0.1
+                result[AVVideoCompressionPropertiesKey] =
+                    [
+                        AVVideoAverageBitRateKey: max(100_000, Int(Double(width * height) * 30 * bitsPerPixel)),
+                        AVVideoMaxKeyFrameIntervalKey: 30, AVVideoAllowFrameReorderingKey: false,
+                    ] as [String: Any]
+            }
+            return result
+        }
+        let description = format?.audioStreamBasicDescription
+        let channels = stored[AVNumberOfChannelsKey] as? Int ?? Int(description?.mChannelsPerFrame ?? 2)
+        var result: [String: Any] = [
+            AVFormatIDKey: stored[AVFormatIDKey] ?? kAudioFormatMPEG4AAC,
+            AVNumberOfChannelsKey: channels,
+            AVSampleRateKey: stored[AVSampleRateKey] ?? Int(description?.mSampleRate ?? 48_000),
+        ]
+        let formatID = (result[AVFormatIDKey] as? UInt32) ?? kAudioFormatMPEG4AAC
+        if formatID == kAudioFormatMPEG4AAC {
+            result[AVEncoderBitRateKey] = stored[AVEncoderBitRateKey] ?? 64_000 * max(1, channels)
+        }
+        return result
+    }
+
+    /// Sets the settings of `connection`'s media; nil restores the defaults. Keys must be among
+    /// ``supportedOutputSettingsKeys(for:)`` and a video codec among ``availableVideoCodecTypes``; otherwise it
+    /// traps, as Apple raises. Read when a recording starts.
+    public func setOutputSettings(_ outputSettings: [String: Any]?, for connection: AVCaptureConnection) {
+        if let outputSettings {
+            let supported = Set(supportedOutputSettingsKeys(for: connection))
+            for key in outputSettings.keys {
+                precondition(
+                    supported.contains(key),
+                    "AVCaptureMovieFileOutput: output settings key \(key) is not supported for this connection; use"
+                        + " \(supported.sorted()) (Apple raises NSInvalidArgumentException)")
+            }
+            if let codec = outputSettings[AVVideoCodecKey] {
+                precondition(
+                    Self.codec(codec).map(availableVideoCodecTypes.contains) ?? false,
+                    "AVCaptureMovieFileOutput: codec \(codec) is not one of availableVideoCodecTypes")
+            }
+        }
+        settings.withLock { $0.outputSettings[ObjectIdentifier(connection)] = outputSettings }
+    }
+
+    private static func codec(_ value: Any?) -> AVVideoCodecType? {
+        if let codec = value as? AVVideoCodecType { return codec }
+        if let string = value as? String { return AVVideoCodecType(rawValue: string) }
+        return nil
+    }
+
+    static func isVideo(_ connection: AVCaptureConnection) -> Bool {
+        connection.inputPorts.contains { $0.mediaType == .video }
+    }
+
+    // MARK: Requests
+
+    public override func startRecording(
+        to outputFileURL: URL, recordingDelegate delegate: any AVCaptureFileOutputRecordingDelegate
+    ) {
+        let generation = settings.withLock { settings in
+            settings.generation += 1
+            return settings.generation
+        }
+        let limits = fileState.withLock { state in
+            state.isRecording = true
+            state.isRecordingPaused = false
+            state.outputFileURL = outputFileURL
+            state.recordedDuration = .zero
+            state.recordedFileSize = 0
+            return MovieRecordingEngine.Limits(
+                maxDuration: state.maxRecordedDuration, maxFileSize: state.maxRecordedFileSize,
+                minFreeDiskSpace: state.minFreeDiskSpaceLimit)
+        }
+        isActive.store(true, ordering: .sequentiallyConsistent)
+        submit(
+            .start(
+                MovieRecordingEngine.Request(
+                    url: outputFileURL, delegate: delegate, generation: generation, limits: limits,
+                    connections: connections)))
+    }
+
+    public override func stopRecording() {
+        fileState.withLock { state in
+            state.isRecording = false
+            state.isRecordingPaused = false
+        }
+        submit(.stop)
+    }
+
+    public override func pauseRecording() {
+        fileState.withLock { if $0.isRecording { $0.isRecordingPaused = true } }
+        submit(.pause)
+    }
+
+    public override func resumeRecording() {
+        fileState.withLock { $0.isRecordingPaused = false }
+        submit(.resume)
+    }
+
+    private func submit(_ work: MovieRecordingEngine.Work) {
+        if !mailbox.post(work) {
+            let engine = engine
+            let item = UncheckedSendable(work)
+            workQueue.async { engine.handle(item.value) }
+        }
+    }
+
+    // MARK: For the engine (on the work queue)
+
+    var currentGeneration: Int { settings.withLock { $0.generation } }
+    var fragmentIntervalAndMetadata: (CMTime, [AVMetadataItem]) {
+        settings.withLock { ($0.movieFragmentInterval, $0.metadata) }
+    }
+    func setActive(_ active: Bool) { isActive.store(active, ordering: .sequentiallyConsistent) }
+
+    // MARK: Graph hooks
+
+    override package func accepts(_ mediaType: AVMediaType) -> Bool { mediaType == .video || mediaType == .audio }
+
+    override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+        guard isActive.load(ordering: .relaxed) else { return }
+        let isVideo = sampleBuffer.imageBuffer != nil
+        if isVideo {
+            guard videoInFlight.add(1, ordering: .relaxed).newValue <= 8 else {
+                videoInFlight.subtract(1, ordering: .relaxed)
+                return
+            }
+        }
+        if !mailbox.post(.sample(sampleBuffer, connection, isVideo: isVideo)), isVideo {
+            videoInFlight.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    func videoHandled() { videoInFlight.subtract(1, ordering: .relaxed) }
+
+    override package func sessionDidStopRunning() { submit(.sessionStopped) }
+
+    override package func inputDidFail(_ error: AVError, connection: AVCaptureConnection) {
+        submit(.inputFailed(error, connection))
+    }
+}

@@ -1,0 +1,533 @@
+import Foundation
+
+/// The recording machinery behind ``AVCaptureMovieFileOutput``: turns requests and sample buffers into
+/// ``AVAssetWriter`` calls and delegate callbacks.
+///
+/// Threading: confined to the output's serial work queue (`handle(_:)` runs only there; `@unchecked Sendable` so
+/// the mailbox's handler can hold it). Delegate callbacks are posted to `callbackQueue`, a serial queue, so their
+/// order is the order they were decided in.
+final class MovieRecordingEngine: @unchecked Sendable {
+    struct Limits {
+        var maxDuration: CMTime
+        var maxFileSize: Int64
+        var minFreeDiskSpace: Int64
+    }
+
+    /// `@unchecked Sendable`: immutable; the delegate and connections are only passed along.
+    struct Request: @unchecked Sendable {
+        let url: URL
+        let delegate: any AVCaptureFileOutputRecordingDelegate
+        let generation: Int
+        let limits: Limits
+        let connections: [AVCaptureConnection]
+    }
+
+    /// What the work queue handles, in order. `@unchecked Sendable`: buffers, connections and delegates are
+    /// thread safe classes; the enum only carries them across.
+    enum Work: @unchecked Sendable {
+        case sample(CMSampleBuffer, AVCaptureConnection, isVideo: Bool)
+        case start(Request)
+        case stop
+        case pause
+        case resume
+        case sessionStopped
+        case inputFailed(AVError, AVCaptureConnection)
+    }
+
+    /// One recording request.
+    /// `@unchecked Sendable`: touched only on the work queue (the timeout closure runs there too).
+    final class Recording: @unchecked Sendable {
+        enum Phase { case waiting, recording, paused, resuming, draining, finished }
+
+        let request: Request
+        var phase = Phase.waiting
+        var writer: AVAssetWriter?
+        var videoInput: AVAssetWriterInput?
+        var audioInput: AVAssetWriterInput?
+        let hasVideo: Bool
+        let hasAudio: Bool
+        /// The file's time 0, on the source clock.
+        var start: CMTime = .invalid
+        /// Paused time so far: written time = source time − offset.
+        var offset: CMTime = .zero
+        /// Ends of the last video frame and audio buffer written, in written time.
+        var videoEdge: CMTime = .invalid
+        var audioEdge: CMTime = .invalid
+        var pendingAudio: [CMSampleBuffer] = []
+        var didStart = false
+        var bitRate = 0
+        var lastDiskCheck: CMTime = .zero
+        /// While draining: the error to finish with, and the written time audio must reach.
+        var finishError: AVError?
+        var drainUntil: CMTime = .invalid
+
+        init(_ request: Request) {
+            self.request = request
+            hasVideo = request.connections.contains { AVCaptureMovieFileOutput.isVideo($0) }
+            hasAudio = request.connections.contains { !AVCaptureMovieFileOutput.isVideo($0) }
+        }
+
+        var recordedDuration: CMTime {
+            let edge = hasVideo ? videoEdge : audioEdge
+            return edge.isNumeric && start.isNumeric ? edge - start : .zero
+        }
+    }
+
+    weak var output: AVCaptureMovieFileOutput?
+    private let queue: DispatchQueue
+    private let callbackQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureMovieFileOutput.callbacks")
+    private var current: Recording?
+    /// The recording being switched away from: it gets audio until `current` has its first video frame.
+    private var previous: Recording?
+    /// Recordings finishing that still take audio up to their last video frame.
+    private var draining: [Recording] = []
+
+    init(queue: DispatchQueue) { self.queue = queue }
+
+    func handle(_ work: Work) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        switch work {
+        case .sample(let buffer, let connection, let isVideo):
+            if isVideo {
+                output?.videoHandled()
+                handleVideo(buffer, from: connection)
+            } else {
+                handleAudio(buffer, from: connection)
+            }
+        case .start(let request): begin(request)
+        case .stop:
+            if let previous { end(previous, error: nil, drain: true) }
+            if let current { end(current, error: nil, drain: true) }
+        case .pause: pause()
+        case .resume: resume()
+        case .sessionStopped:
+            for recording in draining { finalize(recording) }
+            if let previous { end(previous, error: nil, drain: false) }
+            if let current { end(current, error: nil, drain: false) }
+        case .inputFailed(let error, let connection):
+            for recording in [previous, current].compactMap({ $0 })
+            where recording.request.connections.contains(where: { $0 === connection }) {
+                end(recording, error: Self.finishedError(error.code, error.localizedDescription), drain: true)
+            }
+        }
+        output?.setActive(current != nil || previous != nil || !draining.isEmpty)
+    }
+
+    // MARK: Requests
+
+    private func begin(_ request: Request) {
+        let path = request.url.path
+        if FileManager.default.fileExists(atPath: path) {
+            let error = AVError(
+                .fileAlreadyExists, "A file already exists at \(path); it was left untouched.",
+                suggestion: "Remove the file or choose another URL.",
+                extra: [AVErrorRecordingSuccessfullyFinishedKey: false])
+            reportFinish(request, error: error, recordedDuration: .zero)
+            return
+        }
+        if request.limits.minFreeDiskSpace > 0,
+            let free = Self.freeSpace(at: request.url), free < request.limits.minFreeDiskSpace
+        {
+            let error = AVError(
+                .diskFull, "Only \(free) bytes are free for \(path), less than minFreeDiskSpaceLimit.",
+                suggestion: "Free some space or lower minFreeDiskSpaceLimit.",
+                extra: [AVErrorRecordingSuccessfullyFinishedKey: false])
+            reportFinish(request, error: error, recordedDuration: .zero)
+            return
+        }
+        for recording in draining { finalize(recording) }
+        if let previous { end(previous, error: nil, drain: false) }
+        if let current {
+            if current.didStart && current.hasVideo && (current.phase == .recording || current.phase == .resuming) {
+                previous = current
+            } else {
+                end(current, error: nil, drain: false)
+            }
+        }
+        current = Recording(request)
+    }
+
+    private func pause() {
+        guard let recording = current else { return }
+        switch recording.phase {
+        case .recording, .resuming, .waiting:
+            let wasStarted = recording.didStart
+            recording.phase = wasStarted ? .paused : .waiting
+            if recording.phase == .paused {
+                recording.pendingAudio.removeAll()
+                callback(recording) { $0.fileOutput($1, didPauseRecordingTo: $2, from: $3) }
+            }
+        default: break
+        }
+    }
+
+    private func resume() {
+        guard let recording = current, recording.phase == .paused else { return }
+        recording.phase = .resuming
+        callback(recording) { $0.fileOutput($1, didResumeRecordingTo: $2, from: $3) }
+    }
+
+    // MARK: Samples
+
+    private func handleVideo(_ buffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+        guard let recording = current, recording.request.connections.contains(where: { $0 === connection }) else {
+            return
+        }
+        let time = buffer.presentationTimeStamp
+        guard time.isNumeric else { return }
+        let duration = Self.frameDuration(buffer)
+        switch recording.phase {
+        case .waiting:
+            guard makeWriter(recording, firstVideo: buffer) else { return }
+            recording.start = time
+            recording.writer?.startSession(atSourceTime: time)
+            recording.phase = .recording
+            let pending = recording.pendingAudio
+            recording.pendingAudio.removeAll()
+            if let previous {
+                for audio in pending where audio.presentationTimeStamp < time { appendAudio(audio, to: previous) }
+                end(previous, error: nil, drain: false)
+            }
+            appendVideo(buffer, duration: duration, to: recording)
+            for audio in pending where audio.presentationTimeStamp >= time { appendAudio(audio, to: recording) }
+        case .resuming:
+            recording.offset = time - recording.videoEdge
+            recording.phase = .recording
+            let pending = recording.pendingAudio
+            recording.pendingAudio.removeAll()
+            if checkLimits(recording, at: time - recording.offset, duration: duration) {
+                appendVideo(buffer, duration: duration, to: recording)
+                for audio in pending { appendAudio(audio, to: recording) }
+            }
+        case .recording:
+            if checkLimits(recording, at: time - recording.offset, duration: duration) {
+                appendVideo(buffer, duration: duration, to: recording)
+            }
+        case .paused, .draining, .finished:
+            break
+        }
+    }
+
+    private func handleAudio(_ buffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+        for recording in draining where recording.request.connections.contains(where: { $0 === connection }) {
+            let written = buffer.presentationTimeStamp - recording.offset
+            if written < recording.drainUntil { appendAudio(buffer, to: recording) }
+            if !(written + Self.audioDuration(buffer) < recording.drainUntil) { finalize(recording) }
+        }
+        guard let recording = current, recording.request.connections.contains(where: { $0 === connection }) else {
+            return
+        }
+        let time = buffer.presentationTimeStamp
+        switch recording.phase {
+        case .waiting where recording.hasVideo, .resuming where recording.hasVideo:
+            recording.pendingAudio.append(buffer)
+            if recording.pendingAudio.count > 1000 { recording.pendingAudio.removeFirst() }
+        case .waiting:
+            guard makeWriter(recording, firstVideo: nil, firstAudio: buffer) else { return }
+            recording.start = time
+            recording.writer?.startSession(atSourceTime: time)
+            recording.phase = .recording
+            appendAudio(buffer, to: recording)
+        case .resuming:
+            recording.offset = time - recording.audioEdge
+            recording.phase = .recording
+            appendAudio(buffer, to: recording)
+        case .recording:
+            if recording.hasVideo
+                || checkLimits(recording, at: time - recording.offset, duration: Self.audioDuration(buffer))
+            {
+                appendAudio(buffer, to: recording)
+            }
+        case .paused, .draining, .finished:
+            break
+        }
+    }
+
+    private func appendVideo(_ buffer: CMSampleBuffer, duration: CMTime, to recording: Recording) {
+        guard let input = recording.videoInput else { return }
+        let written = buffer.presentationTimeStamp - recording.offset
+        guard let retimed = Self.retimed(buffer, to: written, sampleDuration: duration), input.append(retimed) else {
+            writerFailed(recording)
+            return
+        }
+        recording.videoEdge = written + duration
+        didWrite(recording)
+    }
+
+    private func appendAudio(_ buffer: CMSampleBuffer, to recording: Recording) {
+        guard let input = recording.audioInput, recording.start.isNumeric else { return }
+        let written = buffer.presentationTimeStamp - recording.offset
+        // Before the file's start, or overlapping what was written before a pause: left out.
+        guard written >= recording.start else { return }
+        if recording.audioEdge.isNumeric, written < recording.audioEdge - CMTime(value: 1, timescale: 1000) { return }
+        let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
+        let each = CMTime(value: 1, timescale: Int32(rate.rounded()))
+        guard let retimed = Self.retimed(buffer, to: written, sampleDuration: each), input.append(retimed) else {
+            writerFailed(recording)
+            return
+        }
+        recording.audioEdge = written + Self.audioDuration(buffer)
+        didWrite(recording)
+    }
+
+    private func didWrite(_ recording: Recording) {
+        if !recording.didStart {
+            recording.didStart = true
+            callback(recording) { $0.fileOutput($1, didStartRecordingTo: $2, from: $3) }
+        }
+        guard recording === current else { return }
+        let size = Self.fileSize(recording.request.url)
+        let duration = recording.recordedDuration
+        let generation = recording.request.generation
+        output?.fileState.withLock { state in
+            guard self.output?.currentGeneration == generation else { return }
+            state.recordedDuration = duration
+            state.recordedFileSize = size
+        }
+    }
+
+    /// Whether a sample at written time `time` lasting `duration` may be written; ends the recording when a limit
+    /// says no.
+    private func checkLimits(_ recording: Recording, at time: CMTime, duration: CMTime) -> Bool {
+        let limits = recording.request.limits
+        let end = time + duration - recording.start
+        if limits.maxDuration.isNumeric, end > limits.maxDuration + CMTime(value: 1, timescale: 1000) {
+            finishForLimit(
+                recording, .maximumDurationReached,
+                "The recording reached maxRecordedDuration (\(limits.maxDuration.seconds) s).")
+            return false
+        }
+        if limits.maxFileSize > 0 {
+            let header: Int64 = 64 * 1024
+            let onDisk = Self.fileSize(recording.request.url) + header
+            let projected = Int64(end.seconds * Double(recording.bitRate) * 1.5 / 8) + header
+            if max(onDisk, projected) > limits.maxFileSize {
+                finishForLimit(
+                    recording, .maximumFileSizeReached,
+                    "The recording reached maxRecordedFileSize (\(limits.maxFileSize) bytes).")
+                return false
+            }
+        }
+        if limits.minFreeDiskSpace > 0, (end - recording.lastDiskCheck).seconds >= 1 {
+            recording.lastDiskCheck = end
+            if let free = Self.freeSpace(at: recording.request.url), free < limits.minFreeDiskSpace {
+                finishForLimit(
+                    recording, .diskFull, "Free space fell below minFreeDiskSpaceLimit (\(free) bytes free).")
+                return false
+            }
+        }
+        return true
+    }
+
+    private func finishForLimit(_ recording: Recording, _ code: AVError.Code, _ description: String) {
+        if recording === current {
+            let generation = recording.request.generation
+            output?.fileState.withLock { state in
+                guard self.output?.currentGeneration == generation else { return }
+                state.isRecording = false
+                state.isRecordingPaused = false
+            }
+        }
+        end(recording, error: Self.finishedError(code, description), drain: true)
+    }
+
+    // MARK: Ending
+
+    /// Ends `recording`: with `drain`, audio is still taken up to the last video frame's end (for at most 0.5 s).
+    private func end(_ recording: Recording, error: AVError?, drain: Bool) {
+        if recording === current { current = nil }
+        if recording === previous { previous = nil }
+        guard recording.phase != .draining, recording.phase != .finished else { return }
+        recording.finishError = error
+        let audioBehind =
+            recording.hasVideo && recording.audioInput != nil && recording.videoEdge.isNumeric
+            && !(recording.audioEdge.isNumeric && recording.audioEdge >= recording.videoEdge)
+        if drain, recording.didStart, audioBehind, recording.phase == .recording {
+            recording.phase = .draining
+            recording.drainUntil = recording.videoEdge
+            draining.append(recording)
+            queue.asyncAfter(deadline: .now() + 0.5) { [self] in
+                if recording.phase == .draining { finalize(recording) }
+                output?.setActive(current != nil || previous != nil || !draining.isEmpty)
+            }
+        } else {
+            finalize(recording)
+        }
+    }
+
+    private func finalize(_ recording: Recording) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        draining.removeAll { $0 === recording }
+        if recording === current { current = nil }
+        if recording === previous { previous = nil }
+        guard recording.phase != .finished else { return }
+        recording.phase = .finished
+        let request = recording.request
+        guard let writer = recording.writer, recording.didStart else {
+            recording.writer?.cancelWriting()
+            let error =
+                recording.finishError
+                ?? AVError(
+                    .noDataCaptured, "The recording ended before any sample was captured; no file was written.",
+                    suggestion: "Start the session and wait for the first frames before stopping.",
+                    extra: [AVErrorRecordingSuccessfullyFinishedKey: false])
+            reportFinish(request, error: error, recordedDuration: .zero)
+            return
+        }
+        let error = recording.finishError
+        let duration = recording.recordedDuration
+        callback(recording) { $0.fileOutput($1, willFinishRecordingTo: $2, from: $3, error: error) }
+        recording.videoInput?.markAsFinished()
+        recording.audioInput?.markAsFinished()
+        writer.finishWriting { [self] in
+            let failure: (any Error)? =
+                writer.status == .completed
+                ? error
+                : Self.unfinished(writer.error, url: request.url)
+            reportFinish(request, error: failure, recordedDuration: duration)
+        }
+    }
+
+    private func writerFailed(_ recording: Recording) {
+        recording.finishError = Self.unfinished(recording.writer?.error, url: recording.request.url)
+        finalize(recording)
+    }
+
+    // MARK: Writer
+
+    private func makeWriter(
+        _ recording: Recording, firstVideo: CMSampleBuffer?, firstAudio: CMSampleBuffer? = nil
+    ) -> Bool {
+        guard let output else { return false }
+        let request = recording.request
+        let writer: AVAssetWriter
+        do {
+            writer = try AVAssetWriter(outputURL: request.url, fileType: .mov)
+        } catch {
+            recording.finishError = error as? AVError
+            finalize(recording)
+            return false
+        }
+        let (fragmentInterval, metadata) = output.fragmentIntervalAndMetadata
+        writer.movieFragmentInterval = fragmentInterval
+        writer.metadata = metadata
+        var bitRate = 0
+        if let video = request.connections.first(where: { AVCaptureMovieFileOutput.isVideo($0) }), let firstVideo,
+            let image = firstVideo.imageBuffer
+        {
+            var settings = output.outputSettings(for: video)
+            settings[AVVideoWidthKey] = CVPixelBufferGetWidth(image)
+            settings[AVVideoHeightKey] = CVPixelBufferGetHeight(image)
+            let codec = settings[AVVideoCodecKey] as? AVVideoCodecType ?? .h264
+            var properties = settings[AVVideoCompressionPropertiesKey] as? [String: Any]
+            let frameDuration = Self.frameDuration(firstVideo)
+            if codec == .h264 || codec == .hevc, properties?[AVVideoExpectedSourceFrameRateKey] == nil {
+                properties?[AVVideoExpectedSourceFrameRateKey] = max(1, Int((1 / frameDuration.seconds).rounded()))
+                settings[AVVideoCompressionPropertiesKey] = properties
+            }
+            bitRate +=
+                (properties?[AVVideoAverageBitRateKey] as? Int)
+                ?? CVPixelBufferGetWidth(image) * CVPixelBufferGetHeight(image) * 30 * 2
+            let input = AVAssetWriterInput(mediaType: .video, outputSettings: settings)
+            input.expectsMediaDataInRealTime = true
+            input.transform = CGAffineTransform(rotationAngle: video.videoRotationAngle * .pi / 180)
+            writer.add(input)
+            recording.videoInput = input
+        }
+        if let audio = request.connections.first(where: { !AVCaptureMovieFileOutput.isVideo($0) }),
+            let hint = firstAudio?.formatDescription ?? recording.pendingAudio.first?.formatDescription
+                ?? audio.inputPorts.first?.formatDescription
+        {
+            var settings = output.outputSettings(for: audio)
+            if let description = hint.audioStreamBasicDescription {
+                settings[AVSampleRateKey] = Int(description.mSampleRate.rounded())
+                settings[AVNumberOfChannelsKey] = Int(description.mChannelsPerFrame)
+            }
+            bitRate += settings[AVEncoderBitRateKey] as? Int ?? 1_536_000
+            let input = AVAssetWriterInput(mediaType: .audio, outputSettings: settings, sourceFormatHint: hint)
+            input.expectsMediaDataInRealTime = true
+            writer.add(input)
+            recording.audioInput = input
+        }
+        recording.bitRate = bitRate
+        recording.writer = writer
+        guard writer.startWriting() else {
+            recording.finishError = Self.unfinished(writer.error, url: request.url)
+            finalize(recording)
+            return false
+        }
+        return true
+    }
+
+    // MARK: Callbacks
+
+    private func callback(
+        _ recording: Recording,
+        _ body:
+            @escaping (any AVCaptureFileOutputRecordingDelegate, AVCaptureFileOutput, URL, [AVCaptureConnection]) ->
+            Void
+    ) {
+        guard let output else { return }
+        let request = recording.request
+        let call = UncheckedSendable({ body(request.delegate, output, request.url, request.connections) })
+        callbackQueue.async { call.value() }
+    }
+
+    /// Tells the delegate the request ended (its last callback) and clears the output's state if it was current.
+    private func reportFinish(_ request: Request, error: (any Error)?, recordedDuration: CMTime) {
+        guard let output else { return }
+        let size = Self.fileSize(request.url)
+        output.fileState.withLock { state in
+            guard output.currentGeneration == request.generation else { return }
+            state.isRecording = false
+            state.isRecordingPaused = false
+            state.recordedDuration = recordedDuration
+            if size > 0 { state.recordedFileSize = size }
+        }
+        let call = UncheckedSendable({
+            request.delegate.fileOutput(
+                output, didFinishRecordingTo: request.url, from: request.connections, error: error)
+        })
+        callbackQueue.async { call.value() }
+    }
+
+    // MARK: Helpers
+
+    static func finishedError(_ code: AVError.Code, _ description: String) -> AVError {
+        AVError(code, description, extra: [AVErrorRecordingSuccessfullyFinishedKey: true])
+    }
+
+    static func unfinished(_ error: (any Error)?, url: URL) -> AVError {
+        var info = (error as? AVError)?.userInfo ?? [NSLocalizedDescriptionKey: "Writing \(url.path) failed."]
+        info[AVErrorRecordingSuccessfullyFinishedKey] = false
+        return AVError((error as? AVError)?.code ?? .unknown, userInfo: info)
+    }
+
+    static func frameDuration(_ buffer: CMSampleBuffer) -> CMTime {
+        let duration = buffer.duration
+        return duration.isNumeric && duration > .zero ? duration : CMTime(value: 1, timescale: 30)
+    }
+
+    static func audioDuration(_ buffer: CMSampleBuffer) -> CMTime {
+        let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
+        return CMTime(value: Int64(buffer.numSamples), timescale: Int32(rate.rounded()))
+    }
+
+    static func retimed(_ buffer: CMSampleBuffer, to time: CMTime, sampleDuration: CMTime) -> CMSampleBuffer? {
+        if time == buffer.presentationTimeStamp { return buffer }
+        return try? buffer.withNewTiming([
+            CMSampleTimingInfo(duration: sampleDuration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
+        ])
+    }
+
+    static func fileSize(_ url: URL) -> Int64 {
+        var info = stat()
+        return stat(url.path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
+    static func freeSpace(at url: URL) -> Int64? {
+        var info = statvfs()
+        guard statvfs(url.deletingLastPathComponent().path, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+}
