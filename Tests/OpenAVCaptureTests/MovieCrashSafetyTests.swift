@@ -1,0 +1,65 @@
+import Foundation
+import OpenAVCapture
+import Testing
+
+/// Crash safety of `AVCaptureMovieFileOutput`: a recording process killed with SIGKILL at a random instant leaves
+/// a movie that decodes cleanly and holds at least (recorded time − one fragment interval − one key frame
+/// interval).
+@Suite(.serialized) struct MovieCrashSafetyTests {
+    static let directory = NSTemporaryDirectory() + "openav-crash-safety"
+    static let movie = directory + "/killed.mov"
+    static let elapsed = directory + "/elapsed"
+
+    @Test func aKilledRecordingLeavesADecodableMovie() async throws {
+        guard mediaToolsAvailable("aKilledRecordingLeavesADecodableMovie") else { return }
+        try? FileManager.default.removeItem(atPath: Self.directory)
+        try FileManager.default.createDirectory(atPath: Self.directory, withIntermediateDirectories: true)
+        await #expect(processExitsWith: .signal(SIGKILL)) {
+            try? CrashingRecorder.recordThenDie(
+                to: URL(fileURLWithPath: MovieCrashSafetyTests.movie), elapsedFile: MovieCrashSafetyTests.elapsed)
+        }
+        let recorded = try #require(Double(String(contentsOfFile: Self.elapsed, encoding: .utf8)))
+        let url = URL(fileURLWithPath: Self.movie)
+        let report = try FFprobeReport(url)
+        let video = try #require(report.stream("video"))
+        let duration = try #require(FFprobeReport.number(video["duration"]) ?? FFprobeReport.number(report.format["duration"]))
+        // One fragment interval (1 s) plus one key frame interval (1 s) may be lost.
+        #expect(duration >= recorded - 2.0, "recorded \(recorded) s before the kill; the file holds \(duration) s")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+    }
+}
+
+/// The child process's side: record with 1 s fragments for a random 2.5–4 s, note how long, then die.
+enum CrashingRecorder {
+    final class StartWatcher: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked Sendable {
+        let started = DispatchSemaphore(value: 0)
+        func fileOutput(_ output: AVCaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [AVCaptureConnection]) {
+            started.signal()
+        }
+        func fileOutput(
+            _ output: AVCaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [AVCaptureConnection],
+            error: (any Error)?
+        ) {}
+    }
+
+    static func recordThenDie(to url: URL, elapsedFile: String) throws {
+        let session = AVCaptureSession()
+        session.beginConfiguration()
+        session.sessionPreset = .qvga320x240
+        session.addInput(try AVCaptureDeviceInput(device: AVCaptureDevice.default(for: .video)!))
+        session.addInput(try AVCaptureDeviceInput(device: AVCaptureDevice.default(for: .audio)!))
+        let output = AVCaptureMovieFileOutput()
+        output.movieFragmentInterval = CMTime(value: 1, timescale: 1)
+        session.addOutput(output)
+        session.commitConfiguration()
+        session.startRunning()
+        let watcher = StartWatcher()
+        output.startRecording(to: url, recordingDelegate: watcher)
+        guard watcher.started.wait(timeout: .now() + 5) == .success else { exit(3) }
+        let started = Date()
+        // The kill instant is what is random here, not a wait for something to happen.
+        Thread.sleep(forTimeInterval: Double.random(in: 2.5...4.0))
+        try String(Date().timeIntervalSince(started)).write(toFile: elapsedFile, atomically: true, encoding: .utf8)
+        raise(SIGKILL)
+    }
+}
