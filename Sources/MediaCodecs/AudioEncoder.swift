@@ -316,17 +316,8 @@ package final class AudioEncoder {
     }
 
     private func sendToCodec(_ frame: UnsafeMutablePointer<AVFrame>?, operation: String) throws(MediaCodecsError) {
-        guard let context else { return }
-        while true {
-            let status = avcodec_send_frame(context, frame)
-            if status >= 0 { return }
-            guard status == CFFmpeg_AVERROR_EAGAIN() else { throw .ffmpeg(status, while: operation) }
-            var drained = false
-            while case .packet(let packet) = try receiveFromCodec() {
-                pending.append(packet)
-                drained = true
-            }
-            guard drained else { throw .ffmpeg(status, while: "\(operation) (the encoder neither takes nor gives)") }
+        try sendEncoderFrame(frame, to: context, operation: operation, pending: &pending) { () throws(MediaCodecsError) in
+            try receiveFromCodec()
         }
     }
 

@@ -134,3 +134,26 @@ func receiveEncodedPacket(
     defer { av_packet_unref(packet) }
     return .packet(copy(packet))
 }
+
+/// `avcodec_send_frame` (nil flushes), shared by the encoders: while the encoder answers EAGAIN, its ready
+/// packets are taken out with `receive` into `pending` and the frame is sent again.
+///
+/// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/ffmpeg`` when the encoder fails, or when it
+///   neither takes the frame nor gives a packet.
+func sendEncoderFrame(
+    _ frame: UnsafeMutablePointer<AVFrame>?, to context: UnsafeMutablePointer<AVCodecContext>?, operation: String,
+    pending: inout [EncodedPacket], receive: () throws(MediaCodecsError) -> EncoderOutput
+) throws(MediaCodecsError) {
+    guard let context else { return }
+    while true {
+        let status = avcodec_send_frame(context, frame)
+        if status >= 0 { return }
+        guard status == CFFmpeg_AVERROR_EAGAIN() else { throw .ffmpeg(status, while: operation) }
+        var drained = false
+        while case .packet(let packet) = try receive() {
+            pending.append(packet)
+            drained = true
+        }
+        guard drained else { throw .ffmpeg(status, while: "\(operation) (the encoder neither takes nor gives)") }
+    }
+}
