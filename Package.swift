@@ -19,9 +19,12 @@ let package = Package(
         .library(name: "OpenAVCapture", targets: ["OpenAVCapture"]),
         .library(name: "OpenAVCaptureTesting", targets: ["OpenAVCaptureTesting"]),
         .library(name: "OpenAVCaptureShim", targets: ["OpenAVCaptureShim"]),
+        .executable(name: "avcapture", targets: ["avcapture"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // MARK: C libraries, each behind a shim header whose every symbol carries the target's prefix.
@@ -36,6 +39,12 @@ let package = Package(
         ),
         /// ALSA's libasound.
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        /// libjpeg-turbo's TurboJPEG: still-image JPEG encoding and MJPEG camera decoding.
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        /// libexif: the EXIF block written into JPEG stills.
+        .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
+        /// libheif: HEIC stills.
+        .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
         /// V4L2 (<linux/videodev2.h>): the VIDIOC_* request codes as constants and a non-variadic ioctl.
         .target(name: "CLinuxMedia"),
 
@@ -48,13 +57,16 @@ let package = Package(
 
         .target(
             name: "CaptureDrivers",
-            dependencies: ["OpenCoreMedia", "OpenCoreVideo", .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: [
+                "CALSA", "CLinuxMedia", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strictSwift),
 
-        /// FFmpeg wrappers the capture graph inserts: pixel format conversion and scaling, audio resampling.
+        /// Codec wrappers: FFmpeg (conversion, encoders, muxer, demuxer, decoders), TurboJPEG, libexif, libheif.
         .target(
             name: "MediaCodecs",
-            dependencies: ["CFFmpeg", "OpenCoreMedia", "OpenCoreVideo"],
+            dependencies: ["CFFmpeg", "CTurboJPEG", "CExif", "CHeif", "OpenCoreMedia", "OpenCoreVideo"],
             swiftSettings: strictSwift),
 
         // MARK: Public: Apple's capture API.
@@ -71,6 +83,17 @@ let package = Package(
             dependencies: ["OpenAVCapture", "CaptureDrivers"],
             swiftSettings: strictSwift),
 
+        // MARK: The command-line tool, built only on the public API.
+
+        .executableTarget(
+            name: "avcapture",
+            dependencies: [
+                "OpenAVCapture",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift),
+
         // MARK: Tests, one target per module.
 
         .testTarget(name: "CFFmpegTests", dependencies: ["CFFmpeg"], swiftSettings: strictSwift),
@@ -83,8 +106,21 @@ let package = Package(
             name: "MediaCodecsTests", dependencies: ["MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
             swiftSettings: strictSwift),
         .testTarget(
-            name: "OpenAVCaptureTests", dependencies: ["OpenAVCapture", "OpenAVCaptureTesting"], swiftSettings: strictSwift),
+            name: "OpenAVCaptureTests", dependencies: ["OpenAVCapture", "OpenAVCaptureTesting", "TestSupport"],
+            swiftSettings: strictSwift),
         .testTarget(
             name: "OpenAVCaptureTestingTests", dependencies: ["OpenAVCaptureTesting"], swiftSettings: strictSwift),
+
+        // MARK: Integration tests: the outside tools (ffprobe, ffmpeg, gst-discoverer, mediainfo, exiftool, the
+        // built avcapture binary) read what the public API wrote.
+
+        /// What several test targets share: the outside tools run and parsed, sessions on the virtual devices.
+        .target(
+            name: "TestSupport", dependencies: ["OpenAVCapture", "OpenAVCaptureTesting"], path: "Tests/TestSupport",
+            swiftSettings: strictSwift),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["OpenAVCapture", "OpenAVCaptureTesting", "TestSupport"],
+            swiftSettings: strictSwift),
     ]
 )

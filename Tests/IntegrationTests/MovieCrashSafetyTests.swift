@@ -1,6 +1,7 @@
 import Foundation
 import OpenAVCapture
 import Testing
+import TestSupport
 
 /// Crash safety of `AVCaptureMovieFileOutput`: a recording process killed with SIGKILL at a random instant leaves
 /// a movie that decodes cleanly and holds at least (recorded time − one fragment interval − one key frame
@@ -11,7 +12,7 @@ import Testing
     static let elapsed = directory + "/elapsed"
 
     @Test func aKilledRecordingLeavesADecodableMovie() async throws {
-        guard mediaToolsAvailable("aKilledRecordingLeavesADecodableMovie") else { return }
+        guard MediaTool.available(for: "aKilledRecordingLeavesADecodableMovie") else { return }
         try? FileManager.default.removeItem(atPath: Self.directory)
         try FileManager.default.createDirectory(atPath: Self.directory, withIntermediateDirectories: true)
         await #expect(processExitsWith: .signal(SIGKILL)) {
