@@ -53,12 +53,13 @@ let package = Package(
         .target(name: "OpenCoreVideo", swiftSettings: strictSwift),
         .target(name: "OpenCoreMedia", dependencies: ["OpenCoreVideo"], swiftSettings: strictSwift),
 
-        // MARK: Internal: devices and codecs.
+        // MARK: Internal: devices and codecs. Drivers deliver what a device gives (raw or compressed); the graph
+        // inserts MediaCodecs converters where an output needs something else, so drivers never import MediaCodecs.
 
         .target(
             name: "CaptureDrivers",
             dependencies: [
-                "CALSA", "CLinuxMedia", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo",
+                "CALSA", "CLinuxMedia", "OpenCoreMedia", "OpenCoreVideo",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSwift),
