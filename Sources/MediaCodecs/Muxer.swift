@@ -88,6 +88,9 @@ package final class Muxer {
         case wav
         /// AIFF (`aiff`).
         case aiff
+        /// AIFF-C (libavformat's `aiff` muxer writes the AIFC form for codecs other than big-endian integer PCM,
+        /// such as float or little-endian samples).
+        case aifc
         /// Core Audio Format (`caf`).
         case caf
 
@@ -98,7 +101,7 @@ package final class Muxer {
             case .mp4: "mp4"
             case .m4v, .m4a: "ipod"
             case .wav: "wav"
-            case .aiff: "aiff"
+            case .aiff, .aifc: "aiff"
             case .caf: "caf"
             }
         }

@@ -87,7 +87,15 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
 
     package let fileState = Mutex(FileState())
 
-    override package init() { super.init() }
+    override package init() {
+        let queue = DispatchQueue(label: "OpenAVCapture.\(Self.self)")
+        let engine = MovieRecordingEngine(queue: queue)
+        workQueue = queue
+        self.engine = engine
+        mailbox = SampleBufferMailbox(queue: queue, capacity: 1024, limit: 1024) { engine.handle($0) }
+        super.init()
+        engine.output = self
+    }
 
     /// Sees the buffers the output records (macOS). Held weakly. Stored for source compatibility: recordings
     /// always start at the first video frame, whatever
@@ -136,26 +144,119 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     public var isRecordingPaused: Bool { fileState.withLock { $0.isRecordingPaused } }
 
     /// Starts recording to `outputFileURL`; `delegate` (held strongly until its
-    /// `fileOutput(_:didFinishRecordingTo:from:error:)`) is told how it goes. Overridden by each file output.
+    /// `fileOutput(_:didFinishRecordingTo:from:error:)`) is told how it goes. Returns at once; the recording
+    /// begins with the next suitable sample (see each file output). Starting while a recording is under way
+    /// switches files without losing or repeating a sample.
     public func startRecording(
         to outputFileURL: URL, recordingDelegate delegate: any AVCaptureFileOutputRecordingDelegate
     ) {
-        preconditionFailure("AVCaptureFileOutput is abstract: use AVCaptureMovieFileOutput")
+        startRecording(to: outputFileURL, fileType: recordingFileType(for: outputFileURL), delegate: delegate)
     }
 
     /// Stops the recording under way; the delegate's `didFinishRecordingTo` follows once the file is finalized.
     public func stopRecording() {
-        preconditionFailure("AVCaptureFileOutput is abstract: use AVCaptureMovieFileOutput")
+        fileState.withLock { state in
+            state.isRecording = false
+            state.isRecordingPaused = false
+        }
+        submit(.stop)
     }
 
     /// Pauses the recording under way: nothing is written until ``resumeRecording()``, and the paused time is
     /// left out of the file.
     public func pauseRecording() {
-        preconditionFailure("AVCaptureFileOutput is abstract: use AVCaptureMovieFileOutput")
+        fileState.withLock { if $0.isRecording { $0.isRecordingPaused = true } }
+        submit(.pause)
     }
 
     /// Resumes a paused recording; the file's timeline goes on where it paused.
     public func resumeRecording() {
-        preconditionFailure("AVCaptureFileOutput is abstract: use AVCaptureMovieFileOutput")
+        fileState.withLock { $0.isRecordingPaused = false }
+        submit(.resume)
+    }
+
+    // MARK: What each file output decides (overridden)
+
+    /// The container a recording to `url` is written as.
+    func recordingFileType(for url: URL) -> AVFileType { .mov }
+
+    /// The complete writer settings for `connection`'s media.
+    func recordingSettings(for connection: AVCaptureConnection, fileType: AVFileType) -> [String: Any] { [:] }
+
+    /// The fragment interval and metadata a new file is written with.
+    var recordingFragmentIntervalAndMetadata: (CMTime, [AVMetadataItem]) { (.invalid, []) }
+
+    // MARK: The recording machinery shared by the file outputs
+
+    /// Incremented by every start request, so the engine only updates the properties for the newest.
+    private let generation = Mutex(0)
+    private let engine: MovieRecordingEngine
+    private let mailbox: SampleBufferMailbox<MovieRecordingEngine.Work>
+    private let videoInFlight = Atomic<Int>(0)
+    private let isActive = Atomic<Bool>(false)
+    /// The recording queue: the mailbox's handler and every request run here.
+    private let workQueue: DispatchQueue
+
+    func startRecording(to url: URL, fileType: AVFileType, delegate: any AVCaptureFileOutputRecordingDelegate) {
+        let generation = generation.withLock { value in
+            value += 1
+            return value
+        }
+        let limits = fileState.withLock { state in
+            state.isRecording = true
+            state.isRecordingPaused = false
+            state.outputFileURL = url
+            state.recordedDuration = .zero
+            state.recordedFileSize = 0
+            return MovieRecordingEngine.Limits(
+                maxDuration: state.maxRecordedDuration, maxFileSize: state.maxRecordedFileSize,
+                minFreeDiskSpace: state.minFreeDiskSpaceLimit)
+        }
+        isActive.store(true, ordering: .sequentiallyConsistent)
+        submit(
+            .start(
+                MovieRecordingEngine.Request(
+                    url: url, fileType: fileType, delegate: delegate, generation: generation, limits: limits,
+                    connections: connections)))
+    }
+
+    private func submit(_ work: MovieRecordingEngine.Work) {
+        if !mailbox.post(work) {
+            let item = UncheckedSendable(work)
+            workQueue.async { [engine] in engine.handle(item.value) }
+        }
+    }
+
+    // MARK: For the engine (on the work queue)
+
+    var currentGeneration: Int { generation.withLock { $0 } }
+    func setActive(_ active: Bool) { isActive.store(active, ordering: .sequentiallyConsistent) }
+    func videoHandled() { videoInFlight.subtract(1, ordering: .relaxed) }
+
+    // MARK: Graph hooks
+
+    override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+        guard isActive.load(ordering: .relaxed) else { return }
+        let isVideo = sampleBuffer.imageBuffer != nil
+        // At most 8 video frames wait for the encoder; more are dropped (it is behind). Audio is never dropped.
+        if isVideo {
+            guard videoInFlight.add(1, ordering: .relaxed).newValue <= 8 else {
+                videoInFlight.subtract(1, ordering: .relaxed)
+                return
+            }
+        }
+        if !mailbox.post(.sample(sampleBuffer, connection, isVideo: isVideo)), isVideo {
+            videoInFlight.subtract(1, ordering: .relaxed)
+        }
+    }
+
+    override package func sessionDidStopRunning() { submit(.sessionStopped) }
+
+    override package func inputDidFail(_ error: AVError, connection: AVCaptureConnection) {
+        submit(.inputFailed(error, connection))
+    }
+
+    static func isVideo(_ connection: AVCaptureConnection) -> Bool {
+        connection.inputPorts.contains { $0.mediaType == .video }
     }
 }

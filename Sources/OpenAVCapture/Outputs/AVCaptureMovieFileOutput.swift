@@ -1,4 +1,3 @@
-import CaptureDrivers
 import Foundation
 import Synchronization
 
@@ -48,24 +47,11 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
         var movieFragmentInterval = CMTime(value: 10, timescale: 1)
         var metadata: [AVMetadataItem] = []
         var outputSettings: [ObjectIdentifier: [String: Any]] = [:]
-        var generation = 0
     }
 
     private let settings = Mutex(Settings())
-    private let engine: MovieRecordingEngine
-    private let mailbox: SampleBufferMailbox<MovieRecordingEngine.Work>
-    private let videoInFlight = Atomic<Int>(0)
-    private let isActive = Atomic<Bool>(false)
-    /// The recording queue: the mailbox's handler and every request run here.
-    private let workQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureMovieFileOutput")
 
-    public override init() {
-        let engine = MovieRecordingEngine(queue: workQueue)
-        self.engine = engine
-        mailbox = SampleBufferMailbox(queue: workQueue, capacity: 1024, limit: 1024) { engine.handle($0) }
-        super.init()
-        engine.output = self
-    }
+    public override init() { super.init() }
 
     // MARK: Settings
 
@@ -157,94 +143,17 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
         return nil
     }
 
-    static func isVideo(_ connection: AVCaptureConnection) -> Bool {
-        connection.inputPorts.contains { $0.mediaType == .video }
+    // MARK: What the recording machinery asks
+
+    override func recordingSettings(for connection: AVCaptureConnection, fileType: AVFileType) -> [String: Any] {
+        outputSettings(for: connection)
     }
 
-    // MARK: Requests
-
-    public override func startRecording(
-        to outputFileURL: URL, recordingDelegate delegate: any AVCaptureFileOutputRecordingDelegate
-    ) {
-        let generation = settings.withLock { settings in
-            settings.generation += 1
-            return settings.generation
-        }
-        let limits = fileState.withLock { state in
-            state.isRecording = true
-            state.isRecordingPaused = false
-            state.outputFileURL = outputFileURL
-            state.recordedDuration = .zero
-            state.recordedFileSize = 0
-            return MovieRecordingEngine.Limits(
-                maxDuration: state.maxRecordedDuration, maxFileSize: state.maxRecordedFileSize,
-                minFreeDiskSpace: state.minFreeDiskSpaceLimit)
-        }
-        isActive.store(true, ordering: .sequentiallyConsistent)
-        submit(
-            .start(
-                MovieRecordingEngine.Request(
-                    url: outputFileURL, delegate: delegate, generation: generation, limits: limits,
-                    connections: connections)))
-    }
-
-    public override func stopRecording() {
-        fileState.withLock { state in
-            state.isRecording = false
-            state.isRecordingPaused = false
-        }
-        submit(.stop)
-    }
-
-    public override func pauseRecording() {
-        fileState.withLock { if $0.isRecording { $0.isRecordingPaused = true } }
-        submit(.pause)
-    }
-
-    public override func resumeRecording() {
-        fileState.withLock { $0.isRecordingPaused = false }
-        submit(.resume)
-    }
-
-    private func submit(_ work: MovieRecordingEngine.Work) {
-        if !mailbox.post(work) {
-            let engine = engine
-            let item = UncheckedSendable(work)
-            workQueue.async { engine.handle(item.value) }
-        }
-    }
-
-    // MARK: For the engine (on the work queue)
-
-    var currentGeneration: Int { settings.withLock { $0.generation } }
-    var fragmentIntervalAndMetadata: (CMTime, [AVMetadataItem]) {
+    override var recordingFragmentIntervalAndMetadata: (CMTime, [AVMetadataItem]) {
         settings.withLock { ($0.movieFragmentInterval, $0.metadata) }
     }
-    func setActive(_ active: Bool) { isActive.store(active, ordering: .sequentiallyConsistent) }
 
     // MARK: Graph hooks
 
     override package func accepts(_ mediaType: AVMediaType) -> Bool { mediaType == .video || mediaType == .audio }
-
-    override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
-        guard isActive.load(ordering: .relaxed) else { return }
-        let isVideo = sampleBuffer.imageBuffer != nil
-        if isVideo {
-            guard videoInFlight.add(1, ordering: .relaxed).newValue <= 8 else {
-                videoInFlight.subtract(1, ordering: .relaxed)
-                return
-            }
-        }
-        if !mailbox.post(.sample(sampleBuffer, connection, isVideo: isVideo)), isVideo {
-            videoInFlight.subtract(1, ordering: .relaxed)
-        }
-    }
-
-    func videoHandled() { videoInFlight.subtract(1, ordering: .relaxed) }
-
-    override package func sessionDidStopRunning() { submit(.sessionStopped) }
-
-    override package func inputDidFail(_ error: AVError, connection: AVCaptureConnection) {
-        submit(.inputFailed(error, connection))
-    }
 }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The recording machinery behind ``AVCaptureMovieFileOutput``: turns requests and sample buffers into
+/// The recording machinery behind ``AVCaptureMovieFileOutput`` and ``AVCaptureAudioFileOutput``: turns requests and sample buffers into
 /// ``AVAssetWriter`` calls and delegate callbacks.
 ///
 /// Threading: confined to the output's serial work queue (`handle(_:)` runs only there; `@unchecked Sendable` so
@@ -16,6 +16,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
     /// `@unchecked Sendable`: immutable; the delegate and connections are only passed along.
     struct Request: @unchecked Sendable {
         let url: URL
+        let fileType: AVFileType
         let delegate: any AVCaptureFileOutputRecordingDelegate
         let generation: Int
         let limits: Limits
@@ -63,8 +64,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
 
         init(_ request: Request) {
             self.request = request
-            hasVideo = request.connections.contains { AVCaptureMovieFileOutput.isVideo($0) }
-            hasAudio = request.connections.contains { !AVCaptureMovieFileOutput.isVideo($0) }
+            hasVideo = request.connections.contains { AVCaptureFileOutput.isVideo($0) }
+            hasAudio = request.connections.contains { !AVCaptureFileOutput.isVideo($0) }
         }
 
         var recordedDuration: CMTime {
@@ -73,7 +74,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
         }
     }
 
-    weak var output: AVCaptureMovieFileOutput?
+    weak var output: AVCaptureFileOutput?
     private let queue: DispatchQueue
     private let callbackQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureMovieFileOutput.callbacks")
     private var current: Recording?
@@ -402,20 +403,20 @@ final class MovieRecordingEngine: @unchecked Sendable {
         let request = recording.request
         let writer: AVAssetWriter
         do {
-            writer = try AVAssetWriter(outputURL: request.url, fileType: .mov)
+            writer = try AVAssetWriter(outputURL: request.url, fileType: request.fileType)
         } catch {
             recording.finishError = error as? AVError
             finalize(recording)
             return false
         }
-        let (fragmentInterval, metadata) = output.fragmentIntervalAndMetadata
+        let (fragmentInterval, metadata) = output.recordingFragmentIntervalAndMetadata
         writer.movieFragmentInterval = fragmentInterval
         writer.metadata = metadata
         var bitRate = 0
-        if let video = request.connections.first(where: { AVCaptureMovieFileOutput.isVideo($0) }), let firstVideo,
+        if let video = request.connections.first(where: { AVCaptureFileOutput.isVideo($0) }), let firstVideo,
             let image = firstVideo.imageBuffer
         {
-            var settings = output.outputSettings(for: video)
+            var settings = output.recordingSettings(for: video, fileType: request.fileType)
             settings[AVVideoWidthKey] = CVPixelBufferGetWidth(image)
             settings[AVVideoHeightKey] = CVPixelBufferGetHeight(image)
             let codec = settings[AVVideoCodecKey] as? AVVideoCodecType ?? .h264
@@ -434,11 +435,11 @@ final class MovieRecordingEngine: @unchecked Sendable {
             writer.add(input)
             recording.videoInput = input
         }
-        if let audio = request.connections.first(where: { !AVCaptureMovieFileOutput.isVideo($0) }),
+        if let audio = request.connections.first(where: { !AVCaptureFileOutput.isVideo($0) }),
             let hint = firstAudio?.formatDescription ?? recording.pendingAudio.first?.formatDescription
                 ?? audio.inputPorts.first?.formatDescription
         {
-            var settings = output.outputSettings(for: audio)
+            var settings = output.recordingSettings(for: audio, fileType: request.fileType)
             if let description = hint.audioStreamBasicDescription {
                 settings[AVSampleRateKey] = Int(description.mSampleRate.rounded())
                 settings[AVNumberOfChannelsKey] = Int(description.mChannelsPerFrame)

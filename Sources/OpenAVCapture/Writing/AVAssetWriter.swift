@@ -68,7 +68,7 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
     /// The container.
     public let outputFileType: AVFileType
     /// The file types the writer can write.
-    public static let availableFileTypes: [AVFileType] = [.mov, .mp4, .m4v, .m4a, .wav, .aiff, .caf]
+    public static let availableFileTypes: [AVFileType] = [.mov, .mp4, .m4v, .m4a, .wav, .aiff, .aifc, .caf]
 
     let muxerFileType: Muxer.FileType
     /// Where encoding and muxing happen.
@@ -147,6 +147,7 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
         case .m4a: .m4a
         case .wav: .wav
         case .aiff: .aiff
+        case .aifc: .aifc
         case .caf: .caf
         default: nil
         }

@@ -6,65 +6,12 @@ import OpenAVCaptureTesting
 import OpenCoreMedia
 import OpenCoreVideo
 import Testing
+import TestSupport
 
 // MARK: - Helpers
 
 /// A fresh URL in a per-process scratch directory (nothing is there yet).
-func writerScratchURL(_ name: String) throws -> URL {
-    let directory = NSTemporaryDirectory() + "avassetwriter-tests-\(getpid())"
-    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    let url = URL(fileURLWithPath: directory + "/" + name)
-    try? FileManager.default.removeItem(at: url)
-    return url
-}
-
-/// Whether the system's ffprobe and ffmpeg are there; prints why a test is skipped when not.
-func mediaToolsAvailable(_ test: String) -> Bool {
-    let present = ["ffprobe", "ffmpeg"].allSatisfy { FileManager.default.isExecutableFile(atPath: "/usr/bin/" + $0) }
-    if !present { print("Skipping \(test): /usr/bin/ffprobe or /usr/bin/ffmpeg is not installed") }
-    return present
-}
-
-/// Runs a tool in /usr/bin; its status, standard output and standard error.
-func runMediaTool(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: Data, error: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/" + tool)
-    process.arguments = arguments
-    let output = Pipe()
-    let error = Pipe()
-    process.standardOutput = output
-    process.standardError = error
-    try process.run()
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = error.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, outputData, String(decoding: errorData, as: UTF8.self))
-}
-
-/// What ffprobe says about a file, frames counted.
-struct FFprobeReport {
-    var format: [String: Any]
-    var streams: [[String: Any]]
-
-    init(_ url: URL) throws {
-        let result = try runMediaTool(
-            "ffprobe", ["-v", "error", "-count_frames", "-show_streams", "-show_format", "-of", "json", url.path])
-        try #require(result.status == 0, "ffprobe failed: \(result.error)")
-        let json = try #require(try JSONSerialization.jsonObject(with: result.output) as? [String: Any])
-        format = json["format"] as? [String: Any] ?? [:]
-        streams = json["streams"] as? [[String: Any]] ?? []
-    }
-
-    func stream(_ type: String) -> [String: Any]? { streams.first { $0["codec_type"] as? String == type } }
-    static func number(_ value: Any?) -> Double? { (value as? String).flatMap(Double.init) ?? (value as? Double) }
-    var tags: [String: String] { format["tags"] as? [String: String] ?? [:] }
-}
-
-/// ffmpeg's complaints when decoding the whole file; empty when it decodes cleanly.
-func ffmpegDecodeErrors(_ url: URL) throws -> String {
-    let result = try runMediaTool("ffmpeg", ["-nostdin", "-v", "error", "-i", url.path, "-f", "null", "-"])
-    return result.status == 0 ? result.error : "exit \(result.status): \(result.error)"
-}
+func writerScratchURL(_ name: String) throws -> URL { try scratchURL(name, suite: "avassetwriter-tests") }
 
 /// The source clock's time of the first sample: a host-clock-like 1000.5 s.
 let writerSourceStart = CMTime(value: 2001, timescale: 2)
@@ -229,7 +176,7 @@ struct AVAssetWriterTests {
             MovieCase(fileType: .mp4, fileExtension: "mp4", fragmentInterval: .invalid),
         ])
     func movie(_ movie: MovieCase) async throws {
-        guard mediaToolsAvailable("AVAssetWriterTests.movie") else { return }
+        guard MediaTool.available(for: "AVAssetWriterTests.movie") else { return }
         let url = try writerScratchURL("movie.\(movie.fileExtension)")
         var recipe = MovieRecipe(fileType: movie.fileType)
         recipe.transform = CGAffineTransform(rotationAngle: .pi / 2)
@@ -264,7 +211,7 @@ struct AVAssetWriterTests {
 
     @Test("60 fps for 1 s (HFR), fed by requestMediaDataWhenReady: a 60 fps track")
     func highFrameRate() async throws {
-        guard mediaToolsAvailable("AVAssetWriterTests.highFrameRate") else { return }
+        guard MediaTool.available(for: "AVAssetWriterTests.highFrameRate") else { return }
         let url = try writerScratchURL("hfr.mov")
         let writer = try AVAssetWriter(outputURL: url, fileType: .mov)
         let input = AVAssetWriterInput(
@@ -350,7 +297,7 @@ struct AVAssetWriterTests {
                 ffmpegName: "pcm_s16le"),
         ])
     func audioOnly(_ audio: AudioCase) async throws {
-        guard mediaToolsAvailable("AVAssetWriterTests.audioOnly") else { return }
+        guard MediaTool.available(for: "AVAssetWriterTests.audioOnly") else { return }
         let url = try writerScratchURL("audio.\(audio.fileExtension)")
         var recipe = MovieRecipe(fileType: audio.fileType)
         recipe.hasVideo = false

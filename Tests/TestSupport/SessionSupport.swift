@@ -1,40 +1,39 @@
 import Foundation
 import OpenAVCapture
 import Synchronization
-import Testing
 
 /// A video and audio delegate that records what it receives, and lets a test wait for it.
-final class RecordingDelegate: NSObject, AVCaptureVideoDataOutputSampleBufferDelegate,
+public final class RecordingDelegate: NSObject, AVCaptureVideoDataOutputSampleBufferDelegate,
     AVCaptureAudioDataOutputSampleBufferDelegate, @unchecked Sendable
 {
-    struct Frame: Sendable {
-        let time: CMTime
-        let width: Int
-        let height: Int
-        let pixelFormat: OSType
-        let position: AVCaptureDevice.Position?
-        let sampleCount: Int
+    public struct Frame: Sendable {
+        public let time: CMTime
+        public let width: Int
+        public let height: Int
+        public let pixelFormat: OSType
+        public let position: AVCaptureDevice.Position?
+        public let sampleCount: Int
     }
 
-    struct Drop: Sendable {
-        let time: CMTime
-        let reason: String?
+    public struct Drop: Sendable {
+        public let time: CMTime
+        public let reason: String?
     }
 
     private let frames = Mutex<[Frame]>([])
     private let drops = Mutex<[Drop]>([])
     private let arrivals = DispatchSemaphore(value: 0)
     /// How long each delivery takes, to play a slow consumer.
-    let work: TimeInterval
+    public let work: TimeInterval
     /// Called on the delegate queue with every buffer (for pixel checks).
-    let inspect: (@Sendable (CMSampleBuffer, AVCaptureConnection) -> Void)?
+    public let inspect: (@Sendable (CMSampleBuffer, AVCaptureConnection) -> Void)?
 
-    init(work: TimeInterval = 0, inspect: (@Sendable (CMSampleBuffer, AVCaptureConnection) -> Void)? = nil) {
+    public init(work: TimeInterval = 0, inspect: (@Sendable (CMSampleBuffer, AVCaptureConnection) -> Void)? = nil) {
         self.work = work
         self.inspect = inspect
     }
 
-    func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+    public func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         let image = sampleBuffer.imageBuffer
         let device = (connection.inputPorts.first?.input as? AVCaptureDeviceInput)?.device
         frames.withLock {
@@ -50,16 +49,16 @@ final class RecordingDelegate: NSObject, AVCaptureVideoDataOutputSampleBufferDel
         arrivals.signal()
     }
 
-    func captureOutput(_ output: AVCaptureOutput, didDrop sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+    public func captureOutput(_ output: AVCaptureOutput, didDrop sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         let reason = CMGetAttachment(sampleBuffer, key: kCMSampleBufferAttachmentKey_DroppedFrameReason, attachmentModeOut: nil)
         drops.withLock { $0.append(Drop(time: sampleBuffer.presentationTimeStamp, reason: reason as? String)) }
     }
 
-    var received: [Frame] { frames.withLock { $0 } }
-    var dropped: [Drop] { drops.withLock { $0 } }
+    public var received: [Frame] { frames.withLock { $0 } }
+    public var dropped: [Drop] { drops.withLock { $0 } }
 
     /// Waits until `count` buffers have arrived (in total), or the timeout passes; returns whether they did.
-    func wait(for count: Int, timeout: TimeInterval = 10) -> Bool {
+    public func wait(for count: Int, timeout: TimeInterval = 10) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while received.count < count {
             guard arrivals.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow)) == .success else {
@@ -71,7 +70,7 @@ final class RecordingDelegate: NSObject, AVCaptureVideoDataOutputSampleBufferDel
 }
 
 /// A session with the given devices' inputs and the given outputs, configured but not running.
-func makeSession(
+public func makeSession(
     preset: AVCaptureSession.Preset = .vga640x480, devices: [AVCaptureDevice], outputs: [AVCaptureOutput]
 ) throws -> AVCaptureSession {
     let session = AVCaptureSession()
@@ -79,11 +78,11 @@ func makeSession(
     session.sessionPreset = preset
     for device in devices {
         let input = try AVCaptureDeviceInput(device: device)
-        #expect(session.canAddInput(input))
+        guard session.canAddInput(input) else { throw SessionSetupFailure("the session refuses \(device.localizedName)") }
         session.addInput(input)
     }
     for output in outputs {
-        #expect(session.canAddOutput(output))
+        guard session.canAddOutput(output) else { throw SessionSetupFailure("the session refuses \(type(of: output))") }
         session.addOutput(output)
     }
     session.commitConfiguration()
@@ -91,18 +90,18 @@ func makeSession(
 }
 
 /// The virtual devices the session tests use.
-enum VirtualDevices {
-    static var back: AVCaptureDevice { AVCaptureDevice.default(.builtInWideAngleCamera, for: .video, position: .back)! }
-    static var front: AVCaptureDevice { AVCaptureDevice.default(.builtInWideAngleCamera, for: .video, position: .front)! }
-    static var microphone: AVCaptureDevice { AVCaptureDevice.default(for: .audio)! }
+public enum VirtualDevices {
+    public static var back: AVCaptureDevice { AVCaptureDevice.default(.builtInWideAngleCamera, for: .video, position: .back)! }
+    public static var front: AVCaptureDevice { AVCaptureDevice.default(.builtInWideAngleCamera, for: .video, position: .front)! }
+    public static var microphone: AVCaptureDevice { AVCaptureDevice.default(for: .audio)! }
 }
 
 /// Records notifications of one name posted by one object.
-final class NotificationRecorder: @unchecked Sendable {
+public final class NotificationRecorder: @unchecked Sendable {
     private let storage = NameStore()
     private var tokens: [any NSObjectProtocol] = []
 
-    init(_ notificationNames: [NSNotification.Name], object: AnyObject?) {
+    public init(_ notificationNames: [NSNotification.Name], object: AnyObject?) {
         for name in notificationNames {
             tokens.append(
                 NotificationCenter.default.addObserver(forName: name, object: object, queue: nil) { [storage] note in
@@ -113,10 +112,16 @@ final class NotificationRecorder: @unchecked Sendable {
 
     deinit { tokens.forEach(NotificationCenter.default.removeObserver) }
 
-    var recorded: [String] { storage.names.withLock { $0 } }
+    public var recorded: [String] { storage.names.withLock { $0 } }
 }
 
 /// The names, in a class so observer closures can share them.
 final class NameStore: Sendable {
     let names = Mutex<[String]>([])
+}
+
+/// A session the helpers could not put together.
+public struct SessionSetupFailure: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
 }

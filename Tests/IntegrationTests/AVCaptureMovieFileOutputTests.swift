@@ -5,6 +5,7 @@ import OpenAVCapture
 import OpenAVCaptureTesting
 import Synchronization
 import Testing
+import TestSupport
 
 /// Records the recording delegate's callbacks, in order, and lets a test wait for them.
 final class MovieRecordingDelegate: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked Sendable {
@@ -69,8 +70,7 @@ func decodedFrameIndices(_ url: URL) throws -> [UInt32?] {
     let video = try #require(probe.stream("video"))
     let width = try #require(video["width"] as? Int)
     let height = try #require(video["height"] as? Int)
-    let result = try runMediaTool(
-        "ffmpeg",
+    let result = try MediaTool.ffmpeg.run(
         [
             "-nostdin", "-v", "error", "-i", url.path, "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo",
             "-pix_fmt", "gray", "-",
@@ -112,7 +112,7 @@ func movieScratchURL(_ name: String) throws -> URL {
 struct AVCaptureMovieFileOutputTests {
     @Test("The seed's flow: 1 s limit and a location item give a clean 1 s movie with every frame once")
     func maxDurationWithLocation() throws {
-        guard mediaToolsAvailable("AVCaptureMovieFileOutputTests.maxDurationWithLocation") else { return }
+        guard MediaTool.available(for: "AVCaptureMovieFileOutputTests.maxDurationWithLocation") else { return }
         let url = try movieScratchURL("limit.mov")
         let output = AVCaptureMovieFileOutput()
         output.maxRecordedDuration = CMTime(value: 1, timescale: 1)
@@ -199,7 +199,7 @@ struct AVCaptureMovieFileOutputTests {
 
     @Test("Pause and resume: callbacks in order, paused time left out, timestamps continuous")
     func pauseResume() throws {
-        guard mediaToolsAvailable("AVCaptureMovieFileOutputTests.pauseResume") else { return }
+        guard MediaTool.available(for: "AVCaptureMovieFileOutputTests.pauseResume") else { return }
         let url = try movieScratchURL("paused.mov")
         let output = AVCaptureMovieFileOutput()
         let session = try makeMovieSession(output)
@@ -234,7 +234,7 @@ struct AVCaptureMovieFileOutputTests {
 
     @Test("A size limit ends with maximumFileSizeReached and a file no larger than the limit")
     func maxFileSize() throws {
-        guard mediaToolsAvailable("AVCaptureMovieFileOutputTests.maxFileSize") else { return }
+        guard MediaTool.available(for: "AVCaptureMovieFileOutputTests.maxFileSize") else { return }
         let url = try movieScratchURL("size.mov")
         let output = AVCaptureMovieFileOutput()
         output.maxRecordedFileSize = 120_000
@@ -253,7 +253,7 @@ struct AVCaptureMovieFileOutputTests {
 
     @Test("Unplugging the camera ends with deviceWasDisconnected and a playable file")
     func unplug() throws {
-        guard mediaToolsAvailable("AVCaptureMovieFileOutputTests.unplug") else { return }
+        guard MediaTool.available(for: "AVCaptureMovieFileOutputTests.unplug") else { return }
         let url = try movieScratchURL("unplugged.mov")
         let camera = try #require(VirtualDevices.back.virtualCamera)
         let output = AVCaptureMovieFileOutput()
@@ -280,7 +280,7 @@ struct AVCaptureMovieFileOutputTests {
 
     @Test("Stopping the session while recording finishes the file normally (error nil)")
     func sessionStopFinishes() throws {
-        guard mediaToolsAvailable("AVCaptureMovieFileOutputTests.sessionStopFinishes") else { return }
+        guard MediaTool.available(for: "AVCaptureMovieFileOutputTests.sessionStopFinishes") else { return }
         let url = try movieScratchURL("session-stopped.mov")
         let output = AVCaptureMovieFileOutput()
         let session = try makeMovieSession(output)
@@ -317,7 +317,7 @@ struct AVCaptureMovieFileOutputTests {
 
     @Test("Starting a new recording while recording switches files with every frame exactly once")
     func switchFiles() throws {
-        guard mediaToolsAvailable("AVCaptureMovieFileOutputTests.switchFiles") else { return }
+        guard MediaTool.available(for: "AVCaptureMovieFileOutputTests.switchFiles") else { return }
         let first = try movieScratchURL("first.mov")
         let second = try movieScratchURL("second.mov")
         let output = AVCaptureMovieFileOutput()
