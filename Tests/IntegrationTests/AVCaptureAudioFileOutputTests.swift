@@ -1,0 +1,119 @@
+// AVCaptureAudioFileOutput with the virtual microphone, files checked with ffprobe, ffmpeg and the file's own bytes.
+
+import Foundation
+import OpenAVCapture
+import Testing
+import TestSupport
+
+@Suite("AVCaptureAudioFileOutput, recorded from the virtual microphone", .serialized)
+struct AVCaptureAudioFileOutputTests {
+    /// A file type, the codec ffprobe must report, and the container's magic bytes (offset, text).
+    struct FileCase: CustomTestStringConvertible, Sendable {
+        let fileExtension: String
+        let fileType: AVFileType
+        let codec: String
+        let magic: (offset: Int, text: String)
+        var testDescription: String { "." + fileExtension }
+    }
+
+    static let cases: [FileCase] = [
+        FileCase(fileExtension: "m4a", fileType: .m4a, codec: "aac", magic: (4, "ftyp")),
+        FileCase(fileExtension: "wav", fileType: .wav, codec: "pcm_s16le", magic: (8, "WAVE")),
+        FileCase(fileExtension: "aiff", fileType: .aiff, codec: "pcm_s16be", magic: (8, "AIFF")),
+        FileCase(fileExtension: "aifc", fileType: .aifc, codec: "pcm_f32be", magic: (8, "AIFC")),
+        FileCase(fileExtension: "caf", fileType: .caf, codec: "pcm_s16le", magic: (0, "caff")),
+    ]
+
+    /// Records `seconds` of the virtual microphone into `url` with `output`; returns the delegate once finished.
+    func record(
+        _ output: AVCaptureAudioFileOutput, to url: URL, as fileType: AVFileType, seconds: Double,
+        withCamera: Bool = false
+    ) throws -> MovieRecordingDelegate {
+        output.maxRecordedDuration = CMTime(seconds: seconds, preferredTimescale: 1000)
+        let devices = withCamera ? [VirtualDevices.back, VirtualDevices.microphone] : [VirtualDevices.microphone]
+        let session = try makeSession(preset: .qvga320x240, devices: devices, outputs: [output])
+        session.startRunning()
+        defer { session.stopRunning() }
+        let delegate = MovieRecordingDelegate()
+        output.startRecording(to: url, outputFileType: fileType, recordingDelegate: delegate)
+        #expect(delegate.waitForFinish(), "didFinish never came")
+        return delegate
+    }
+
+    @Test("Every file type: the container, codec, rate and length ffprobe reads, and a clean decode", arguments: cases)
+    func fileType(_ fileCase: FileCase) throws {
+        guard MediaTool.available(for: "AVCaptureAudioFileOutputTests.fileType") else { return }
+        #expect(AVCaptureAudioFileOutput.availableOutputFileTypes().contains(fileCase.fileType))
+        let url = try scratchURL("tone." + fileCase.fileExtension, suite: "audiofileoutput-tests")
+        let output = AVCaptureAudioFileOutput()
+        let delegate = try record(output, to: url, as: fileCase.fileType, seconds: 0.5)
+        #expect(delegate.events == ["didStart", "willFinish", "didFinish"])
+        #expect(delegate.avError?.code == .maximumDurationReached, "\(String(describing: delegate.error))")
+        #expect(delegate.successfullyFinished == true)
+
+        let bytes = try Data(contentsOf: url)
+        let magic = bytes.dropFirst(fileCase.magic.offset).prefix(4)
+        #expect(String(decoding: magic, as: UTF8.self) == fileCase.magic.text)
+        let report = try FFprobeReport(url)
+        #expect(report.streams.count == 1)
+        let audio = try #require(report.stream("audio"))
+        #expect(audio["codec_name"] as? String == fileCase.codec)
+        #expect(FFprobeReport.number(audio["sample_rate"]) == 48_000)
+        let duration = try #require(FFprobeReport.number(report.format["duration"]))
+        // AAC's last frame is whole (1024 samples, 21 ms); PCM ends on the last buffer within the limit.
+        #expect(abs(duration - 0.5) <= 0.03, "the file lasts \(duration) s")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+    }
+
+    @Test("Only audio connections form, so a session with a camera records sound alone")
+    func audioOnlyConnections() throws {
+        guard MediaTool.available(for: "AVCaptureAudioFileOutputTests.audioOnlyConnections") else { return }
+        let url = try scratchURL("with-camera.m4a", suite: "audiofileoutput-tests")
+        let output = AVCaptureAudioFileOutput()
+        let delegate = try record(output, to: url, as: .m4a, seconds: 0.3, withCamera: true)
+        #expect(output.connection(with: .video) == nil)
+        #expect(delegate.successfullyFinished == true)
+        let report = try FFprobeReport(url)
+        #expect(report.streams.map { $0["codec_type"] as? String } == ["audio"])
+    }
+
+    @Test("audioSettings choose the codec and metadata reaches the file's tags")
+    func settingsAndMetadata() throws {
+        guard MediaTool.available(for: "AVCaptureAudioFileOutputTests.settingsAndMetadata") else { return }
+        let url = try scratchURL("lossless.m4a", suite: "audiofileoutput-tests")
+        let output = AVCaptureAudioFileOutput()
+        output.audioSettings = [AVFormatIDKey: kAudioFormatAppleLossless]
+        let title = AVMutableMetadataItem()
+        title.identifier = .commonIdentifierTitle
+        title.value = NSString(string: "Tone and beeps")
+        output.metadata = [title]
+        let delegate = try record(output, to: url, as: .m4a, seconds: 0.3)
+        #expect(delegate.successfullyFinished == true)
+        let report = try FFprobeReport(url)
+        #expect(report.stream("audio")?["codec_name"] as? String == "alac")
+        #expect(report.tags["title"] == "Tone and beeps", "\(report.tags)")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+    }
+
+    @Test("An existing file is refused and left byte for byte as it was")
+    func existingFile() throws {
+        let url = try scratchURL("existing.wav", suite: "audiofileoutput-tests")
+        let original = Data("not a recording".utf8)
+        try original.write(to: url)
+        let output = AVCaptureAudioFileOutput()
+        let delegate = try record(output, to: url, as: .wav, seconds: 0.2)
+        #expect(delegate.avError?.code == .fileAlreadyExists)
+        #expect(delegate.successfullyFinished == false)
+        #expect(try Data(contentsOf: url) == original)
+    }
+
+    @Test("A file type the output does not write traps, naming the rule")
+    func unsupportedFileTypeTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let output = AVCaptureAudioFileOutput()
+            output.startRecording(
+                to: URL(fileURLWithPath: "/tmp/never.mov"), outputFileType: .mov,
+                recordingDelegate: MovieRecordingDelegate())
+        }
+    }
+}
