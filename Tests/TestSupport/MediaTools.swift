@@ -81,6 +81,7 @@ private final class ErrorDrain: @unchecked Sendable {
 /// A failure of an outside tool, with what it printed.
 public struct MediaToolFailure: Error, CustomStringConvertible {
     public var description: String
+    public init(description: String) { self.description = description }
 }
 
 /// What ffprobe says about a file, frames counted.

@@ -237,6 +237,16 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
     /// - Returns: `true` and ``status`` `.writing`, or `false` and `.failed` with ``error`` (the file exists by
     ///   now, a codec the container cannot hold, settings the encoder refuses).
     /// Traps when the writer has started before, as Apple raises.
+    /// The container tags for `metadata`, with the moment writing starts as the creation date (the movie header's,
+    /// as Apple's writer sets it) unless the metadata gives one.
+    static func fileTags(for metadata: [AVMetadataItem]) -> [String: String] {
+        var tags = MetadataKeyMapping.tags(for: metadata)
+        if tags["creation_time"] == nil {
+            tags["creation_time"] = Date().formatted(.iso8601)
+        }
+        return tags
+    }
+
     @discardableResult
     public func startWriting() -> Bool {
         dispatchPrecondition(condition: .notOnQueue(queue))
@@ -247,7 +257,7 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
             var options = Muxer.Options(
                 fragmentInterval: state.movieFragmentInterval.isNumeric ? state.movieFragmentInterval : nil,
                 fastStart: state.shouldOptimizeForNetworkUse,
-                metadata: MetadataKeyMapping.tags(for: state.metadata).sorted { $0.key < $1.key }.map {
+                metadata: Self.fileTags(for: state.metadata).sorted { $0.key < $1.key }.map {
                     (key: $0.key, value: $0.value)
                 })
             options.overwrite = false
