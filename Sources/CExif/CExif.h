@@ -11,4 +11,7 @@
 #include <libexif/exif-format.h>
 #include <libexif/exif-mem.h>
 
+/// The content of one IFD of `data` (Swift imports the `ifd` array as a tuple, which it cannot index).
+static inline ExifContent *CExif_content(ExifData *data, ExifIfd ifd) { return data->ifd[ifd]; }
+
 #endif
