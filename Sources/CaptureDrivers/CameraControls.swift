@@ -153,6 +153,9 @@ package struct CameraControlState: Sendable, Hashable {
     package var torchLevel: Float = 0
     /// True only while the torch is lit: on, and the device streaming.
     package var isTorchActive = false
+    /// Whether the scene is dark enough that `.auto` flash fires for a still (Apple's `isFlashScene`); false for
+    /// a camera without a flash.
+    package var isFlashScene = false
 
     package init() {}
 
@@ -180,6 +183,9 @@ package enum ControlRequest: Sendable, Hashable {
     case cancelZoomRamp
     case flashMode(LightMode)
     case torch(LightMode, level: Float)
+    /// Fire the flash for the next frame the camera delivers (a still); the completion gets that frame's time, or
+    /// `.invalid` when the camera is not streaming. Only for a camera whose capabilities include a flash.
+    case fireFlash
 }
 
 /// A camera's controls: capabilities, current state, and the way to change it.

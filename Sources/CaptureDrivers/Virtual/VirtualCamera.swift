@@ -267,14 +267,14 @@ private struct VirtualCameraStream: Sendable {
                 sink(.dropped(sequence: sequence, presentationTime: presentationTime, reason: .outOfBuffers))
                 return
             }
-            let completions = controls.takeCompletions()
+            let (completions, firesFlash) = controls.takeFrameRequests()
             let (state, scene) = controls.advance(time: presentationTime, frameDuration: frameDuration, aspect: aspect)
             let parameters = VirtualFrameParameters(
                 time: VirtualClockTime(value: index * value, timescale: timescale),
                 duration: VirtualClockTime(value: value, timescale: timescale),
                 index: UInt32(truncatingIfNeeded: sequence),
                 scene: scene,
-                optics: VirtualAutoControls.optics(for: state))
+                optics: VirtualAutoControls.optics(for: state, flashFired: firesFlash))
             buffer.withLockedPlanes { planes in
                 if isNV12 {
                     let luma = planes[0]

@@ -84,14 +84,16 @@ package enum VirtualAutoControls {
             if arrived { state.zoomRamp = nil }
         }
         state.isTorchActive = isTorchLit(state, scene: context.scene, isStreaming: context.isStreaming)
+        state.isFlashScene = capabilities.hasFlash && isDark(context.scene)
         stepFocus(&state, scene: context.scene)
         stepWhiteBalance(&state, scene: context.scene, capabilities: capabilities)
         stepExposure(&state, capabilities: capabilities, context: context)
     }
 
     /// The optics a frame is rendered with in `state`. The bias is not among them: it acts through auto exposure.
-    package static func optics(for state: CameraControlState) -> VirtualOptics {
+    package static func optics(for state: CameraControlState, flashFired: Bool = false) -> VirtualOptics {
         var optics = VirtualOptics()
+        optics.flashFired = flashFired
         optics.exposureDuration = state.exposureDuration
         optics.iso = Double(state.iso)
         optics.targetBias = 0
@@ -271,6 +273,8 @@ package final class VirtualCameraControls: CameraControlling {
         /// The latest frame's time: the device's "now" when it runs ahead of the host clock.
         var lastFrameTime: CMTime?
         var pendingCompletions: [@Sendable (CMTime) -> Void] = []
+        /// A `.fireFlash` waits for the next frame; armed under the same lock as its completion is queued.
+        var isFlashArmed = false
     }
 
     private let runtime: Mutex<Runtime>
@@ -349,6 +353,19 @@ package final class VirtualCameraControls: CameraControlling {
                 blue: clamp(gains.blue, 1...maxGain))
         }
         let zoomRange = 1...max(1, maxZoomFactor)
+        if request == .fireFlash {
+            // Armed and its handler queued under one lock, so the frame the flash lights is the frame the handler
+            // names (`takeFrameRequests` takes both at once).
+            let fires = capabilities.hasFlash
+            let runNow = runtime.withLock { runtime in
+                guard runtime.isStreaming, fires else { return true }
+                runtime.isFlashArmed = true
+                if let completion { runtime.pendingCompletions.append(completion) }
+                return false
+            }
+            if runNow { completion?(.invalid) }
+            return
+        }
         switch request {
         case .focusMode(let mode):
             store.update { state in
@@ -420,6 +437,8 @@ package final class VirtualCameraControls: CameraControlling {
             }
         case .flashMode(let mode):
             store.update { $0.flashMode = mode }
+        case .fireFlash:
+            return  // handled above
         case .torch(let mode, let level):
             let (scene, isStreaming) = runtime.withLock { ($0.scene, $0.isStreaming) }
             store.update { state in
@@ -469,13 +488,14 @@ package final class VirtualCameraControls: CameraControlling {
         store.update { $0.isTorchActive = VirtualAutoControls.isTorchLit($0, scene: scene, isStreaming: true) }
     }
 
-    /// Takes the completion handlers waiting for a frame. Call before `advance`, so every handler taken belongs to
-    /// a change the next snapshot of the state includes.
-    func takeCompletions() -> [@Sendable (CMTime) -> Void] {
+    /// Takes the completion handlers waiting for a frame, and whether the flash fires for it. Call before
+    /// `advance`, so every handler taken belongs to a change the next snapshot of the state includes.
+    func takeFrameRequests() -> (completions: [@Sendable (CMTime) -> Void], firesFlash: Bool) {
         runtime.withLock { runtime in
-            if runtime.pendingCompletions.isEmpty { return [] }
+            defer { runtime.isFlashArmed = false }
+            if runtime.pendingCompletions.isEmpty { return ([], runtime.isFlashArmed) }
             defer { runtime.pendingCompletions = [] }
-            return runtime.pendingCompletions
+            return (runtime.pendingCompletions, runtime.isFlashArmed)
         }
     }
 
@@ -495,6 +515,7 @@ package final class VirtualCameraControls: CameraControlling {
     func streamDidStop() {
         let completions = runtime.withLock { runtime in
             runtime.isStreaming = false
+            runtime.isFlashArmed = false
             defer { runtime.pendingCompletions = [] }
             return runtime.pendingCompletions
         }

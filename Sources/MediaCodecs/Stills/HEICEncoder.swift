@@ -33,7 +33,7 @@ package enum HEICEncoder {
         let width = CVPixelBufferGetWidth(image)
         let height = CVPixelBufferGetHeight(image)
         let format = CVPixelBufferGetPixelFormatType(image)
-        let operation = "encoding a \(width)x\(height) \(fourCharacterCode(format)) image as HEIC"
+        let operation = "encoding a \(width)x\(height) \(fourCharCodeDescription(format)) image as HEIC"
         guard
             format == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
                 || format == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange

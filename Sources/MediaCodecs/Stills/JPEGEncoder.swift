@@ -51,7 +51,7 @@ package final class JPEGEncoder {
         let format = CVPixelBufferGetPixelFormatType(image)
         let width = CVPixelBufferGetWidth(image)
         let height = CVPixelBufferGetHeight(image)
-        let operation = "encoding a \(width)x\(height) \(fourCharacterCode(format)) image as JPEG"
+        let operation = "encoding a \(width)x\(height) \(fourCharCodeDescription(format)) image as JPEG"
         guard Self.supportedPixelFormats.contains(format) else {
             throw MediaCodecsError(
                 .unsupportedConversion, while: operation, message: "TurboJPEG is fed NV12 or BGRA; convert first")
@@ -100,10 +100,4 @@ package final class JPEGEncoder {
 
     /// The largest EXIF payload one APP1 segment holds (its length field counts itself).
     package static let maximumExifPayload = 65_533
-}
-
-/// "420v" for a four-character code, for messages.
-func fourCharacterCode(_ code: OSType) -> String {
-    let bytes = [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: code >> UInt32($0)) }
-    return bytes.allSatisfy { $0 >= 32 && $0 < 127 } ? String(decoding: bytes, as: UTF8.self) : "0x" + String(code, radix: 16)
 }

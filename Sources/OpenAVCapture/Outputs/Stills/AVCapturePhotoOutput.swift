@@ -1,0 +1,177 @@
+import CaptureDrivers
+import Foundation
+import MediaCodecs
+import Synchronization
+
+/// Captures photos from a session's video: JPEG, HEIC (where libheif can encode HEVC) or pixels, with EXIF, the
+/// flash, and the connection's orientation recorded as the EXIF orientation (pixels stay as captured).
+///
+/// `capturePhoto(with:delegate:)` follows Apple's protocol: the delegate (held weakly, as Apple's; keep it alive
+/// until `didFinishCaptureFor`) hears `willBeginCaptureFor`, `willCapturePhotoFor`, `didCapturePhotoFor`,
+/// `didFinishProcessingPhoto` and `didFinishCaptureFor`, in that order, on the output's serial queue. The photo is
+/// one of the stream's frames, so a recording or a data output of the same session loses nothing; with the flash
+/// it is the frame the flash lit, brighter than the frames around it.
+///
+/// Size: the session's video format; the `.photo` preset streams the device's photo format (4032x3024 on the
+/// virtual back camera).
+///
+/// Flash: `supportedFlashModes` are the device's (`[.off]` for a camera without a flash, such as the virtual front
+/// camera). `.on` fires; `.auto` fires when the device says the scene is dark (`isFlashScene`).
+///
+/// Threading: thread safe. Delegate methods run on an internal serial queue, one capture after another.
+public final class AVCapturePhotoOutput: AVCaptureOutput, @unchecked Sendable {
+    private let engine = StillCaptureEngine(label: "OpenAVCapture.AVCapturePhotoOutput")
+    private let usedSettings = Mutex(Set<Int64>())
+    private let highResolution = Mutex(false)
+    private let sceneMonitoring = Mutex<UncheckedSendable<AVCapturePhotoSettings?>>(UncheckedSendable(nil))
+
+    public override init() { super.init() }
+
+    // MARK: What it can do
+
+    /// The codecs a photo can be encoded with: JPEG, then HEVC (HEIC) where libheif has an HEVC encoder.
+    public var availablePhotoCodecTypes: [AVVideoCodecType] { HEICEncoder.isAvailable ? [.jpeg, .hevc] : [.jpeg] }
+
+    /// The pixel formats an uncompressed photo can have, NV12 first.
+    public var availablePhotoPixelFormatTypes: [OSType] { VideoOutputPipeline.supportedPixelFormats }
+
+    /// The file types `fileDataRepresentation()` can have.
+    public var availablePhotoFileTypes: [AVFileType] { HEICEncoder.isAvailable ? [.jpg, .heic] : [.jpg] }
+
+    /// The flash modes of the connected camera: `.off`, and `.on` and `.auto` when it has a flash.
+    public var supportedFlashModes: [AVCaptureDevice.FlashMode] {
+        guard let device else { return [] }
+        return [AVCaptureDevice.FlashMode.off, .on, .auto].filter { $0 == .off || device.isFlashModeSupported($0) }
+    }
+
+    /// Whether photos may be taken at the device's highest still resolution (`isHighResolutionPhotoEnabled`).
+    public var isHighResolutionCaptureEnabled: Bool {
+        get { highResolution.withLock { $0 } }
+        set { highResolution.withLock { $0 = newValue } }
+    }
+
+    /// The settings whose flash mode `isFlashScene` judges the scene for.
+    public var photoSettingsForSceneMonitoring: AVCapturePhotoSettings? {
+        get { sceneMonitoring.withLock { $0.value } }
+        set { sceneMonitoring.withLock { $0 = UncheckedSendable(newValue) } }
+    }
+
+    /// Whether the flash would fire for `.auto` now: the camera says the scene is dark.
+    public var isFlashScene: Bool {
+        guard let device, photoSettingsForSceneMonitoring?.flashMode == .auto else { return false }
+        return StillCaptureEngine.firesFlash(.auto, device: device)
+    }
+
+    /// The camera of the video connection.
+    private var device: AVCaptureDevice? {
+        (connection(with: .video)?.inputPorts.first?.input as? AVCaptureDeviceInput)?.device
+    }
+
+    // MARK: Capturing
+
+    /// Takes a photo with `settings` and reports to `delegate`. Traps, as Apple's raises, when there is no active
+    /// and enabled video connection, when `settings` were used before, when the flash mode is not among
+    /// `supportedFlashModes`, when the format is not available, or when high resolution is asked for without
+    /// `isHighResolutionCaptureEnabled`, or when `settings.metadata` holds keys other than `{GPS}`.
+    public func capturePhoto(with settings: AVCapturePhotoSettings, delegate: any AVCapturePhotoCaptureDelegate) {
+        let videoConnection = connection(with: .video)
+        precondition(
+            videoConnection.map { $0.isEnabled && $0.isActive } ?? false,
+            "AVCapturePhotoOutput: capturePhoto needs an active and enabled video connection (Apple raises"
+                + " NSInvalidArgumentException)")
+        let encoding = checkedEncoding(of: settings)
+        precondition(
+            supportedFlashModes.contains(settings.flashMode),
+            "AVCapturePhotoOutput: flashMode \(settings.flashMode) is not one of supportedFlashModes (Apple raises"
+                + " NSInvalidArgumentException)")
+        precondition(
+            !settings.isHighResolutionPhotoEnabled || isHighResolutionCaptureEnabled,
+            "AVCapturePhotoOutput: isHighResolutionPhotoEnabled needs isHighResolutionCaptureEnabled on the output"
+                + " (Apple raises NSInvalidArgumentException)")
+        let unknown = settings.metadata.keys.filter { $0 != kCGImagePropertyGPSDictionary }
+        precondition(
+            unknown.isEmpty,
+            "AVCapturePhotoOutput: settings.metadata keys \(unknown.sorted()) are not written; only"
+                + " kCGImagePropertyGPSDictionary is supported")
+        let fresh = usedSettings.withLock { $0.insert(settings.uniqueID).inserted }
+        precondition(
+            fresh,
+            "AVCapturePhotoOutput: settings \(settings.uniqueID) were already used; make new settings for every"
+                + " capture, e.g. AVCapturePhotoSettings(from:) (Apple raises NSInvalidArgumentException)")
+
+        let connection = videoConnection!
+        let device = self.device
+        let flashMode = LightMode(rawValue: settings.flashMode.rawValue) ?? .off
+        let dimensions = connection.inputPorts.first?.formatDescription?.dimensions ?? CMVideoDimensions()
+        let resolved = AVCaptureResolvedPhotoSettings(
+            uniqueID: settings.uniqueID, photoDimensions: dimensions,
+            isFlashEnabled: StillCaptureEngine.firesFlash(flashMode, device: device))
+        let location = (settings.metadata[kCGImagePropertyGPSDictionary] as? [String: Any])
+            .flatMap(StillImageMetadata.location(fromGPS:))
+        let weakDelegate = WeakPhotoDelegate(delegate)
+        engine.queue.async { weakDelegate.object?.photoOutput(self, willBeginCaptureFor: resolved) }
+        let request = StillRequest(
+            encoding: encoding, flashMode: flashMode, location: location, connection: connection,
+            willCapture: { [weak self] in
+                guard let self else { return }
+                weakDelegate.object?.photoOutput(self, willCapturePhotoFor: resolved)
+            },
+            didCapture: { [weak self] in
+                guard let self else { return }
+                weakDelegate.object?.photoOutput(self, didCapturePhotoFor: resolved)
+            },
+            finish: { [weak self] result in
+                guard let self, let delegate = weakDelegate.object else { return }
+                switch result {
+                case .success(let still):
+                    delegate.photoOutput(
+                        self, didFinishProcessingPhoto: AVCapturePhoto(still: still, resolvedSettings: resolved), error: nil)
+                    delegate.photoOutput(self, didFinishCaptureFor: resolved, error: nil)
+                case .failure(let error):
+                    delegate.photoOutput(self, didFinishProcessingPhoto: AVCapturePhoto(failedWith: resolved), error: error)
+                    delegate.photoOutput(self, didFinishCaptureFor: resolved, error: error)
+                }
+            })
+        engine.capture(request, session: session)
+    }
+
+    /// The encoding `settings` ask for; traps when it is not available.
+    private func checkedEncoding(of settings: AVCapturePhotoSettings) -> StillRequest.Encoding {
+        if let pixelFormat = settings.pixelFormat {
+            precondition(
+                availablePhotoPixelFormatTypes.contains(pixelFormat),
+                "AVCapturePhotoOutput: pixel format \(pixelFormat) is not one of availablePhotoPixelFormatTypes"
+                    + " (Apple raises NSInvalidArgumentException)")
+            return .uncompressed(pixelFormat)
+        }
+        let codec = settings.codec
+        precondition(
+            codec.map(availablePhotoCodecTypes.contains) ?? false,
+            "AVCapturePhotoOutput: codec \(codec?.rawValue ?? "none") is not one of availablePhotoCodecTypes (Apple"
+                + " raises NSInvalidArgumentException)")
+        let quality = AVCaptureStillImageOutput.quality(in: settings.format ?? [:], name: "AVCapturePhotoOutput")
+        return codec == .hevc ? .heic(quality: quality) : .jpeg(quality: quality)
+    }
+
+    // MARK: Graph hooks
+
+    override package func accepts(_ mediaType: AVMediaType) -> Bool { mediaType == .video }
+
+    override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+        engine.receive(sampleBuffer, from: connection)
+    }
+
+    override package func sessionWillStopRunning() {
+        engine.failAll(AVError(.sessionNotRunning, "the session stopped before the photo was taken"))
+    }
+
+    override package func inputDidFail(_ error: AVError, connection: AVCaptureConnection) {
+        engine.failAll(error)
+    }
+}
+
+/// The delegate, held weakly as Apple's photo output holds it.
+private struct WeakPhotoDelegate: @unchecked Sendable {
+    weak var object: (any AVCapturePhotoCaptureDelegate)?
+    init(_ object: any AVCapturePhotoCaptureDelegate) { self.object = object }
+}

@@ -1,0 +1,345 @@
+import CaptureDrivers
+import Foundation
+import MediaCodecs
+import Synchronization
+
+/// What one still capture asks for, after the public output has checked it.
+///
+/// `@unchecked Sendable`: the closures are called only on the engine's queue, the connection is thread safe.
+struct StillRequest: @unchecked Sendable {
+    enum Encoding: Sendable {
+        /// A JPEG file, quality 0...1.
+        case jpeg(quality: Double)
+        /// A HEIC file, quality 0...1.
+        case heic(quality: Double)
+        /// The pixels, in this pixel format.
+        case uncompressed(OSType)
+    }
+
+    var encoding: Encoding
+    var flashMode: LightMode
+    var location: StillImageMetadata.Location?
+    var connection: AVCaptureConnection
+    /// The frame is about to be exposed (Apple's `willCapturePhoto`): on the engine's queue.
+    var willCapture: () -> Void = {}
+    /// The frame has been taken (Apple's `didCapturePhoto`): on the engine's queue.
+    var didCapture: () -> Void = {}
+    /// The still, or why there is none: on the engine's queue.
+    var finish: (Result<StillImage, AVError>) -> Void
+}
+
+/// A finished still: the file (JPEG or HEIC) or the pixels, wrapped in a sample buffer with the frame's time and
+/// ImageIO's properties attached.
+///
+/// `@unchecked Sendable`: immutable after creation; the buffers are thread safe classes.
+struct StillImage: @unchecked Sendable {
+    let sampleBuffer: CMSampleBuffer
+    let fileData: Data?
+    let pixelBuffer: CVPixelBuffer?
+    let properties: [String: Any]
+    let metadata: StillImageMetadata
+    let timestamp: CMTime
+}
+
+/// The machinery both still outputs share: picks the frame a capture is for out of the output's connection
+/// (the next frame, or the one the flash lit), and encodes it with its EXIF on a serial queue of its own.
+///
+/// The frame is the stream's own: the session keeps streaming and a recording keeps every frame; the still only
+/// holds one device buffer while it is encoded. Stills are never taken by pausing, reconfiguring or copying on the
+/// capture thread: `receive` only notes the frame and queues the work.
+///
+/// Flash: `.on` with a flash, or `.auto` in a scene the device calls dark (`isFlashScene`), asks the device to fire
+/// for its next frame (`ControlRequest.fireFlash`). The device names that frame's time, on its capture thread,
+/// right after delivering it; until then `receive` keeps the latest frame of the connection, which is the lit one
+/// when the name arrives.
+///
+/// Threading: thread safe. Requests are guarded by a mutex; the encoders and converters are used only on `queue`.
+final class StillCaptureEngine: @unchecked Sendable {
+    private struct Waiting {
+        let id: Int
+        let request: StillRequest
+        /// True until the device says which frame the flash lit.
+        var awaitsFlash: Bool
+        var firesFlash: Bool
+        /// The latest frame of the connection, while the flash frame is awaited.
+        var candidate: CMSampleBuffer?
+    }
+
+    private struct State {
+        var waiting: [Waiting] = []
+        var nextID = 0
+    }
+
+    private let state = Mutex(State())
+    /// Whether anything waits for a frame: the capture thread's check on every frame, without the mutex.
+    private let isWaiting = Atomic<Bool>(false)
+    let queue: DispatchQueue
+    /// Used on `queue` only.
+    private let work = UncheckedSendable(Work())
+
+    /// The encoders and converters, made on first use and kept.
+    private final class Work {
+        var jpeg: JPEGEncoder?
+        var converters = FrameConverterCache()
+    }
+
+    init(label: String) {
+        queue = DispatchQueue(label: label)
+    }
+
+    /// Whether a capture is under way (asked for and not yet finished).
+    var isBusy: Bool { inFlight.load(ordering: .acquiring) > 0 }
+    private let inFlight = Atomic<Int>(0)
+
+    // MARK: Asking
+
+    /// Starts a capture: fails at once (on the queue) when the session is not running; otherwise waits for the
+    /// right frame of `request.connection`.
+    func capture(_ request: StillRequest, session: AVCaptureSession?) {
+        inFlight.add(1, ordering: .releasing)
+        guard let session, session.isRunning, !session.isInterrupted else {
+            let error =
+                session?.isInterrupted == true
+                ? AVError(.sessionWasInterrupted, "the session is interrupted; no still can be taken")
+                : AVError(.sessionNotRunning, "the session is not running; call startRunning() before taking a still")
+            queue.async { self.complete(request, .failure(error)) }
+            return
+        }
+        let device = (request.connection.inputPorts.first?.input as? AVCaptureDeviceInput)?.device
+        let firesFlash = Self.firesFlash(request.flashMode, device: device)
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            state.waiting.append(
+                Waiting(id: state.nextID, request: request, awaitsFlash: firesFlash, firesFlash: firesFlash))
+            return state.nextID
+        }
+        isWaiting.store(true, ordering: .releasing)
+        queue.async { request.willCapture() }
+        if firesFlash, let device {
+            device.apply(.fireFlash) { [weak self] time in self?.flashLit(id, at: time) }
+        }
+    }
+
+    /// Whether the flash fires for a still in `mode`: `.on` with a flash, `.auto` when the device says the scene
+    /// needs it.
+    static func firesFlash(_ mode: LightMode, device: AVCaptureDevice?) -> Bool {
+        guard let device, device.hasFlash, device.isConnected else { return false }
+        switch mode {
+        case .off: return false
+        case .on: return true
+        case .auto: return device.controlState.isFlashScene
+        }
+    }
+
+    // MARK: The capture thread's side
+
+    /// A frame of one of the output's connections. Must not block: notes the frame and queues the work.
+    func receive(_ sample: CMSampleBuffer, from connection: AVCaptureConnection) {
+        guard isWaiting.load(ordering: .acquiring), sample.imageBuffer != nil else { return }
+        let taken = state.withLock { state -> [Waiting] in
+            var taken: [Waiting] = []
+            state.waiting.removeAll { waiting in
+                guard waiting.request.connection === connection else { return false }
+                if waiting.awaitsFlash { return false }
+                taken.append(waiting)
+                return true
+            }
+            for index in state.waiting.indices where state.waiting[index].request.connection === connection {
+                state.waiting[index].candidate = sample
+            }
+            if state.waiting.isEmpty { isWaiting.store(false, ordering: .releasing) }
+            return taken
+        }
+        for waiting in taken { process(waiting, frame: sample) }
+    }
+
+    /// The device names the frame its flash lit: right after delivering it, on its capture thread.
+    private func flashLit(_ id: Int, at time: CMTime) {
+        let found = state.withLock { state -> Waiting? in
+            guard let index = state.waiting.firstIndex(where: { $0.id == id }) else { return nil }
+            if time.isValid, state.waiting[index].candidate?.presentationTimeStamp != time {
+                // The lit frame has not reached this output (its connection was off): take the next frame unlit.
+                state.waiting[index].awaitsFlash = false
+                state.waiting[index].firesFlash = false
+                return nil
+            }
+            let waiting = state.waiting.remove(at: index)
+            if state.waiting.isEmpty { isWaiting.store(false, ordering: .releasing) }
+            return waiting
+        }
+        guard let found else { return }
+        if let frame = found.candidate, time.isValid {
+            process(found, frame: frame)
+        } else {
+            queue.async {
+                self.complete(found.request, .failure(AVError(.sessionNotRunning, "the camera stopped before the still was taken")))
+            }
+        }
+    }
+
+    /// The session stopped or the device failed: every waiting capture ends with `error`.
+    func failAll(_ error: AVError) {
+        let failed = state.withLock { state in
+            defer { state.waiting.removeAll() }
+            return state.waiting
+        }
+        isWaiting.store(false, ordering: .releasing)
+        for waiting in failed { queue.async { self.complete(waiting.request, .failure(error)) } }
+    }
+
+    // MARK: The queue's side
+
+    private func process(_ waiting: Waiting, frame: CMSampleBuffer) {
+        let request = waiting.request
+        let device = (request.connection.inputPorts.first?.input as? AVCaptureDeviceInput)?.device
+        // Read now, on the capture thread: the exposure the frame was taken with.
+        let controls = device?.controlState
+        let settings = request.connection.currentSettings
+        let flash = Self.flashRecord(request.flashMode, fired: waiting.firesFlash, device: device)
+        let taken = UncheckedSendable(frame)
+        queue.async {
+            request.didCapture()
+            let result = Result { () throws(AVError) -> StillImage in
+                try self.encode(
+                    taken.value, request: request, device: device, controls: controls, flash: flash,
+                    orientation: Self.exifOrientation(rotation: Int(settings.rotationAngle), mirrored: settings.isVideoMirrored))
+            }
+            self.complete(request, result)
+        }
+    }
+
+    private func complete(_ request: StillRequest, _ result: Result<StillImage, AVError>) {
+        request.finish(result)
+        inFlight.subtract(1, ordering: .releasing)
+    }
+
+    private func encode(
+        _ frame: CMSampleBuffer, request: StillRequest, device: AVCaptureDevice?, controls: CameraControlState?,
+        flash: StillImageMetadata.Flash, orientation: Int
+    ) throws(AVError) -> StillImage {
+        guard let image = frame.imageBuffer else { throw AVError(.unknown, "the frame has no pixels") }
+        let width = CVPixelBufferGetWidth(image)
+        let height = CVPixelBufferGetHeight(image)
+        let metadata = StillImageMetadata(
+            make: device?.manufacturer ?? "OpenAVCapture", model: device?.localizedName ?? "Camera",
+            software: "OpenAVCapture", dateTimeOriginal: Date(), exposureTime: controls?.exposureDuration ?? 0,
+            iso: Int((controls?.iso ?? 0).rounded()), flash: flash, orientation: orientation, pixelWidth: width,
+            pixelHeight: height, location: request.location)
+        let properties = metadata.imageProperties
+        let timing = CMSampleTimingInfo(
+            duration: frame.duration, presentationTimeStamp: frame.presentationTimeStamp, decodeTimeStamp: .invalid)
+        let sample: CMSampleBuffer
+        var fileData: Data?
+        var pixels: CVPixelBuffer?
+        do {
+            switch request.encoding {
+            case .jpeg(let quality), .heic(let quality):
+                let nv12 = try nativeForEncoding(image)
+                let exif = try ExifWriter.app1Payload(for: metadata)
+                let isJPEG = if case .jpeg = request.encoding { true } else { false }
+                let data: Data
+                if isJPEG {
+                    if work.value.jpeg == nil { work.value.jpeg = try JPEGEncoder() }
+                    data = try work.value.jpeg!.encode(nv12, quality: quality, matrix: .itu709, exif: exif)
+                } else {
+                    data = try HEICEncoder.encode(nv12, quality: quality, orientation: orientation, exif: exif)
+                }
+                let description = try? CMFormatDescription(
+                    videoCodecType: .init(rawValue: isJPEG ? kCMVideoCodecType_JPEG : kCMVideoCodecType_HEVC),
+                    width: width, height: height)
+                sample = try makeSample(CMBlockBuffer(copying: data), description, timing, size: data.count)
+                fileData = data
+            case .uncompressed(let pixelFormat):
+                let converted = try convert(image, to: pixelFormat)
+                let description = try CMFormatDescription(imageBuffer: converted)
+                sample = try CMSampleBuffer(imageBuffer: converted, formatDescription: description, sampleTiming: timing)
+                pixels = converted
+            }
+        } catch let error as AVError {
+            throw error
+        } catch {
+            throw AVError(.unknown, "encoding the still failed: \(error)")
+        }
+        for (key, value) in properties {
+            CMSetAttachment(sample, key: key, value: value, attachmentMode: kCMAttachmentMode_ShouldPropagate)
+        }
+        return StillImage(
+            sampleBuffer: sample, fileData: fileData, pixelBuffer: pixels, properties: properties, metadata: metadata,
+            timestamp: frame.presentationTimeStamp)
+    }
+
+    private func makeSample(
+        _ block: CMBlockBuffer, _ description: CMFormatDescription?, _ timing: CMSampleTimingInfo, size: Int
+    ) throws -> CMSampleBuffer {
+        try CMSampleBuffer(
+            dataBuffer: block, formatDescription: description, numSamples: 1, sampleTimings: [timing],
+            sampleSizes: [size])
+    }
+
+    /// The frame as the encoders take it: NV12 as is, anything else converted to video-range NV12.
+    private func nativeForEncoding(_ image: CVPixelBuffer) throws(AVError) -> CVPixelBuffer {
+        let format = CVPixelBufferGetPixelFormatType(image)
+        if format == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange || format == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange {
+            return image
+        }
+        return try convert(image, to: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange)
+    }
+
+    /// The frame in `pixelFormat`, in a buffer of its own (never the device's, which goes back to its pool).
+    private func convert(_ image: CVPixelBuffer, to pixelFormat: OSType) throws(AVError) -> CVPixelBuffer {
+        let target = VideoOutputPipeline.Target(
+            pixelFormat: pixelFormat, width: CVPixelBufferGetWidth(image), height: CVPixelBufferGetHeight(image))
+        guard let converted = work.value.converters.convert(image, to: target) else {
+            throw AVError(.unknown, "converting the still to \(pixelFormat) failed")
+        }
+        return try Self.detachedCopy(converted)
+    }
+
+    /// A copy in a buffer of its own: a still may be kept for as long as its owner likes.
+    private static func detachedCopy(_ image: CVPixelBuffer) throws(AVError) -> CVPixelBuffer {
+        var copy: CVPixelBuffer?
+        let width = CVPixelBufferGetWidth(image)
+        let height = CVPixelBufferGetHeight(image)
+        guard CVPixelBufferCreate(nil, width, height, CVPixelBufferGetPixelFormatType(image), nil, &copy) == kCVReturnSuccess,
+            let copy
+        else { throw AVError(.outOfMemory, "no memory for a \(width)x\(height) still") }
+        image.withLockedPlanes(.readOnly) { from in
+            copy.withLockedPlanes { to in
+                for plane in 0..<from.count {
+                    let rowBytes = min(from[plane].bytesPerRow, to[plane].bytesPerRow)
+                    for row in 0..<from[plane].height {
+                        to[plane].row(row).baseAddress!.copyMemory(from: from[plane].row(row).baseAddress!, byteCount: rowBytes)
+                    }
+                }
+            }
+        }
+        return copy
+    }
+
+    // MARK: Metadata
+
+    /// EXIF's Flash record for a still.
+    static func flashRecord(_ mode: LightMode, fired: Bool, device: AVCaptureDevice?) -> StillImageMetadata.Flash {
+        guard device?.hasFlash ?? false else { return .noFlashFunction }
+        switch mode {
+        case .off: return .off
+        case .on: return .on(fired: fired)
+        case .auto: return .auto(fired: fired)
+        }
+    }
+
+    /// EXIF's orientation for pixels that the connection would rotate by `rotation` degrees clockwise and then
+    /// mirror: what a viewer must do to the stored (unrotated) pixels to show them as the connection would.
+    static func exifOrientation(rotation: Int, mirrored: Bool) -> Int {
+        switch (rotation, mirrored) {
+        case (90, false): 6
+        case (180, false): 3
+        case (270, false): 8
+        case (0, true): 2
+        case (90, true): 5
+        case (180, true): 4
+        case (270, true): 7
+        default: 1
+        }
+    }
+}
