@@ -135,6 +135,7 @@ package final class AudioEncoder {
     package init(
         _ configuration: Configuration, discontinuityTolerance: CMTime = CMTime(value: 2, timescale: 1000)
     ) throws(MediaCodecsError) {
+        FFmpegLogging.configured
         let operation = "creating a \(configuration.codec) encoder for \(configuration.sampleRate) Hz"
         guard (1...768_000).contains(configuration.sampleRate), (1...8).contains(configuration.channelCount),
             let name = configuration.codec.encoderName, let codec = avcodec_find_encoder_by_name(name)

@@ -97,6 +97,7 @@ package final class Demuxer {
     /// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/ffmpeg`` when it cannot be opened or read,
     ///   ``MediaCodecsError/Kind/allocationFailed``.
     package init(path: String) throws(MediaCodecsError) {
+        FFmpegLogging.configured
         self.path = path
         let operation = "opening \(path)"
         var opened: UnsafeMutablePointer<AVFormatContext>? = nil

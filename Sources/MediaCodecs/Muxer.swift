@@ -208,6 +208,7 @@ package final class Muxer {
     ///   when it cannot be created, ``MediaCodecsError/Kind/unsupportedConfiguration`` for a fragment interval
     ///   that is not a positive time.
     package init(path: String, fileType: FileType, options: Options = Options()) throws(MediaCodecsError) {
+        FFmpegLogging.configured
         let operation = "creating \(path) as \(fileType.rawValue)"
         self.path = path
         self.fileType = fileType

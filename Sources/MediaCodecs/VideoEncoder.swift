@@ -221,6 +221,7 @@ package final class VideoEncoder {
     ///   the encoder, the size or rates are out of range or the pixel format cannot be converted;
     ///   ``MediaCodecsError/Kind/allocationFailed``; ``MediaCodecsError/Kind/ffmpeg`` when `avcodec_open2` refuses.
     package init(_ configuration: Configuration) throws(MediaCodecsError) {
+        FFmpegLogging.configured
         let operation = "creating a \(configuration.codec) encoder for \(configuration.width)x\(configuration.height)"
         let config = configuration
         guard (16...8192).contains(config.width), (16...8192).contains(config.height),

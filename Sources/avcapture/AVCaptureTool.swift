@@ -8,21 +8,14 @@ struct AVCaptureTool: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "avcapture",
         abstract: "Capture video, audio and stills from cameras and microphones.",
-        subcommands: [DevicesCommand.self])
-}
+        discussion: """
+            DEVICE is an index from 'avcapture devices', a uniqueID, 'virtual' (the built-in virtual camera or \
+            microphone), or a case-insensitive part of the name. OPENAV_DEVICES=all|real|virtual chooses which \
+            devices exist.
 
-/// `avcapture devices`: every camera and microphone OpenAVCapture sees.
-struct DevicesCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "devices", abstract: "List cameras and microphones.")
-
-    func run() throws {
-        let defaultVideo = AVCaptureDevice.default(for: .video)?.uniqueID
-        let defaultAudio = AVCaptureDevice.default(for: .audio)?.uniqueID
-        for device in AVCaptureDevice.DiscoverySession(
-            deviceTypes: [.builtInWideAngleCamera, .external, .microphone], mediaType: nil, position: .unspecified
-        ).devices {
-            let isDefault = device.uniqueID == defaultVideo || device.uniqueID == defaultAudio
-            print("\(isDefault ? "*" : " ") \(device.localizedName)  [\(device.uniqueID)]")
-        }
-    }
+            \(ExitStatus.helpText)
+            """,
+        subcommands: [
+            DevicesCommand.self, FormatsCommand.self, RecordCommand.self, AudioCommand.self, ProbeCommand.self,
+        ])
 }

@@ -1,3 +1,4 @@
+import CaptureDrivers
 import Foundation
 import Synchronization
 
@@ -133,8 +134,8 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     /// once it has ended.
     public var recordedDuration: CMTime { fileState.withLock { $0.recordedDuration } }
 
-    /// The size of the file being recorded so far, in bytes (what is on disk; the writer holds up to a few
-    /// hundred kilobytes more until the next fragment).
+    /// The size of the file being recorded so far, in bytes: the larger of what is on disk and the encoded media
+    /// written (the muxer holds a fragment's media in memory until it writes the fragment).
     public var recordedFileSize: Int64 { fileState.withLock { $0.recordedFileSize } }
 
     /// Whether a recording was requested and has not ended (stopped, or ended by a limit or a fault).
@@ -175,6 +176,18 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         submit(.resume)
     }
 
+    // MARK: Statistics (ours)
+
+    /// What the recording under way (or the last one) has taken in and lost so far. Not in Apple's API: ours, so a
+    /// recorder can say why frames are missing.
+    public var recordingStatistics: AVCaptureRecordingStatistics { statistics.withLock { $0 } }
+
+    private let statistics = Mutex(AVCaptureRecordingStatistics())
+
+    private func countDrop(_ reason: String) {
+        statistics.withLock { $0.droppedVideoFrames[reason, default: 0] += 1 }
+    }
+
     // MARK: What each file output decides (overridden)
 
     /// The container a recording to `url` is written as.
@@ -212,6 +225,7 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
                 maxDuration: state.maxRecordedDuration, maxFileSize: state.maxRecordedFileSize,
                 minFreeDiskSpace: state.minFreeDiskSpaceLimit)
         }
+        if !isActive.load(ordering: .sequentiallyConsistent) { statistics.withLock { $0 = AVCaptureRecordingStatistics() } }
         isActive.store(true, ordering: .sequentiallyConsistent)
         submit(
             .start(
@@ -242,12 +256,23 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         if isVideo {
             guard videoInFlight.add(1, ordering: .relaxed).newValue <= 8 else {
                 videoInFlight.subtract(1, ordering: .relaxed)
+                countDrop(DropReason.frameWasLate.rawValue)
                 return
             }
         }
-        if !mailbox.post(.sample(sampleBuffer, connection, isVideo: isVideo)), isVideo {
+        if mailbox.post(.sample(sampleBuffer, connection, isVideo: isVideo)) {
+            statistics.withLock { isVideo ? ($0.videoFramesReceived += 1) : ($0.audioBuffersReceived += 1) }
+        } else if isVideo {
             videoInFlight.subtract(1, ordering: .relaxed)
+            countDrop(DropReason.frameWasLate.rawValue)
         }
+    }
+
+    override package func receiveDrop(
+        presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection
+    ) {
+        guard isActive.load(ordering: .relaxed), Self.isVideo(connection) else { return }
+        countDrop(reason.rawValue)
     }
 
     override package func sessionDidStopRunning() { submit(.sessionStopped) }
@@ -259,4 +284,23 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     static func isVideo(_ connection: AVCaptureConnection) -> Bool {
         connection.inputPorts.contains { $0.mediaType == .video }
     }
+}
+
+/// What a file output's recording took in and lost (ours; see ``AVCaptureFileOutput/recordingStatistics``).
+///
+/// Counts start at zero with the first recording after the output was idle and go on across file switches.
+/// Value type; `Sendable`.
+public struct AVCaptureRecordingStatistics: Sendable, Hashable {
+    /// Video frames handed to the recording (before the recording's own limits and pauses).
+    public var videoFramesReceived = 0
+    /// Audio buffers handed to the recording.
+    public var audioBuffersReceived = 0
+    /// Video frames that never reached the recording, by `kCMSampleBufferDroppedFrameReason_…` value:
+    /// `FrameWasLate` (the encoder was behind), `OutOfBuffers` and `Discontinuity` (the device's).
+    public var droppedVideoFrames: [String: Int] = [:]
+
+    public init() {}
+
+    /// Every dropped video frame, whatever the reason.
+    public var totalDroppedVideoFrames: Int { droppedVideoFrames.values.reduce(0, +) }
 }

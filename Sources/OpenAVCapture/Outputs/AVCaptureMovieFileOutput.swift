@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 
-/// Records a session's video and audio into a QuickTime movie (`.mov`): H.264 video (or another of
+/// Records a session's video and audio into a QuickTime movie (`.mov`; an MPEG-4 file when the URL ends in `.mp4`
+/// or `.m4v`, which is ours): H.264 video (or another of
 /// ``availableVideoCodecTypes``) and AAC audio, through an ``AVAssetWriter``.
 ///
 /// A recording starts at the first video frame after ``startRecording(to:recordingDelegate:)`` (at the first
@@ -144,6 +145,15 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
     }
 
     // MARK: What the recording machinery asks
+
+    /// QuickTime, or MPEG-4 when the URL ends in `.mp4` or `.m4v` (ours: Apple's output always writes QuickTime).
+    override func recordingFileType(for url: URL) -> AVFileType {
+        switch url.pathExtension.lowercased() {
+        case "mp4": .mp4
+        case "m4v": .m4v
+        default: .mov
+        }
+    }
 
     override func recordingSettings(for connection: AVCaptureConnection, fileType: AVFileType) -> [String: Any] {
         outputSettings(for: connection)

@@ -277,7 +277,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
             callback(recording) { $0.fileOutput($1, didStartRecordingTo: $2, from: $3) }
         }
         guard recording === current else { return }
-        let size = Self.fileSize(recording.request.url)
+        // The muxer writes a fragment at a time; between fragments the encoded bytes are the better measure.
+        let size = max(Self.fileSize(recording.request.url), recording.writer?.encodedBytes.value ?? 0)
         let duration = recording.recordedDuration
         let generation = recording.request.generation
         output?.fileState.withLock { state in

@@ -76,6 +76,8 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
     private let state = Mutex<State>(State())
     /// The encoders and muxer; touched only on ``queue``.
     private let pipeline: QueueBound<WriterPipeline?>
+    /// Encoded bytes written so far (file outputs report them as the recorded size between fragments).
+    let encodedBytes = EncodedByteCounter()
 
     private struct State {
         var status: Status = .unknown
@@ -269,7 +271,8 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
         let fileType = muxerFileType
         let failure: MediaCodecsError? = queue.sync {
             do throws(MediaCodecsError) {
-                pipeline.value = try WriterPipeline(path: path, fileType: fileType, options: options, tracks: tracks)
+                pipeline.value = try WriterPipeline(
+                    path: path, fileType: fileType, options: options, tracks: tracks, encodedBytes: encodedBytes)
                 return nil
             } catch {
                 return error

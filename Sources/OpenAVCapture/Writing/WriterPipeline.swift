@@ -1,6 +1,7 @@
 // The encoders and the muxer of one AVAssetWriter, owned by the writer's serial queue.
 
 import Foundation
+import Synchronization
 import MediaCodecs
 import OpenCoreMedia
 import OpenCoreVideo
@@ -31,12 +32,15 @@ final class WriterPipeline {
     var sessionEnd: CMTime?
     /// Set after the first error: later work is skipped.
     var hasFailed = false
+    /// Counts the encoded bytes handed to the muxer; the writer reads it from any thread.
+    let encodedBytes: EncodedByteCounter
 
     /// Makes every encoder and the muxer with its streams; claims the file (created exclusively).
     init(
         path: String, fileType: Muxer.FileType, options: Muxer.Options,
-        tracks settings: [(WriterTrackSettings, OSType, Muxer.TrackTransform)]
+        tracks settings: [(WriterTrackSettings, OSType, Muxer.TrackTransform)], encodedBytes: EncodedByteCounter
     ) throws(MediaCodecsError) {
+        self.encodedBytes = encodedBytes
         var encoders: [(VideoEncoder?, AudioEncoder?)] = []
         for (setting, pixelFormat, _) in settings {
             switch setting {
@@ -126,10 +130,22 @@ final class WriterPipeline {
 
     private func drain(_ track: Track) throws(MediaCodecsError) {
         if let video = track.video {
-            while case .packet(let packet) = try video.receivePacket() { try muxer.write(packet, stream: track.stream) }
+            while case .packet(let packet) = try video.receivePacket() { try write(packet, stream: track.stream) }
         }
         if let audio = track.audio {
-            while case .packet(let packet) = try audio.receivePacket() { try muxer.write(packet, stream: track.stream) }
+            while case .packet(let packet) = try audio.receivePacket() { try write(packet, stream: track.stream) }
         }
     }
+
+    private func write(_ packet: EncodedPacket, stream: Int) throws(MediaCodecsError) {
+        try muxer.write(packet, stream: stream)
+        encodedBytes.count.add(Int64(packet.data.dataLength), ordering: .relaxed)
+    }
+}
+
+/// Bytes of encoded media a writer has handed to its muxer: what a recording holds before the muxer flushes it to
+/// disk at the next fragment. Thread safe (an atomic).
+final class EncodedByteCounter: Sendable {
+    let count = Atomic<Int64>(0)
+    var value: Int64 { count.load(ordering: .relaxed) }
 }

@@ -1,0 +1,146 @@
+import Foundation
+import OpenAVCapture
+
+/// A session put together from command-line choices: devices, a preset or an exact format, and outputs.
+struct CaptureSetup {
+    /// How the camera's format is chosen.
+    enum FormatChoice {
+        case preset(AVCaptureSession.Preset)
+        /// An exact size and frame rate: the device's format of that size whose rates include it.
+        case exact(width: Int32, height: Int32, framesPerSecond: Double)
+    }
+
+    let session = AVCaptureSession()
+    let video: AVCaptureDevice?
+    let audio: AVCaptureDevice?
+
+    /// Adds `video` and `audio` (either may be nil) and `outputs`, configured as `format` says. Throws one-line
+    /// failures: a busy or forbidden device (69), a format the camera cannot do (64).
+    init(video: AVCaptureDevice?, audio: AVCaptureDevice?, format: FormatChoice?, outputs: [AVCaptureOutput]) throws {
+        self.video = video
+        self.audio = audio
+        session.beginConfiguration()
+        defer { session.commitConfiguration() }
+        for device in [video, audio].compactMap({ $0 }) {
+            if device.isInUseByAnotherApplication {
+                throw ToolFailure(
+                    .unavailable, "\(device.localizedName) is in use by another application; close it and try again")
+            }
+            let input: AVCaptureDeviceInput
+            do {
+                input = try AVCaptureDeviceInput(device: device)
+            } catch {
+                throw ToolFailure(.unavailable, "cannot open \(device.localizedName): \(Self.describe(error))")
+            }
+            guard session.canAddInput(input) else {
+                throw ToolFailure(.unavailable, "the session cannot take \(device.localizedName)")
+            }
+            session.addInput(input)
+        }
+        switch format {
+        case .preset(let preset)?:
+            guard session.canSetSessionPreset(preset) else {
+                throw ToolFailure(.usage, "the session cannot use preset \(preset.rawValue); see 'avcapture formats'")
+            }
+            session.sessionPreset = preset
+        case .exact(let width, let height, let rate)?:
+            guard let video else { throw ToolFailure(.usage, "--format needs a camera (--video is none)") }
+            try Self.apply(width: width, height: height, framesPerSecond: rate, to: video)
+        case nil:
+            break
+        }
+        for output in outputs {
+            guard session.canAddOutput(output) else {
+                throw ToolFailure(.usage, "the session cannot take a \(type(of: output)) with these devices")
+            }
+            session.addOutput(output)
+        }
+    }
+
+    /// Sets the camera's format and frame duration; the session then keeps them (`.inputPriority`).
+    static func apply(width: Int32, height: Int32, framesPerSecond: Double, to device: AVCaptureDevice) throws {
+        let sized = device.formats.filter {
+            $0.formatDescription.dimensions.width == width && $0.formatDescription.dimensions.height == height
+        }
+        guard
+            let format = sized.first(where: { format in
+                format.videoSupportedFrameRateRanges.contains {
+                    framesPerSecond >= $0.minFrameRate - 1e-6 && framesPerSecond <= $0.maxFrameRate + 1e-6
+                }
+            })
+        else {
+            let sizes = Set(device.formats.map { "\($0.formatDescription.dimensions.width)x\($0.formatDescription.dimensions.height)" })
+            let detail =
+                sized.isEmpty
+                ? "sizes: \(sizes.sorted().joined(separator: ", "))"
+                : "rates at that size: "
+                    + sized.flatMap(\.videoSupportedFrameRateRanges).map { "\($0.minFrameRate)-\($0.maxFrameRate)" }
+                    .joined(separator: ", ")
+            throw ToolFailure(
+                .usage, "\(device.localizedName) cannot stream \(width)x\(height)@\(framesPerSecond); \(detail)")
+        }
+        do {
+            try device.lockForConfiguration()
+        } catch {
+            throw ToolFailure(.unavailable, "cannot configure \(device.localizedName): \(describe(error))")
+        }
+        defer { device.unlockForConfiguration() }
+        device.activeFormat = format
+        let duration = CMTime(seconds: 1 / framesPerSecond, preferredTimescale: 600_000)
+        device.activeVideoMinFrameDuration = duration
+        device.activeVideoMaxFrameDuration = duration
+    }
+
+    /// Starts the session; a device that fails to stream is a one-line failure (69).
+    func start() throws {
+        let failure = RuntimeErrorWatcher(session: session)
+        session.startRunning()
+        if let error = failure.error ?? (session.isRunning ? nil : failure.waitBriefly()) {
+            session.stopRunning()
+            throw ToolFailure(.unavailable, "capture did not start: \(Self.describe(error))")
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        let info = (error as NSError).userInfo
+        let description = info[NSLocalizedDescriptionKey] as? String ?? "\(error)"
+        if let suggestion = info[NSLocalizedRecoverySuggestionErrorKey] as? String { return description + " " + suggestion }
+        return description
+    }
+
+    /// "Virtual Back Camera 1920x1080 @ 30 fps" for status lines.
+    var videoSummary: String? {
+        guard let video else { return nil }
+        let dimensions = video.activeFormat.formatDescription.dimensions
+        let rate = 1 / video.activeVideoMinFrameDuration.seconds
+        return "\(video.localizedName) \(dimensions.width)x\(dimensions.height) @ \(FormatsCommand.number(rate.rounded())) fps"
+    }
+}
+
+/// Catches the session's runtime error (a device that failed to start or failed later).
+final class RuntimeErrorWatcher: @unchecked Sendable {
+    private let lock = NSLock()
+    private var caught: (any Error)?
+    private let arrived = DispatchSemaphore(value: 0)
+    private var token: (any NSObjectProtocol)?
+
+    init(session: AVCaptureSession) {
+        token = NotificationCenter.default.addObserver(
+            forName: .AVCaptureSessionRuntimeError, object: session, queue: nil
+        ) { [weak self] note in
+            guard let self else { return }
+            lock.withLock { caught = note.userInfo?[AVCaptureSessionErrorKey] as? any Error }
+            arrived.signal()
+        }
+    }
+
+    deinit { token.map(NotificationCenter.default.removeObserver) }
+
+    var error: (any Error)? { lock.withLock { caught } }
+
+    /// The error if one comes within a second (a session that is not running after startRunning has one coming).
+    func waitBriefly() -> (any Error)? {
+        _ = arrived.wait(timeout: .now() + 1)
+        return error ?? AVError(.unknown, userInfo: [NSLocalizedDescriptionKey: "the session is not running"])
+    }
+}

@@ -1,0 +1,64 @@
+import OpenAVCapture
+
+/// Finds the device a command line names: an index from `avcapture devices`, a uniqueID, `virtual`, or a
+/// case-insensitive fragment of the name; `none` for no device of that kind.
+struct DeviceSelector {
+    /// Every device, cameras first, in the order `avcapture devices` numbers them.
+    static var allDevices: [AVCaptureDevice] {
+        AVCaptureDevice.DiscoverySession(
+            deviceTypes: [.builtInWideAngleCamera, .external, .microphone], mediaType: nil, position: .unspecified
+        ).devices.sorted { rank($0) < rank($1) }
+    }
+
+    private static func rank(_ device: AVCaptureDevice) -> Int { device.hasMediaType(.video) ? 0 : 1 }
+
+    /// The device `specification` names for `mediaType`; the default device when it is nil; nil for `none`.
+    static func device(_ specification: String?, for mediaType: AVMediaType) throws -> AVCaptureDevice? {
+        let kind = mediaType == .video ? "camera" : "microphone"
+        guard let specification else {
+            guard let device = AVCaptureDevice.default(for: mediaType) else {
+                throw ToolFailure(.unavailable, "no \(kind) found; \(available(for: mediaType))")
+            }
+            return device
+        }
+        if specification.lowercased() == "none" { return nil }
+        let all = allDevices
+        let candidates = all.filter { $0.hasMediaType(mediaType) }
+        if let index = Int(specification) {
+            guard all.indices.contains(index), all[index].hasMediaType(mediaType) else {
+                throw ToolFailure(.unavailable, "no \(kind) has index \(index); \(available(for: mediaType))")
+            }
+            return all[index]
+        }
+        if let device = candidates.first(where: { $0.uniqueID == specification })
+            ?? AVCaptureDevice(uniqueID: specification).flatMap({ $0.hasMediaType(mediaType) ? $0 : nil })
+        {
+            return device
+        }
+        if specification.lowercased() == "virtual",
+            let device = candidates.first(where: { $0.uniqueID.hasPrefix("virtual:") })
+        {
+            return device
+        }
+        let matches = candidates.filter { $0.localizedName.lowercased().contains(specification.lowercased()) }
+        switch matches.count {
+        case 1: return matches[0]
+        case 0: throw ToolFailure(.unavailable, "no \(kind) matches '\(specification)'; \(available(for: mediaType))")
+        default:
+            throw ToolFailure(
+                .usage,
+                "'\(specification)' matches \(matches.count) \(kind)s (\(matches.map(\.localizedName).joined(separator: ", "))); "
+                    + "name one by index or uniqueID")
+        }
+    }
+
+    /// "available cameras: 0 Virtual Back Camera [virtual:back-camera], …" for error lines.
+    static func available(for mediaType: AVMediaType) -> String {
+        let all = allDevices
+        let listed = all.indices.filter { all[$0].hasMediaType(mediaType) }.map {
+            "\($0) \(all[$0].localizedName) [\(all[$0].uniqueID)]"
+        }
+        let kind = mediaType == .video ? "cameras" : "microphones"
+        return listed.isEmpty ? "there are no \(kind)" : "available \(kind): " + listed.joined(separator: ", ")
+    }
+}

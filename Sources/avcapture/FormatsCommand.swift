@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+import OpenAVCapture
+
+/// `avcapture formats DEVICE`: the formats a device streams and the controls it has.
+struct FormatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "formats", abstract: "List a device's formats, frame rates and controls.")
+
+    @Argument(help: "An index from 'avcapture devices', a uniqueID, 'virtual', or part of the name.")
+    var device: String
+    @Flag(help: "Print JSON instead of text.") var json = false
+
+    struct FormatEntry: Codable {
+        var index: Int
+        var mediaSubType: String
+        var width: Int?
+        var height: Int?
+        var frameRates: [String]?
+        var sampleRate: Double?
+        var channels: Int?
+        var photoDimensions: String?
+    }
+
+    struct Control: Codable {
+        var name: String
+        var current: String
+        var minimum: String?
+        var maximum: String?
+    }
+
+    struct Report: Codable {
+        var name: String
+        var uniqueID: String
+        var formats: [FormatEntry]
+        var controls: [Control]
+    }
+
+    func run() throws {
+        try reportingFailures {
+            let device = try DeviceSelector.device(device, for: .video)
+                ?? DeviceSelector.device(device, for: .audio)
+            guard let device else { throw ToolFailure(.usage, "name a device; 'none' lists nothing") }
+            let report = Report(
+                name: device.localizedName, uniqueID: device.uniqueID,
+                formats: device.formats.enumerated().map(Self.entry), controls: Self.controls(of: device))
+            if json {
+                print(try JSONOutput.string(report))
+                return
+            }
+            print("\(report.name) [\(report.uniqueID)]")
+            print("Formats:")
+            for format in report.formats {
+                if let width = format.width, let height = format.height {
+                    let rates = format.frameRates?.joined(separator: ", ") ?? ""
+                    let photo = format.photoDimensions.map { ", stills \($0)" } ?? ""
+                    print("  \(format.index)  \(format.mediaSubType) \(width)x\(height) @ \(rates) fps\(photo)")
+                } else {
+                    print("  \(format.index)  \(format.mediaSubType) \(Int(format.sampleRate ?? 0)) Hz, \(format.channels ?? 0) ch")
+                }
+            }
+            if !report.controls.isEmpty {
+                print("Controls:")
+                for control in report.controls {
+                    let range = control.minimum.map { " (\($0) … \(control.maximum ?? "?"))" } ?? ""
+                    print("  \(control.name): \(control.current)\(range)")
+                }
+            }
+        }
+    }
+
+    static func entry(_ index: Int, _ format: AVCaptureDevice.Format) -> FormatEntry {
+        let description = format.formatDescription
+        let subType = fourCharacters(description.mediaSubType.rawValue)
+        if format.mediaType == .audio {
+            let basic = description.audioStreamBasicDescription
+            return FormatEntry(
+                index: index, mediaSubType: subType, sampleRate: basic?.mSampleRate,
+                channels: basic.map { Int($0.mChannelsPerFrame) })
+        }
+        let dimensions = description.dimensions
+        let still = format.highResolutionStillImageDimensions
+        return FormatEntry(
+            index: index, mediaSubType: subType, width: Int(dimensions.width), height: Int(dimensions.height),
+            frameRates: format.videoSupportedFrameRateRanges.map { range in
+                range.minFrameRate == range.maxFrameRate
+                    ? number(range.maxFrameRate) : "\(number(range.minFrameRate))-\(number(range.maxFrameRate))"
+            },
+            photoDimensions: still.width > dimensions.width ? "\(still.width)x\(still.height)" : nil)
+    }
+
+    static func controls(of device: AVCaptureDevice) -> [Control] {
+        guard device.hasMediaType(.video) else { return [] }
+        let format = device.activeFormat
+        var controls: [Control] = []
+        func add(_ name: String, _ current: String, _ minimum: String? = nil, _ maximum: String? = nil) {
+            controls.append(Control(name: name, current: current, minimum: minimum, maximum: maximum))
+        }
+        add("zoom", number(Double(device.videoZoomFactor)), "1", number(Double(format.videoMaxZoomFactor)))
+        if device.isExposureModeSupported(.custom) || format.maxISO > 0 {
+            add("exposure duration (s)", number(device.exposureDuration.seconds),
+                number(format.minExposureDuration.seconds), number(format.maxExposureDuration.seconds))
+            add("ISO", number(Double(device.iso)), number(Double(format.minISO)), number(Double(format.maxISO)))
+        }
+        if device.isFocusModeSupported(.locked) { add("lens position", number(Double(device.lensPosition)), "0", "1") }
+        add("focus mode", "\(device.focusMode)")
+        add("exposure mode", "\(device.exposureMode)")
+        add("white balance mode", "\(device.whiteBalanceMode)")
+        add("torch", device.hasTorch ? "\(device.torchMode)" : "none")
+        add("flash", device.hasFlash ? "available" : "none")
+        return controls
+    }
+
+    static func fourCharacters(_ code: FourCharCode) -> String {
+        String(decoding: [24, 16, 8, 0].map { UInt8((code >> $0) & 0xFF) }, as: UTF8.self)
+    }
+
+    static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e9 ? String(Int(value)) : String(format: "%.4g", value)
+    }
+}

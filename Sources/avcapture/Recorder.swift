@@ -1,0 +1,142 @@
+import Foundation
+import OpenAVCapture
+
+/// Runs one recording on a file output from start to a finalized file: live status, signals, the summary line
+/// and the exit status. Shared by `record` and `audio`.
+final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked Sendable {
+    private let output: AVCaptureFileOutput
+    private let setup: CaptureSetup
+    private let target: OutputTarget
+    private let finished = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var finishError: (any Error)?
+    private var stopSignal: Int32?
+    private var lastStatus: (time: Date, frames: Int) = (Date(), 0)
+
+    init(output: AVCaptureFileOutput, setup: CaptureSetup, target: OutputTarget) {
+        self.output = output
+        self.setup = setup
+        self.target = target
+    }
+
+    /// Records until a limit, a signal or a failure ends it; prints the summary; returns the exit status.
+    func run(startAs fileType: AVFileType? = nil) throws {
+        try setup.start()
+        defer { setup.session.stopRunning() }
+        let signals = SignalWatcher(
+            stop: { [self] number in
+                lock.withLock { stopSignal = number }
+                output.stopRecording()
+            },
+            togglePause: { [output] in
+                if output.isRecordingPaused { output.resumeRecording() } else { output.pauseRecording() }
+            })
+        if let audioOutput = output as? AVCaptureAudioFileOutput, let fileType {
+            audioOutput.startRecording(to: target.captureURL, outputFileType: fileType, recordingDelegate: self)
+        } else {
+            output.startRecording(to: target.captureURL, recordingDelegate: self)
+        }
+        if let summary = setup.videoSummary { Terminal.error("Recording \(summary) to \(target.url.path)") }
+        while finished.wait(timeout: .now() + 0.5) == .timedOut { Terminal.status(statusLine()) }
+        Terminal.endStatus()
+        withExtendedLifetime(signals) {}
+        try conclude()
+    }
+
+    // MARK: Status
+
+    private func statusLine() -> String {
+        let statistics = output.recordingStatistics
+        let now = Date()
+        let elapsed = now.timeIntervalSince(lastStatus.time)
+        let fps = elapsed > 0 ? Double(statistics.videoFramesReceived - lastStatus.frames) / elapsed : 0
+        lastStatus = (now, statistics.videoFramesReceived)
+        var parts = [String(format: "%7.1f s", output.recordedDuration.seconds)]
+        if setup.video != nil { parts.append(String(format: "%5.1f fps", fps)) }
+        let drops = statistics.droppedVideoFrames.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
+        if setup.video != nil { parts.append("dropped " + (drops.isEmpty ? "0" : drops.joined(separator: ", "))) }
+        parts.append(Self.byteCount(output.recordedFileSize))
+        if let channel = output.connection(with: .audio)?.audioChannels.first {
+            parts.append(Self.meter(average: channel.averagePowerLevel, peak: channel.peakHoldLevel))
+        }
+        if output.isRecordingPaused { parts.append("PAUSED") }
+        return parts.joined(separator: "  ")
+    }
+
+    /// "-23.1 dBFS [#########.......|....]": average as a bar, the peak hold as a mark, over −60…0 dBFS.
+    static func meter(average: Float, peak: Float) -> String {
+        let width = 20
+        func position(_ level: Float) -> Int { Int(((max(-60, min(0, level)) + 60) / 60 * Float(width)).rounded()) }
+        var bar = Array(repeating: Character("."), count: width)
+        for index in 0..<position(average) { bar[index] = "#" }
+        let peakIndex = min(width - 1, position(peak))
+        if peak > -60 { bar[peakIndex] = "|" }
+        return String(format: "%6.1f dBFS ", average) + "[" + String(bar) + "]"
+    }
+
+    static func byteCount(_ bytes: Int64) -> String {
+        ByteCountFormatter.string(fromByteCount: bytes, countStyle: .file)
+    }
+
+    // MARK: The end
+
+    private func conclude() throws {
+        let (error, signal) = lock.withLock { (finishError, stopSignal) }
+        let nsError = error as NSError?
+        let finishedFile = error == nil || nsError?.userInfo[AVErrorRecordingSuccessfullyFinishedKey] as? Bool == true
+        guard finishedFile else {
+            target.discard()
+            let code = (error as? AVError)?.code
+            throw ToolFailure(
+                code == .fileAlreadyExists ? .cannotCreate : code == .noDataCaptured ? .unavailable : .ioError,
+                "recording failed: \(CaptureSetup.describe(error!))")
+        }
+        try target.commit()
+        let why: String
+        var status: ExitStatus?
+        switch (error as? AVError)?.code {
+        case nil: why = signal.map { $0 == SIGINT ? "interrupted (Ctrl-C)" : "terminated (SIGTERM)" } ?? "stopped"
+        case .maximumDurationReached?: why = "reached --duration"
+        case .maximumFileSizeReached?: why = "reached --max-size"
+        case .diskFull?:
+            why = "the disk is nearly full (--min-free)"
+            status = .ioError
+        case .deviceWasDisconnected?:
+            why = "the device was disconnected"
+            status = .unavailable
+        default:
+            why = CaptureSetup.describe(error!)
+            status = .ioError
+        }
+        print(FileSummary(url: target.url).line + "; stopped: " + why)
+        let drops = output.recordingStatistics.droppedVideoFrames
+        if !drops.isEmpty {
+            print("dropped frames: " + drops.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))
+        }
+        if let status { throw ToolFailure(status, "the recording ended early: \(why); the file is finalized") }
+    }
+
+    // MARK: AVCaptureFileOutputRecordingDelegate
+
+    func fileOutput(
+        _ output: AVCaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [AVCaptureConnection],
+        error: (any Error)?
+    ) {
+        lock.withLock { finishError = error }
+        finished.signal()
+    }
+}
+
+/// One line about a written file, from what AVURLAsset reads back: "Wrote x.mov: 5.00 s, H.264 1920x1080 30 fps
+/// + AAC 48000 Hz 1 ch, 6.1 MB".
+struct FileSummary {
+    let url: URL
+
+    var line: String {
+        let asset = AVURLAsset(url: url)
+        let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int64) ?? nil
+        let tracks = asset.tracks.map(ProbeCommand.trackSummary).joined(separator: " + ")
+        return String(format: "Wrote %@: %.2f s, ", url.path, asset.duration.seconds) + tracks + ", "
+            + Recorder.byteCount(size ?? 0)
+    }
+}
