@@ -16,6 +16,7 @@ struct AVCaptureTool: ParsableCommand {
             \(ExitStatus.helpText)
             """,
         subcommands: [
-            DevicesCommand.self, FormatsCommand.self, RecordCommand.self, AudioCommand.self, ProbeCommand.self,
+            DevicesCommand.self, FormatsCommand.self, RecordCommand.self, PhotoCommand.self, AudioCommand.self,
+            FramesCommand.self, LevelsCommand.self, ProbeCommand.self,
         ])
 }

@@ -1,0 +1,127 @@
+import ArgumentParser
+import Foundation
+import OpenAVCapture
+
+/// `avcapture frames`: raw frames to standard output, for `| ffplay -` and `| ffmpeg -i - …`.
+struct FramesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "frames",
+        abstract: "Write frames to standard output: y4m (default), or raw bgra or nv12.",
+        discussion: "Raw formats carry no header: tell the reader the size (see 'avcapture formats'), e.g. "
+            + "ffmpeg -f rawvideo -pix_fmt nv12 -s 1280x720 -r 30 -i -.")
+
+    @Option(help: "Camera: an index, uniqueID, 'virtual' or part of its name.") var video: String?
+    @Option(help: "y4m, bgra or nv12.") var format: String = "y4m"
+    @Option(help: "Stop after this many frames (default: until interrupted).") var count: Int?
+    @Option(help: "Session preset, e.g. 640x480 (default: high).") var preset: String = "high"
+
+    static let pixelFormats: [String: OSType] = [
+        "y4m": kCVPixelFormatType_420YpCbCr8Planar, "bgra": kCVPixelFormatType_32BGRA,
+        "nv12": kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange,
+    ]
+
+    func validate() throws {
+        guard Self.pixelFormats[format.lowercased()] != nil else {
+            throw ValidationError("unknown --format '\(format)'; use y4m, bgra or nv12")
+        }
+        if let count, count <= 0 { throw ValidationError("--count must be positive") }
+        if RecordCommand.parsePreset(preset) == nil { throw ValidationError("unknown --preset '\(preset)'") }
+        if video?.lowercased() == "none" { throw ValidationError("frames need a camera; --video none leaves none") }
+    }
+
+    func run() throws {
+        try reportingFailures {
+            if Terminal.standardOutputIsTerminal {
+                throw ToolFailure(.usage, "standard output is a terminal; pipe it, e.g. avcapture frames | ffplay -")
+            }
+            signal(SIGPIPE, SIG_IGN)
+            let camera = try DeviceSelector.device(video, for: .video)
+            let output = AVCaptureVideoDataOutput()
+            output.videoSettings = [kCVPixelBufferPixelFormatTypeKey: Self.pixelFormats[format.lowercased()]!]
+            let setup = try CaptureSetup(
+                video: camera, audio: nil, format: .preset(RecordCommand.parsePreset(preset)!), outputs: [output])
+            let frameDuration = camera?.activeVideoMinFrameDuration ?? CMTime(value: 1, timescale: 30)
+            let writer = FrameWriter(isY4M: format.lowercased() == "y4m", frameDuration: frameDuration, limit: count)
+            output.setSampleBufferDelegate(writer, queue: DispatchQueue(label: "avcapture.frames"))
+            let signals = SignalWatcher(stop: { _ in writer.finish() })
+            try setup.start()
+            writer.waitUntilDone()
+            setup.session.stopRunning()
+            withExtendedLifetime(signals) {}
+            if let failure = writer.failure { throw failure }
+        }
+    }
+}
+
+/// Writes each frame's planes, row by row (rows may be padded), to standard output.
+final class FrameWriter: NSObject, AVCaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
+    private let isY4M: Bool
+    private let frameDuration: CMTime
+    private let limit: Int?
+    private var written = 0
+    private var wroteHeader = false
+    private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var isFinished = false
+    private(set) var failure: ToolFailure?
+
+    init(isY4M: Bool, frameDuration: CMTime, limit: Int?) {
+        self.isY4M = isY4M
+        self.frameDuration = frameDuration
+        self.limit = limit
+    }
+
+    func finish() {
+        let first = lock.withLock {
+            defer { isFinished = true }
+            return !isFinished
+        }
+        if first { done.signal() }
+    }
+
+    func waitUntilDone() { done.wait() }
+
+    func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+        guard !lock.withLock({ isFinished }), let image = sampleBuffer.imageBuffer else { return }
+        var bytes = Data()
+        if isY4M && !wroteHeader {
+            let rate = frameDuration.isNumeric && frameDuration.value > 0 ? frameDuration : CMTime(value: 1, timescale: 30)
+            bytes.append(
+                Data(
+                    ("YUV4MPEG2 W\(CVPixelBufferGetWidth(image)) H\(CVPixelBufferGetHeight(image)) "
+                        + "F\(rate.timescale):\(rate.value) Ip A1:1 C420mpeg2 XCOLORRANGE=LIMITED\n").utf8))
+            wroteHeader = true
+        }
+        if isY4M { bytes.append(Data("FRAME\n".utf8)) }
+        CVPixelBufferLockBaseAddress(image, .readOnly)
+        let planes = max(1, CVPixelBufferGetPlaneCount(image))
+        for plane in 0..<planes {
+            let isPlanar = CVPixelBufferIsPlanar(image)
+            guard let base = isPlanar ? CVPixelBufferGetBaseAddressOfPlane(image, plane) : CVPixelBufferGetBaseAddress(image)
+            else { continue }
+            let rows = isPlanar ? CVPixelBufferGetHeightOfPlane(image, plane) : CVPixelBufferGetHeight(image)
+            let stride = isPlanar ? CVPixelBufferGetBytesPerRowOfPlane(image, plane) : CVPixelBufferGetBytesPerRow(image)
+            let width = isPlanar ? CVPixelBufferGetWidthOfPlane(image, plane) : CVPixelBufferGetWidth(image)
+            let rowBytes = width * bytesPerPixel(CVPixelBufferGetPixelFormatType(image), plane: plane)
+            for row in 0..<rows { bytes.append(base.advanced(by: row * stride).assumingMemoryBound(to: UInt8.self), count: rowBytes) }
+        }
+        CVPixelBufferUnlockBaseAddress(image, .readOnly)
+        do {
+            try FileHandle.standardOutput.write(contentsOf: bytes)
+        } catch {
+            // The reader went away (ffplay closed): a normal end, not a failure.
+            finish()
+            return
+        }
+        written += 1
+        if let limit, written >= limit { finish() }
+    }
+
+    private func bytesPerPixel(_ format: OSType, plane: Int) -> Int {
+        switch format {
+        case kCVPixelFormatType_32BGRA: 4
+        case kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange: plane == 0 ? 1 : 2
+        default: 1
+        }
+    }
+}

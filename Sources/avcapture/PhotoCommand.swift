@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import OpenAVCapture
+
+/// `avcapture photo OUTPUT`: one still, with EXIF, from a camera.
+struct PhotoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "photo", abstract: "Take a photo (.jpg, or .heic where libheif can encode HEVC).")
+
+    @Argument(help: "The file to write: .jpg, .jpeg or .heic.") var output: String
+    @Option(help: "Camera: an index, uniqueID, 'virtual' or part of its name.") var video: String?
+    @Option(help: "Flash: on, off or auto.") var flash: String = "off"
+    @Option(help: "Encoding: jpeg or heic (default: from the extension).") var format: String?
+    @Option(help: "Session preset, e.g. photo (the camera's largest stills) or 1920x1080.") var preset: String = "photo"
+    @Option(help: "Where it was taken: LAT,LON in degrees (EXIF GPS).") var location: String?
+    @Flag(help: "Replace an existing file (it survives a failed capture).") var overwrite = false
+
+    static let flashModes: [String: AVCaptureDevice.FlashMode] = ["on": .on, "off": .off, "auto": .auto]
+
+    func validate() throws {
+        guard Self.flashModes[flash.lowercased()] != nil else {
+            throw ValidationError("unknown --flash '\(flash)'; use on, off or auto")
+        }
+        if let format, !["jpeg", "jpg", "heic"].contains(format.lowercased()) {
+            throw ValidationError("unknown --format '\(format)'; use jpeg or heic")
+        }
+        if RecordCommand.parsePreset(preset) == nil { throw ValidationError("unknown --preset '\(preset)'") }
+        if let location, RecordCommand.parseLocation(location) == nil {
+            throw ValidationError("--location '\(location)' is not LAT,LON in degrees, e.g. 48.8584,2.2945")
+        }
+        if video?.lowercased() == "none" { throw ValidationError("a photo needs a camera; --video none leaves none") }
+    }
+
+    func run() throws {
+        try reportingFailures {
+            let target = try OutputTarget(path: output, allowedExtensions: ["jpg", "jpeg", "heic"], overwrite: overwrite)
+            let wantsHEIC = (format?.lowercased() ?? target.url.pathExtension.lowercased()) == "heic"
+            if wantsHEIC != (target.url.pathExtension.lowercased() == "heic") {
+                throw ToolFailure(.usage, "--format \(format ?? "") does not match the extension of \(output)")
+            }
+            let camera = try DeviceSelector.device(video, for: .video)
+            let photoOutput = AVCapturePhotoOutput()
+            let setup = try CaptureSetup(
+                video: camera, audio: nil, format: .preset(RecordCommand.parsePreset(preset)!), outputs: [photoOutput])
+            let codec: AVVideoCodecType = wantsHEIC ? .hevc : .jpeg
+            guard photoOutput.availablePhotoCodecTypes.contains(codec) else {
+                throw ToolFailure(.usage, "this system's libheif cannot encode HEVC; take a .jpg instead")
+            }
+            let flashMode = Self.flashModes[flash.lowercased()]!
+            guard photoOutput.supportedFlashModes.contains(flashMode) else {
+                throw ToolFailure(.usage, "\(camera?.localizedName ?? "the camera") has no flash; use --flash off")
+            }
+            let settings = AVCapturePhotoSettings(format: [AVVideoCodecKey: codec])
+            settings.flashMode = flashMode
+            if let location, let (latitude, longitude) = RecordCommand.parseLocation(location) {
+                settings.metadata = [
+                    kCGImagePropertyGPSDictionary: [
+                        kCGImagePropertyGPSLatitude: abs(latitude), kCGImagePropertyGPSLatitudeRef: latitude < 0 ? "S" : "N",
+                        kCGImagePropertyGPSLongitude: abs(longitude),
+                        kCGImagePropertyGPSLongitudeRef: longitude < 0 ? "W" : "E",
+                    ] as [String: Any]
+                ]
+            }
+            try setup.start()
+            defer { setup.session.stopRunning() }
+            let receiver = PhotoReceiver()
+            photoOutput.capturePhoto(with: settings, delegate: receiver)
+            guard let data = try receiver.wait() else {
+                throw ToolFailure(.ioError, "the camera delivered no photo")
+            }
+            do {
+                try data.write(to: target.captureURL, options: .withoutOverwriting)
+                try target.commit()
+            } catch let failure as ToolFailure {
+                throw failure
+            } catch {
+                target.discard()
+                throw ToolFailure(.cannotCreate, "cannot write \(output): \(error.localizedDescription)")
+            }
+            print("Wrote \(output): \(receiver.summary), \(Recorder.byteCount(Int64(data.count)))")
+        }
+    }
+}
+
+/// Waits for one photo's file data.
+final class PhotoReceiver: NSObject, AVCapturePhotoCaptureDelegate, @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var data: Data?
+    private var failure: (any Error)?
+    private(set) var summary = ""
+
+    func photoOutput(_ output: AVCapturePhotoOutput, didFinishProcessingPhoto photo: AVCapturePhoto, error: (any Error)?) {
+        let exif = photo.metadata[kCGImagePropertyExifDictionary] as? [String: Any]
+        let width = exif?[kCGImagePropertyExifPixelXDimension] ?? "?"
+        let height = exif?[kCGImagePropertyExifPixelYDimension] ?? "?"
+        let flash = (exif?[kCGImagePropertyExifFlash] as? Int).map { $0 & 1 == 1 ? "flash fired" : "no flash" }
+        lock.withLock {
+            data = photo.fileDataRepresentation()
+            failure = error
+            summary = "\(width)x\(height)" + (flash.map { ", " + $0 } ?? "")
+        }
+    }
+
+    func photoOutput(
+        _ output: AVCapturePhotoOutput, didFinishCaptureFor resolvedSettings: AVCaptureResolvedPhotoSettings,
+        error: (any Error)?
+    ) {
+        lock.withLock { if failure == nil { failure = error } }
+        done.signal()
+    }
+
+    func wait() throws -> Data? {
+        guard done.wait(timeout: .now() + 30) == .success else {
+            throw ToolFailure(.unavailable, "no photo within 30 s; is the camera streaming?")
+        }
+        return try lock.withLock {
+            if let failure { throw ToolFailure(.ioError, "the photo failed: \(CaptureSetup.describe(failure))") }
+            return data
+        }
+    }
+}
