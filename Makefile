@@ -31,12 +31,14 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## demo: records a short movie from the default devices (once the CLI lands); today: what we link against.
-demo: build
-	@echo "OpenAVCapture builds and links against:"
-	@for lib in libavformat libavcodec libavutil libswscale libswresample alsa; do \
-		printf '  %-14s %s\n' $$lib "$$(pkg-config --modversion $$lib)"; done
-	@echo "Recording arrives with the avcapture CLI (issue 8); 'make test' exercises what exists today."
+## demo: records 5 seconds from the default camera and microphone (the virtual ones where there are none) into
+## a new file here, then shows what `avcapture probe` reads back.
+demo: deps
+	@$(SWIFT) build --product avcapture 2>&1 | grep -E 'error|warning: |Compiling avcapture|Build complete' || true
+	@out=demo-$$(date +%Y%m%d-%H%M%S).mov; \
+	OPENAV_DEVICES=$${DEMO_DEVICES:-all} "$$($(SWIFT) build --show-bin-path)/avcapture" record "$$out" --duration 5 \
+		--metadata title="OpenAVCapture demo" && \
+	echo && "$$($(SWIFT) build --show-bin-path)/avcapture" probe "$$out"
 
 ## test: the whole suite; fails on any compiler warning in our own code.
 test: deps

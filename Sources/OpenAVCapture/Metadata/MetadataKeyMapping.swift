@@ -73,7 +73,10 @@ enum MetadataKeyMapping {
                 entry.common == .commonKeyLocation ? kCMMetadataDataType_QuickTimeMetadataLocation_ISO6709 : kCMMetadataBaseDataType_UTF8
             items.append(item)
         }
-        for (name, raw) in tags.sorted(by: { $0.key < $1.key }) where !used.contains(name) {
+        // libavformat reports the file type box (brands) and the ISO 6709 `loci` copy of the location as tags too;
+        // they are container bookkeeping, not metadata items (Apple's AVAsset does not list them).
+        let bookkeeping: Set<String> = ["major_brand", "minor_version", "compatible_brands", "location-eng"]
+        for (name, raw) in tags.sorted(by: { $0.key < $1.key }) where !used.contains(name) && !bookkeeping.contains(name) {
             let item = AVMutableMetadataItem()
             item.keySpace = name.hasPrefix("com.apple.quicktime.") ? .quickTimeMetadata : .quickTimeUserData
             item.key = NSString(string: name)
