@@ -1,6 +1,7 @@
 // avcapture: the everyday capture jobs (list devices, record, take a photo) on OpenAVCapture's public API.
 
 import ArgumentParser
+import Foundation
 import OpenAVCapture
 
 @main
@@ -19,4 +20,26 @@ struct AVCaptureTool: ParsableCommand {
             DevicesCommand.self, FormatsCommand.self, RecordCommand.self, PhotoCommand.self, AudioCommand.self,
             FramesCommand.self, LevelsCommand.self, ProbeCommand.self,
         ])
+
+    /// ArgumentParser's entry point, except that a usage error is one line on stderr (what is wrong and where to
+    /// look), not the message followed by the whole usage text.
+    static func main() {
+        let status: Int32
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+            status = 0
+        } catch {
+            let code = exitCode(for: error)
+            let message = message(for: error)
+            if code == .success {
+                // --help, --version and completion scripts arrive as "errors" whose message is the output.
+                print(fullMessage(for: error))
+            } else if !message.isEmpty {
+                Terminal.error("avcapture: \(message) (see avcapture --help)")
+            }
+            status = code.rawValue
+        }
+        Foundation.exit(status)
+    }
 }

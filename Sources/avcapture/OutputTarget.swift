@@ -25,9 +25,15 @@ struct OutputTarget {
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ToolFailure(.cannotCreate, "\(directory) is not a directory; create it or choose another path")
         }
-        guard access(directory, W_OK) == 0 else {
-            throw ToolFailure(.cannotCreate, "\(directory) is not writable; choose a directory you can write to")
+        // Creating a file is the only reliable test (root passes access(2) on read-only file systems and /proc).
+        let probe = directory + "/.avcapture-probe-\(getpid())"
+        let descriptor = open(probe, O_CREAT | O_EXCL | O_WRONLY, 0o600)
+        guard descriptor >= 0 else {
+            throw ToolFailure(
+                .cannotCreate, "cannot create files in \(directory) (\(String(cString: strerror(errno)))); choose another directory")
         }
+        close(descriptor)
+        unlink(probe)
         let exists = FileManager.default.fileExists(atPath: url.path)
         if exists && !overwrite {
             throw ToolFailure(.cannotCreate, "\(path) exists; pass --overwrite to replace it or choose another name")

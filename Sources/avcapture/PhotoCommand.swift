@@ -12,7 +12,7 @@ struct PhotoCommand: ParsableCommand {
     @Option(help: "Flash: on, off or auto.") var flash: String = "off"
     @Option(help: "Encoding: jpeg or heic (default: from the extension).") var format: String?
     @Option(help: "Session preset, e.g. photo (the camera's largest stills) or 1920x1080.") var preset: String = "photo"
-    @Option(help: "Where it was taken: LAT,LON in degrees (EXIF GPS).") var location: String?
+    @Option(parsing: .unconditional, help: "Where it was taken: LAT,LON in degrees (EXIF GPS).") var location: String?
     @Flag(help: "Replace an existing file (it survives a failed capture).") var overwrite = false
 
     static let flashModes: [String: AVCaptureDevice.FlashMode] = ["on": .on, "off": .off, "auto": .auto]

@@ -31,7 +31,7 @@ struct RecordCommand: ParsableCommand {
     @Flag(help: "Mirror the picture left to right.") var mirror = false
     @Option(name: .customLong("metadata"), parsing: .singleValue, help: "KEY=VALUE metadata (title, author, …); repeatable.")
     var metadata: [String] = []
-    @Option(help: "Where it was recorded: LAT,LON in degrees.") var location: String?
+    @Option(parsing: .unconditional, help: "Where it was recorded: LAT,LON in degrees.") var location: String?
     @Flag(help: "Replace an existing file (it survives a failed recording).") var overwrite = false
 
     static let movieExtensions = ["mov", "mp4", "m4v"]

@@ -1,0 +1,234 @@
+// The avcapture binary end to end on the virtual devices: every command, its files read by ffprobe, ffmpeg and
+// exiftool, Ctrl-C in the middle of a recording, and every bad-input case with its exit status.
+
+import Foundation
+import Testing
+import TestSupport
+
+/// The built avcapture binary, beside the test bundle (`swift build --build-tests` builds both).
+private let toolPath: String? = {
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    let candidates = [
+        executable.deletingLastPathComponent().appendingPathComponent("avcapture").path,
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("avcapture").path,
+    ]
+    return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+}()
+
+/// Runs avcapture on the virtual devices.
+private func avcapture(_ arguments: [String]) throws -> ToolResult {
+    var environment = ProcessInfo.processInfo.environment
+    environment["OPENAV_DEVICES"] = "virtual"
+    return try ToolResult.run(executable: toolPath!, arguments, environment: environment)
+}
+
+private func toolScratch(_ name: String) throws -> URL { try scratchURL(name, suite: "avcapture-tool") }
+
+@Suite(
+    "avcapture, the command-line tool", .serialized,
+    .enabled(if: toolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
+struct AVCaptureToolTests {
+    @Test("devices --json lists the virtual cameras and microphone, the defaults marked")
+    func devices() throws {
+        let result = try avcapture(["devices", "--json"])
+        #expect(result.status == 0, "\(result.error)")
+        let entries = try #require(try JSONSerialization.jsonObject(with: result.output) as? [[String: Any]])
+        #expect(entries.map { $0["uniqueID"] as? String } == ["virtual:back-camera", "virtual:front-camera", "virtual:microphone"])
+        #expect(entries.map { $0["isDefault"] as? Bool } == [true, false, true])
+        #expect(entries.map { $0["index"] as? Int } == [0, 1, 2])
+    }
+
+    @Test("formats --json gives the formats with frame rates and the controls with ranges")
+    func formats() throws {
+        let result = try avcapture(["formats", "back", "--json"])
+        #expect(result.status == 0, "\(result.error)")
+        let report = try #require(try JSONSerialization.jsonObject(with: result.output) as? [String: Any])
+        let formats = try #require(report["formats"] as? [[String: Any]])
+        #expect(formats.contains { $0["width"] as? Int == 1920 && ($0["frameRates"] as? [String])?.contains("1-60") == true })
+        let controls = try #require(report["controls"] as? [[String: Any]])
+        let zoom = try #require(controls.first { $0["name"] as? String == "zoom" })
+        #expect(zoom["maximum"] as? String == "16")
+    }
+
+    @Test("record writes a movie ffprobe reads with the asked length, tracks and metadata; probe agrees")
+    func record() throws {
+        guard MediaTool.available(for: "AVCaptureToolTests.record") else { return }
+        let url = try toolScratch("record.mov")
+        let result = try avcapture([
+            "record", url.path, "--duration", "1", "--preset", "320x240", "--metadata", "title=From the tool",
+            "--location", "48.8584,2.2945",
+        ])
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.outputText.contains("stopped: reached --duration"), "\(result.outputText)")
+        let report = try FFprobeReport(url)
+        #expect(report.stream("video")?["codec_name"] as? String == "h264")
+        #expect(report.stream("audio")?["codec_name"] as? String == "aac")
+        #expect(report.stream("video")?["width"] as? Int == 320)
+        let duration = try #require(FFprobeReport.number(report.format["duration"]))
+        #expect(abs(duration - 1) <= 0.05, "\(duration) s")
+        #expect(report.tags["com.apple.quicktime.title"] == "From the tool", "\(report.tags)")
+        #expect(report.tags["com.apple.quicktime.location.ISO6709"] == "+48.8584+002.2945/", "\(report.tags)")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+
+        let probe = try avcapture(["probe", url.path, "--json"])
+        #expect(probe.status == 0, "\(probe.error)")
+        let asset = try #require(try JSONSerialization.jsonObject(with: probe.output) as? [String: Any])
+        let tracks = try #require(asset["tracks"] as? [[String: Any]])
+        #expect(tracks.compactMap { $0["codec"] as? String } == ["H.264", "AAC"])
+        #expect((asset["metadata"] as? [String: String])?["mdta/com.apple.quicktime.title"] == "From the tool")
+    }
+
+    @Test("Ctrl-C in the middle of a recording leaves a finalized movie that decodes cleanly")
+    func interruptedRecording() throws {
+        guard MediaTool.available(for: "AVCaptureToolTests.interruptedRecording") else { return }
+        let url = try toolScratch("interrupted.mov")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: toolPath!)
+        process.arguments = ["record", url.path, "--preset", "320x240"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["OPENAV_DEVICES": "virtual"]) { $1 }
+        let errorPipe = Pipe()
+        let outputPipe = Pipe()
+        process.standardError = errorPipe
+        process.standardOutput = outputPipe
+        try process.run()
+        // Status lines ("    1.5 s  30.0 fps …") come twice a second; interrupt once one says a second has passed.
+        var seen = ""
+        while !seen.contains(/\s[1-9]\.\d s\s/) {
+            let chunk = errorPipe.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { break }
+            seen += String(decoding: chunk, as: UTF8.self)
+        }
+        process.interrupt()
+        let summary = String(decoding: outputPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(seen)")
+        #expect(summary.contains("stopped: interrupted (Ctrl-C)"), "\(summary)")
+        let report = try FFprobeReport(url)
+        let duration = try #require(FFprobeReport.number(report.format["duration"]))
+        #expect(duration >= 1, "\(duration) s")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+    }
+
+    @Test("audio writes the type its extension names")
+    func audio() throws {
+        guard MediaTool.available(for: "AVCaptureToolTests.audio") else { return }
+        let url = try toolScratch("sound.m4a")
+        let result = try avcapture(["audio", url.path, "--duration", "0.5", "--audio", "virtual"])
+        #expect(result.status == 0, "\(result.error)")
+        let report = try FFprobeReport(url)
+        #expect(report.streams.count == 1)
+        #expect(report.stream("audio")?["codec_name"] as? String == "aac")
+    }
+
+    @Test("photo writes a JPEG whose EXIF exiftool reads: camera, flash fired, GPS, size")
+    func photo() throws {
+        guard MediaTool.available([.exiftool], for: "AVCaptureToolTests.photo") else { return }
+        let url = try toolScratch("still.jpg")
+        let result = try avcapture(["photo", url.path, "--flash", "on", "--location", "-33.8568,151.2153"])
+        #expect(result.status == 0, "\(result.error)")
+        let exif = try MediaTool.exiftool.run(["-j", "-n", "-Make", "-Model", "-Flash", "-GPSLatitude", "-GPSLongitude", "-ImageWidth", url.path])
+        let tags = try #require((try JSONSerialization.jsonObject(with: exif.output) as? [[String: Any]])?.first)
+        #expect(tags["Model"] as? String == "Virtual Back Camera")
+        #expect((tags["Flash"] as? Int).map { $0 & 1 } == 1, "\(tags)")
+        #expect(abs((tags["GPSLatitude"] as? Double ?? 0) + 33.8568) < 1e-3, "\(tags)")
+        #expect(tags["ImageWidth"] as? Int == 4032)
+    }
+
+    @Test("frames writes y4m that ffmpeg decodes, frame for frame")
+    func frames() throws {
+        guard MediaTool.available(for: "AVCaptureToolTests.frames") else { return }
+        let url = try toolScratch("frames.y4m")
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: url)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: toolPath!)
+        process.arguments = ["frames", "--count", "15", "--preset", "320x240"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["OPENAV_DEVICES": "virtual"]) { $1 }
+        process.standardOutput = handle
+        try process.run()
+        process.waitUntilExit()
+        try handle.close()
+        #expect(process.terminationStatus == 0)
+        let probe = try MediaTool.ffprobe.run([
+            "-v", "error", "-count_frames", "-show_entries", "stream=width,height,nb_read_frames", "-of", "csv=p=0",
+            url.path,
+        ])
+        #expect(probe.outputText.trimmingCharacters(in: .whitespacesAndNewlines) == "320,240,15", "\(probe.error)")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+    }
+
+    @Test("levels prints the microphone's level in dBFS")
+    func levels() throws {
+        let result = try avcapture(["levels", "--duration", "1.1"])
+        #expect(result.status == 0, "\(result.error)")
+        // The virtual microphone's 440 Hz tone at −30 dBFS peak averages about −33 dBFS (RMS of a sine: −3 dB).
+        let levels = result.outputText.matches(of: /ch1 +(-?\d+\.\d) dBFS/).compactMap { Double($0.1) }
+        #expect(levels.contains { abs($0 + 33) < 1.5 }, "\(result.outputText)")
+    }
+
+    // MARK: Bad input: one line, the right status, nothing lost
+
+    /// A file with known bytes that a failing command must leave alone.
+    private func existingFile(_ name: String) throws -> (URL, Data) {
+        let url = try toolScratch(name)
+        let bytes = Data("precious".utf8)
+        try bytes.write(to: url)
+        return (url, bytes)
+    }
+
+    @Test(
+        "Each bad input gives one line, its sysexits status, and leaves an existing file byte-identical",
+        arguments: [
+            (["record", "{file}", "--overwrite", "--video", "no-such-camera"], Int32(69), "available cameras"),
+            (["record", "{file}"], 73, "--overwrite"),
+            (["record", "{file}", "--overwrite", "--format", "123x45@30"], 64, "cannot stream 123x45"),
+            (["record", "{file}", "--overwrite", "--preset", "high", "--format", "640x480@30"], 64, "conflict"),
+            (["record", "{file}", "--overwrite", "--video", "none", "--audio", "none"], 64, "nothing to record"),
+            (["record", "{file}", "--overwrite", "--audio", "nope"], 69, "available microphones"),
+            (["photo", "{file}", "--overwrite", "--video", "front", "--flash", "on"], 64, "no flash"),
+        ])
+    func badInput(arguments: [String], status: Int32, message: String) throws {
+        let isPhoto = arguments.first == "photo"
+        let (url, bytes) = try existingFile(isPhoto ? "existing.jpg" : "existing.mov")
+        let result = try avcapture(arguments.map { $0 == "{file}" ? url.path : $0 })
+        #expect(result.status == status, "\(result.error)")
+        #expect(result.error.contains(message), "\(result.error)")
+        #expect(result.error.split(separator: "\n").count <= 2, "more than one line: \(result.error)")
+        #expect(try Data(contentsOf: url) == bytes)
+    }
+
+    @Test("Paths that cannot be written, unknown extensions and missing inputs")
+    func badPaths() throws {
+        let unknown = try avcapture(["record", try toolScratch("clip.avi").path])
+        #expect(unknown.status == 64 && unknown.error.contains(".mov"), "\(unknown.error)")
+        let noDirectory = try avcapture(["record", "/nonexistent-directory/clip.mov"])
+        #expect(noDirectory.status == 73, "\(noDirectory.error)")
+        let unwritable = try avcapture(["record", "/proc/clip.mov"])
+        #expect(unwritable.status == 73, "\(unwritable.error)")
+        let missing = try avcapture(["probe", "/nonexistent-directory/clip.mov"])
+        #expect(missing.status == 66, "\(missing.error)")
+    }
+
+    @Test("--overwrite replaces an existing file only once the new one is finished")
+    func overwrite() throws {
+        guard MediaTool.available(for: "AVCaptureToolTests.overwrite") else { return }
+        let (url, _) = try existingFile("replaced.mov")
+        let result = try avcapture(["record", url.path, "--overwrite", "--duration", "0.5", "--preset", "320x240"])
+        #expect(result.status == 0, "\(result.error)")
+        #expect(try FFprobeReport(url).stream("video") != nil)
+        let siblings = try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)
+        #expect(!siblings.contains { $0.contains(".partial-") }, "\(siblings)")
+    }
+
+    @Test("--help documents the exit statuses, and shell completion scripts are generated")
+    func helpAndCompletion() throws {
+        let help = try avcapture(["--help"])
+        #expect(help.status == 0)
+        for status in ["64", "66", "69", "73", "74"] { #expect(help.outputText.contains(status), "\(help.outputText)") }
+        for shell in ["bash", "zsh", "fish"] {
+            let script = try avcapture(["--generate-completion-script", shell])
+            #expect(script.status == 0)
+            #expect(script.outputText.contains("avcapture") && script.outputText.contains("record"))
+        }
+    }
+}
