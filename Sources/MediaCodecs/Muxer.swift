@@ -419,6 +419,10 @@ package final class Muxer {
         guard status >= 0 else { throw .ffmpegIO(status, while: operation) }
     }
 
+    /// True when ``finish()`` wrote the whole fragmented movie but could not rewrite it as a conventional one (the
+    /// remux failed, usually for lack of space): the fragmented file at ``path`` is complete and playable.
+    package private(set) var keptFragmentedFile = false
+
     /// Writes the trailer and closes the file; a fragmented movie is then remuxed into a conventional fast-start
     /// movie that atomically replaces it (see ``Muxer``). Calling it again does nothing.
     ///
@@ -438,7 +442,12 @@ package final class Muxer {
         if isFragmented {
             let clock = ContinuousClock()
             let started = clock.now
-            try remuxToConventionalMovie()
+            do throws(MediaCodecsError) {
+                try remuxToConventionalMovie()
+            } catch {
+                keptFragmentedFile = true
+                throw error
+            }
             lastRemuxDuration = clock.now - started
         }
     }

@@ -57,6 +57,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
         var pendingAudio: [CMSampleBuffer] = []
         var didStart = false
         var bitRate = 0
+        /// The movie fragment interval in seconds (1 for files written without fragments).
+        var fragmentSeconds = 1.0
         var lastDiskCheck: CMTime = .zero
         /// While draining: the error to finish with, and the written time audio must reach.
         var finishError: AVError?
@@ -310,11 +312,19 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 return false
             }
         }
-        if limits.minFreeDiskSpace > 0, (end - recording.lastDiskCheck).seconds >= 1 {
+        if (end - recording.lastDiskCheck).seconds >= 1 {
             recording.lastDiskCheck = end
-            if let free = Self.freeSpace(at: recording.request.url), free < limits.minFreeDiskSpace {
+            // Whatever minFreeDiskSpaceLimit says, a recording stops while the disk still holds its next
+            // fragments (two fragment intervals at 1.5 × the bit rate, and 1 MiB), so it ends in a finished file
+            // instead of a failed write.
+            let reserve = Int64(2 * recording.fragmentSeconds * Double(recording.bitRate) * 1.5 / 8) + 1 << 20
+            let floor = max(limits.minFreeDiskSpace, reserve)
+            if let free = Self.freeSpace(at: recording.request.url), free < floor {
                 finishForLimit(
-                    recording, .diskFull, "Free space fell below minFreeDiskSpaceLimit (\(free) bytes free).")
+                    recording, .diskFull,
+                    free < limits.minFreeDiskSpace
+                        ? "Free space fell below minFreeDiskSpaceLimit (\(free) bytes free)."
+                        : "The disk is nearly full (\(free) bytes free); the recording stopped while it could finish.")
                 return false
             }
         }
@@ -383,9 +393,19 @@ final class MovieRecordingEngine: @unchecked Sendable {
         recording.audioInput?.markAsFinished()
         writer.finishWriting { [self] in
             let failure: (any Error)? =
-                writer.status == .completed
-                ? error
-                : Self.unfinished(writer.error, url: request.url)
+                if writer.status == .completed {
+                    error
+                } else if writer.keptFragmentedFile {
+                    // Every sample is in the file, as movie fragments: playable, just not rewritten with the
+                    // index first (the disk had no room for the rewrite).
+                    error
+                        ?? Self.finishedError(
+                            (writer.error as? AVError)?.code ?? .diskFull,
+                            "The movie was kept as written, in fragments: "
+                                + ((writer.error as? AVError)?.localizedDescription ?? "it could not be rewritten."))
+                } else {
+                    Self.unfinished(writer.error, url: request.url)
+                }
             reportFinish(request, error: failure, recordedDuration: duration)
         }
     }
@@ -412,6 +432,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
         }
         let (fragmentInterval, metadata) = output.recordingFragmentIntervalAndMetadata
         writer.movieFragmentInterval = fragmentInterval
+        recording.fragmentSeconds = fragmentInterval.isNumeric && fragmentInterval > .zero ? fragmentInterval.seconds : 1
         writer.metadata = metadata
         var bitRate = 0
         if let video = request.connections.first(where: { AVCaptureFileOutput.isVideo($0) }), let firstVideo,

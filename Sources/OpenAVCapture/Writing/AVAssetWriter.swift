@@ -76,6 +76,9 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
     private let state = Mutex<State>(State())
     /// The encoders and muxer; touched only on ``queue``.
     private let pipeline: QueueBound<WriterPipeline?>
+    /// True when finishing failed only in rewriting a fragmented movie as a conventional one (the disk filled up):
+    /// the fragmented movie at ``outputURL`` is complete and playable although ``status`` is `.failed`.
+    var keptFragmentedFile: Bool { state.withLock { $0.keptFragmentedFile } }
     /// Encoded bytes written so far (file outputs report them as the recorded size between fragments).
     let encodedBytes = EncodedByteCounter()
 
@@ -83,6 +86,7 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
         var status: Status = .unknown
         var error: AVError?
         var metadata: [AVMetadataItem] = []
+        var keptFragmentedFile = false
         var shouldOptimizeForNetworkUse = false
         var movieFragmentInterval: CMTime = .invalid
         var inputs: [AVAssetWriterInput] = []
@@ -336,16 +340,17 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
         case .writing:
             for input in inputs { input.markFinishedForWriterFinish() }
             queue.async { [self] in
-                let failure: MediaCodecsError? = pipeline.with { pipeline in
-                    guard let pipeline else { return nil }
+                let (failure, keptFragments): (MediaCodecsError?, Bool) = pipeline.with { pipeline in
+                    guard let pipeline else { return (nil, false) }
                     do throws(MediaCodecsError) {
                         try pipeline.finish()
-                        return nil
+                        return (nil, false)
                     } catch {
-                        return error
+                        return (error, pipeline.muxer.keptFragmentedFile)
                     }
                 }
                 if let failure {
+                    if keptFragments { state.withLock { $0.keptFragmentedFile = true } }
                     fail(AVError(failure, writing: outputURL.path))
                 } else {
                     let old = state.withLock { state in

@@ -1,0 +1,74 @@
+// A recording on a nearly full disk: a small tmpfs (root only; skipped with a reason otherwise).
+
+import Foundation
+import OpenAVCapture
+import Testing
+import TestSupport
+
+/// A tmpfs of `megabytes` mounted on a fresh directory, unmounted by `unmount()`; nil (with the reason printed)
+/// when this process cannot mount one.
+struct SmallFileSystem {
+    let path: String
+
+    init?(megabytes: Int, for test: String) {
+        path = NSTemporaryDirectory() + "openav-small-fs-\(getpid())-\(UUID().uuidString.prefix(8))"
+        guard getuid() == 0 else {
+            print("Skipping \(test): mounting a small tmpfs needs root")
+            return nil
+        }
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        guard let result = try? ToolResult.run(executable: "/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", path]),
+            result.status == 0
+        else {
+            print("Skipping \(test): cannot mount a tmpfs here")
+            try? FileManager.default.removeItem(atPath: path)
+            return nil
+        }
+    }
+
+    var freeBytes: Int64 {
+        var info = statvfs()
+        return statvfs(path, &info) == 0 ? Int64(info.f_bavail) * Int64(info.f_frsize) : 0
+    }
+
+    /// Fills the file system until `bytes` remain free.
+    func fill(leaving bytes: Int64) throws {
+        let filler = Data(count: Int(max(0, freeBytes - bytes)))
+        try filler.write(to: URL(fileURLWithPath: path + "/filler"))
+    }
+
+    func unmount() {
+        _ = try? ToolResult.run(executable: "/bin/umount", [path])
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+@Suite("Recording onto a nearly full disk", .serialized)
+struct DiskFullTests {
+    @Test("The recording stops with .diskFull while the disk still has room, and the movie is finished and clean")
+    func stopsBeforeTheDiskIsFull() throws {
+        guard MediaTool.available(for: "DiskFullTests"),
+            let disk = SmallFileSystem(megabytes: 8, for: "DiskFullTests.stopsBeforeTheDiskIsFull")
+        else { return }
+        defer { disk.unmount() }
+        // Less than the recording's reserve (two 1 s fragments at 1.5 × its bit rate, plus 1 MiB): it must stop at
+        // its first disk check, a second in.
+        try disk.fill(leaving: 900 * 1024)
+        let url = URL(fileURLWithPath: disk.path + "/nearly-full.mov")
+        let output = AVCaptureMovieFileOutput()
+        output.movieFragmentInterval = CMTime(value: 1, timescale: 1)
+        let session = try makeMovieSession(output)
+        session.startRunning()
+        defer { session.stopRunning() }
+        let delegate = MovieRecordingDelegate()
+        output.startRecording(to: url, recordingDelegate: delegate)
+        #expect(delegate.waitForFinish(timeout: 20), "didFinish never came")
+        #expect(delegate.avError?.code == .diskFull, "\(String(describing: delegate.error))")
+        #expect(delegate.successfullyFinished == true)
+        #expect(disk.freeBytes > 0, "the disk filled up: the stop came too late")
+        let report = try FFprobeReport(url)
+        let duration = try #require(FFprobeReport.number(report.format["duration"]))
+        #expect(duration >= 0.9 && duration <= 2.5, "\(duration) s")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+    }
+}
