@@ -1,0 +1,75 @@
+// A/V sync of a recorded movie, measured from the file alone: the virtual camera flashes and the virtual microphone
+// beeps at every whole second of the same clock, so in the file each flash frame and its beep must coincide.
+
+import Foundation
+import OpenAVCapture
+import OpenAVCaptureTesting
+import Testing
+import TestSupport
+
+@Suite("A/V sync of recorded movies", .serialized)
+struct AVSyncTests {
+    /// The presentation time (seconds in the file) of every decoded video frame, and whether it is a flash frame.
+    static func flashTimes(_ url: URL) throws -> (flashes: [Double], frameCount: Int) {
+        let probe = try FFprobeReport(url)
+        let video = try #require(probe.stream("video"))
+        let width = try #require(video["width"] as? Int)
+        let height = try #require(video["height"] as? Int)
+        let times = try MediaTool.ffprobe.run([
+            "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", url.path,
+        ]).outputText.split(whereSeparator: \.isNewline).compactMap { line in
+            // A frame with side data (the first: the display matrix) prints a trailing field.
+            line.split(separator: ",").first.flatMap { Double($0) }
+        }
+        let decoded = try MediaTool.ffmpeg.run([
+            "-nostdin", "-v", "error", "-i", url.path, "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo",
+            "-pix_fmt", "gray", "-",
+        ])
+        let bytes = [UInt8](decoded.output)
+        let size = width * height
+        try #require(bytes.count == times.count * size, "\(bytes.count / size) frames decoded, \(times.count) timed")
+        let flashes = times.indices.filter { index in
+            VirtualFrameReader.isFlashFrame(
+                luma: Array(bytes[index * size..<(index + 1) * size]), width: width, height: height)
+        }.map { times[$0] }
+        return (flashes, times.count)
+    }
+
+    /// The onset (seconds in the file) of every beep in the audio track, decoded as the player would.
+    static func beepTimes(_ url: URL) throws -> [Double] {
+        let decoded = try MediaTool.ffmpeg.run([
+            "-nostdin", "-v", "error", "-i", url.path, "-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "f32le", "-",
+        ])
+        let samples = decoded.output.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        return VirtualAudioReader.findBeeps(samples: samples, sampleRate: 48_000)
+    }
+
+    @Test("Every flash frame and its beep are within 5 ms of each other in the file, and no frame is lost")
+    func flashesMeetBeeps() throws {
+        guard MediaTool.available(for: "AVSyncTests.flashesMeetBeeps") else { return }
+        let url = try scratchURL("sync.mov", suite: "av-sync")
+        let output = AVCaptureMovieFileOutput()
+        output.maxRecordedDuration = CMTime(value: 7, timescale: 2)
+        let session = try makeMovieSession(output)
+        session.startRunning()
+        defer { session.stopRunning() }
+        let delegate = MovieRecordingDelegate()
+        output.startRecording(to: url, recordingDelegate: delegate)
+        #expect(delegate.waitForFinish(), "didFinish never came")
+        #expect(delegate.successfullyFinished == true)
+
+        let (flashes, frameCount) = try Self.flashTimes(url)
+        let beeps = try Self.beepTimes(url)
+        #expect(flashes.count >= 3, "flash frames at \(flashes)")
+        var offsets: [Double] = []
+        for flash in flashes {
+            let beep = try #require(beeps.min { abs($0 - flash) < abs($1 - flash) }, "no beeps in \(beeps)")
+            offsets.append(beep - flash)
+        }
+        print("A/V offsets (beep − flash), ms: \(offsets.map { String(format: "%.2f", $0 * 1000) })")
+        #expect(offsets.allSatisfy { abs($0) <= 0.005 }, "offsets \(offsets) s")
+        // 3.5 s at 30 fps: 105 frames, every index once (the readable ones step by one).
+        #expect(frameCount == 105, "\(frameCount) frames")
+        #expect(indexSteps(try decodedFrameIndices(url)).isEmpty)
+    }
+}
