@@ -47,5 +47,15 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        /// Not a package-benchmark target: one comparison run against ffmpeg, printing CPU ratios and peak RSS.
+        .executableTarget(
+            name: "RecordingVersusFFmpeg",
+            dependencies: [
+                .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+                .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
+            ],
+            path: "Benchmarks/RecordingVersusFFmpeg",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )
