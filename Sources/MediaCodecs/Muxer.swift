@@ -419,6 +419,21 @@ package final class Muxer {
         guard status >= 0 else { throw .ffmpegIO(status, while: operation) }
     }
 
+    /// Replaces the format-level metadata while writing. It reaches the file's final form: the movie header a
+    /// conventional movie gets at ``finish()``, or the rewritten movie of a fragmented one. Keys not in `metadata`
+    /// that the file had (its creation time) are kept. WAVE and AIFF wrote their tags with the header: unchanged.
+    package func replaceMetadata(_ metadata: [(key: String, value: String)]) throws(MediaCodecsError) {
+        guard state == .writing, let context else {
+            throw MediaCodecsError(.invalidState, while: "replacing the metadata of \(path)", message: "not writing")
+        }
+        let kept = av_dict_get(context.pointee.metadata, "creation_time", nil, 0).map { String(cString: $0.pointee.value) }
+        av_dict_free(&context.pointee.metadata)
+        for (key, value) in metadata { av_dict_set(&context.pointee.metadata, key, value, 0) }
+        if let kept, !metadata.contains(where: { $0.key == "creation_time" }) {
+            av_dict_set(&context.pointee.metadata, "creation_time", kept, 0)
+        }
+    }
+
     /// True when ``finish()`` wrote the whole fragmented movie but could not rewrite it as a conventional one (the
     /// remux failed, usually for lack of space): the fragmented file at ``path`` is complete and playable.
     package private(set) var keptFragmentedFile = false

@@ -38,7 +38,10 @@ public final class AVCaptureAudioFileOutput: AVCaptureFileOutput, @unchecked Sen
     /// Metadata (title, creation date, …) written into the files. Read when a recording starts.
     public var metadata: [AVMetadataItem] {
         get { settings.withLock { $0.metadata } }
-        set { settings.withLock { $0.metadata = newValue } }
+        set {
+            settings.withLock { $0.metadata = newValue }
+            metadataDidChange()
+        }
     }
 
     /// Starts recording to `outputFileURL` as `fileType`, one of ``availableOutputFileTypes()`` (anything else

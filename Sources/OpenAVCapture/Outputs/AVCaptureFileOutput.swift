@@ -234,6 +234,9 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
                     connections: connections)))
     }
 
+    /// Subclasses call this when their metadata changes, so a recording under way writes the new metadata.
+    func metadataDidChange() { submit(.metadataChanged) }
+
     private func submit(_ work: MovieRecordingEngine.Work) {
         if !mailbox.post(work) {
             let item = UncheckedSendable(work)

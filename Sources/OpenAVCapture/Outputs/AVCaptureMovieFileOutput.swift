@@ -63,10 +63,14 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
         set { settings.withLock { $0.movieFragmentInterval = newValue } }
     }
 
-    /// Movie metadata (location, title, …) written into the files. Read when a recording's first frame comes.
+    /// Movie metadata (location, title, …) written into the files. Settable while recording: the file being recorded
+    /// gets the new items when it is finished (its creation date stays the moment it started).
     public var metadata: [AVMetadataItem]? {
         get { settings.withLock { $0.metadata } }
-        set { settings.withLock { $0.metadata = newValue ?? [] } }
+        set {
+            settings.withLock { $0.metadata = newValue ?? [] }
+            metadataDidChange()
+        }
     }
 
     /// The codecs video can be recorded with; the first is the default.

@@ -33,6 +33,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
         case resume
         case sessionStopped
         case inputFailed(AVError, AVCaptureConnection)
+        /// The output's metadata changed: the recordings under way get it in their finished files.
+        case metadataChanged
     }
 
     /// One recording request.
@@ -107,6 +109,11 @@ final class MovieRecordingEngine: @unchecked Sendable {
             for recording in draining { finalize(recording) }
             if let previous { end(previous, error: nil, drain: false) }
             if let current { end(current, error: nil, drain: false) }
+        case .metadataChanged:
+            let metadata = output?.recordingFragmentIntervalAndMetadata.1 ?? []
+            for recording in [previous, current].compactMap({ $0 }) {
+                recording.writer?.replaceMetadataWhileWriting(metadata)
+            }
         case .inputFailed(let error, let connection):
             for recording in [previous, current].compactMap({ $0 })
             where recording.request.connections.contains(where: { $0 === connection }) {

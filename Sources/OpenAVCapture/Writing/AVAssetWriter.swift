@@ -243,6 +243,15 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
     /// - Returns: `true` and ``status`` `.writing`, or `false` and `.failed` with ``error`` (the file exists by
     ///   now, a codec the container cannot hold, settings the encoder refuses).
     /// Traps when the writer has started before, as Apple raises.
+    /// Replaces the movie metadata while writing (file outputs whose `metadata` changes during a recording): it is
+    /// written into the finished file, keeping the creation date the file started with.
+    func replaceMetadataWhileWriting(_ items: [AVMetadataItem]) {
+        state.withLock { $0.metadata = items }
+        let tags = MetadataKeyMapping.tags(for: items).sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
+        let sendable = UncheckedSendable(tags)
+        perform { pipeline throws(MediaCodecsError) in try pipeline.muxer.replaceMetadata(sendable.value) }
+    }
+
     /// The container tags for `metadata`, with the moment writing starts as the creation date (the movie header's,
     /// as Apple's writer sets it) unless the metadata gives one.
     static func fileTags(for metadata: [AVMetadataItem]) -> [String: String] {
