@@ -81,9 +81,9 @@ func makeSession(outputs: [AVCaptureOutput]) -> AVCaptureSession {
 func devicesAlone(for duration: Double) -> CPU {
     let session = makeSession(outputs: [])
     session.startRunning()
-    let start = CPU.now(RUSAGE_SELF)
+    let start = CPU.now(RUSAGE_SELF.rawValue)
     Thread.sleep(forTimeInterval: duration)
-    let cost = CPU.now(RUSAGE_SELF) - start
+    let cost = CPU.now(RUSAGE_SELF.rawValue) - start
     session.stopRunning()
     return cost
 }
@@ -96,7 +96,7 @@ func ourRecording(for duration: Double, to url: URL, sampleRSS: Bool = false) ->
     let session = makeSession(outputs: [output])
     session.startRunning()
     let waiter = FinishWaiter()
-    let start = CPU.now(RUSAGE_SELF)
+    let start = CPU.now(RUSAGE_SELF.rawValue)
     output.startRecording(to: url, recordingDelegate: waiter)
     if sampleRSS {
         var elapsed = 0
@@ -107,12 +107,90 @@ func ourRecording(for duration: Double, to url: URL, sampleRSS: Bool = false) ->
     } else {
         waiter.done.wait()
     }
-    let cost = CPU.now(RUSAGE_SELF) - start
+    let cost = CPU.now(RUSAGE_SELF.rawValue) - start
     session.stopRunning()
     if let error = waiter.error as NSError?, error.userInfo[AVErrorRecordingSuccessfullyFinishedKey] as? Bool != true {
         fatalError("our recording failed: \(error)")
     }
     return (cost, memory("VmHWM"))
+}
+
+// MARK: Our writer on the same frames
+
+/// Renders the frames and sound ffmpeg gets (VirtualFrameSource and VirtualSoundSource, the same functions that
+/// wrote the y4m and wav); with `write`, appends them to an AVAssetWriter with the movie output's settings.
+/// Returns the CPU used: run once without writing to know the rendering's own cost.
+func writerOnSameFrames(duration: Double, write: Bool, to url: URL) throws -> CPU {
+    try? FileManager.default.removeItem(at: url)
+    let frames = Int(duration * 30)
+    let frameSource = VirtualFrameSource(width: width, height: height)
+    let soundSource = VirtualSoundSource(sampleRate: 48_000, channelCount: 1)
+    let writer = try AVAssetWriter(outputURL: url, fileType: .mov)
+    let video = AVAssetWriterInput(
+        mediaType: .video,
+        outputSettings: [
+            AVVideoCodecKey: AVVideoCodecType.h264, AVVideoWidthKey: width, AVVideoHeightKey: height,
+            AVVideoCompressionPropertiesKey: [
+                AVVideoAverageBitRateKey: bitRate, AVVideoMaxKeyFrameIntervalKey: 30,
+                AVVideoAllowFrameReorderingKey: false, AVVideoExpectedSourceFrameRateKey: 30,
+            ] as [String: Any],
+        ])
+    let audio = AVAssetWriterInput(
+        mediaType: .audio,
+        outputSettings: [
+            AVFormatIDKey: kAudioFormatMPEG4AAC, AVSampleRateKey: 48_000, AVNumberOfChannelsKey: 1,
+            AVEncoderBitRateKey: 64_000,
+        ])
+    let adaptor = AVAssetWriterInputPixelBufferAdaptor(assetWriterInput: video, sourcePixelBufferAttributes: [
+        kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange,
+        kCVPixelBufferWidthKey: width, kCVPixelBufferHeightKey: height,
+    ])
+    writer.add(video)
+    writer.add(audio)
+    if write {
+        precondition(writer.startWriting(), "startWriting: \(String(describing: writer.error))")
+        writer.startSession(atSourceTime: .zero)
+    }
+    let description = try CMFormatDescription(
+        audioStreamBasicDescription: AudioStreamBasicDescription(
+            mSampleRate: 48_000, mFormatID: kAudioFormatLinearPCM,
+            mFormatFlags: kAudioFormatFlagIsFloat | kAudioFormatFlagIsPacked, mBytesPerPacket: 4, mFramesPerPacket: 1,
+            mBytesPerFrame: 4, mChannelsPerFrame: 1, mBitsPerChannel: 32, mReserved: 0))
+    var pool: CVPixelBufferPool?
+    CVPixelBufferPoolCreate(nil, nil, [
+        kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange,
+        kCVPixelBufferWidthKey: width, kCVPixelBufferHeightKey: height,
+    ], &pool)
+    let start = CPU.now(RUSAGE_SELF.rawValue)
+    for index in 0..<frames {
+        var buffer: CVPixelBuffer?
+        CVPixelBufferPoolCreatePixelBuffer(nil, (write ? adaptor.pixelBufferPool : nil) ?? pool!, &buffer)
+        frameSource.render(frameIndex: UInt32(index), into: buffer!)
+        let block = CMBlockBuffer(length: 1600 * 4)
+        block.withUnsafeMutableBytes { bytes in
+            soundSource.render(startingAt: Int64(index * 1600), frameCount: 1600, into: bytes.bindMemory(to: Float.self))
+        }
+        guard write else { continue }
+        while !video.isReadyForMoreMediaData || !audio.isReadyForMoreMediaData { usleep(200) }
+        _ = adaptor.append(buffer!, withPresentationTime: CMTime(value: Int64(index), timescale: 30))
+        let sound = try CMSampleBuffer(
+            dataBuffer: block, formatDescription: description, numSamples: 1600,
+            sampleTimings: [
+                CMSampleTimingInfo(
+                    duration: CMTime(value: 1, timescale: 48_000),
+                    presentationTimeStamp: CMTime(value: Int64(index * 1600), timescale: 48_000), decodeTimeStamp: .invalid)
+            ], sampleSizes: [4])
+        _ = audio.append(sound)
+    }
+    if write {
+        video.markAsFinished()
+        audio.markAsFinished()
+        let done = DispatchSemaphore(value: 0)
+        writer.finishWriting { done.signal() }
+        done.wait()
+        precondition(writer.status == .completed, "writer: \(String(describing: writer.error))")
+    }
+    return CPU.now(RUSAGE_SELF.rawValue) - start
 }
 
 // MARK: ffmpeg's side
@@ -122,7 +200,7 @@ func writeSources(duration: Double, in directory: URL) throws -> (URL, URL) {
     let frames = Int(duration * 30)
     let video = directory.appendingPathComponent("source.y4m")
     let audio = directory.appendingPathComponent("source.wav")
-    FileManager.default.createFile(atPath: video.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: video.path, contents: nil)
     let handle = try FileHandle(forWritingTo: video)
     try handle.write(contentsOf: Data("YUV4MPEG2 W\(width) H\(height) F30:1 Ip A1:1 C420mpeg2 XCOLORRANGE=LIMITED\n".utf8))
     let source = VirtualFrameSource(width: width, height: height)
@@ -181,13 +259,13 @@ func ffmpegRecording(video: URL, audio: URL, to output: URL) -> (CPU, Double) {
         "-g", "30", "-b:v", "\(bitRate)", "-maxrate", "\(bitRate * 3 / 2)", "-bufsize", "\(bitRate * 3 / 2)",
         "-x264-params", "scenecut=0", "-c:a", "aac", "-b:a", "64000", output.path,
     ]
-    let before = CPU.now(RUSAGE_CHILDREN)
+    let before = CPU.now(RUSAGE_CHILDREN.rawValue)
     try! process.run()
     process.waitUntilExit()
     precondition(process.terminationStatus == 0, "ffmpeg failed")
     var usage = rusage()
-    getrusage(RUSAGE_CHILDREN, &usage)
-    return (CPU.now(RUSAGE_CHILDREN) - before, Double(usage.ru_maxrss) / 1024)
+    getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+    return (CPU.now(RUSAGE_CHILDREN.rawValue) - before, Double(usage.ru_maxrss) / 1024)
 }
 
 // MARK: Run
@@ -209,6 +287,8 @@ let (video, audio) = try writeSources(duration: seconds, in: directory)
 var ours: [CPU] = []
 var alone: [CPU] = []
 var theirs: [CPU] = []
+var writerCosts: [CPU] = []
+var renderCosts: [CPU] = []
 var ourPeak = 0.0
 var theirPeak = 0.0
 for round in 1...rounds {
@@ -216,15 +296,19 @@ for round in 1...rounds {
     ours.append(cpu)
     ourPeak = max(ourPeak, peak)
     alone.append(devicesAlone(for: seconds))
+    renderCosts.append(try writerOnSameFrames(duration: seconds, write: false, to: directory.appendingPathComponent("none.mov")))
+    writerCosts.append(try writerOnSameFrames(duration: seconds, write: true, to: directory.appendingPathComponent("writer.mov")))
     let (ffmpegCPU, ffmpegPeak) = ffmpegRecording(video: video, audio: audio, to: directory.appendingPathComponent("ffmpeg.mov"))
     theirs.append(ffmpegCPU)
     theirPeak = max(theirPeak, ffmpegPeak)
-    print(String(format: "round %d: ours %.2f s (devices alone %.2f s), ffmpeg %.2f s CPU", round, cpu.total,
-        alone.last!.total, ffmpegCPU.total))
+    print(String(format: "round %d: ours %.2f s (devices alone %.2f s), writer on ffmpeg's frames %.2f s (rendering %.2f s), ffmpeg %.2f s CPU",
+        round, cpu.total, alone.last!.total, writerCosts.last!.total, renderCosts.last!.total, ffmpegCPU.total))
 }
 let best = ours.map(\.total).min()!
 let bestAlone = alone.map(\.total).min()!
 let bestFFmpeg = theirs.map(\.total).min()!
+let bestWriter = writerCosts.map(\.total).min()!
+let bestRender = renderCosts.map(\.total).min()!
 print(String(format: """
     %.0f s of 1920x1080@30 + AAC, best of %d rounds (CPU seconds, user + system):
       ours, recording (devices included)   %6.2f
@@ -233,6 +317,8 @@ print(String(format: """
       ffmpeg, same frames and settings     %6.2f
       ratio (ours − devices) / ffmpeg      %6.2f
       ratio ours (all) / ffmpeg            %6.2f
+      AVAssetWriter on ffmpeg's very frames, minus rendering them  %6.2f
+      ratio (writer − rendering) / ffmpeg  %6.2f
       peak RSS: ours %.1f MiB (whole process), ffmpeg %.1f MiB
     """, seconds, rounds, best, bestAlone, best - bestAlone, bestFFmpeg, (best - bestAlone) / bestFFmpeg,
-    best / bestFFmpeg, ourPeak, theirPeak))
+    best / bestFFmpeg, bestWriter - bestRender, (bestWriter - bestRender) / bestFFmpeg, ourPeak, theirPeak))
