@@ -209,6 +209,21 @@ struct AVCaptureToolTests {
         #expect(missing.status == 66, "\(missing.error)")
     }
 
+    @Test("A disk that fills up ends the recording with status 74 and a finalized movie")
+    func diskFull() throws {
+        guard MediaTool.available(for: "AVCaptureToolTests.diskFull"),
+            let disk = SmallFileSystem(megabytes: 8, for: "AVCaptureToolTests.diskFull")
+        else { return }
+        defer { disk.unmount() }
+        try disk.fill(leaving: 900 * 1024)
+        let path = disk.path + "/full.mov"
+        let result = try avcapture(["record", path, "--preset", "320x240", "--fragment-interval", "1", "--duration", "20"])
+        #expect(result.status == 74, "\(result.error)")
+        #expect(result.error.contains("disk"), "\(result.error)")
+        #expect(result.outputText.contains("Wrote"), "\(result.outputText)")
+        #expect(try ffmpegDecodeErrors(URL(fileURLWithPath: path)).isEmpty)
+    }
+
     @Test("--overwrite replaces an existing file only once the new one is finished")
     func overwrite() throws {
         guard MediaTool.available(for: "AVCaptureToolTests.overwrite") else { return }
