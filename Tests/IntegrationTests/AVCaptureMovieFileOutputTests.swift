@@ -100,6 +100,19 @@ func indexSteps(_ indices: [UInt32?]) -> [(position: Int, step: Int)] {
     return result
 }
 
+/// Records with `output` on a running session of the virtual back camera (320x240) and microphone until the
+/// recording ends by itself (a limit, a full disk); returns the delegate after `didFinish`, or nil on timeout.
+func recordUntilFinished(
+    _ output: AVCaptureMovieFileOutput, to url: URL, timeout: TimeInterval = 15
+) throws -> MovieRecordingDelegate? {
+    let session = try makeMovieSession(output)
+    session.startRunning()
+    defer { session.stopRunning() }
+    let delegate = MovieRecordingDelegate()
+    output.startRecording(to: url, recordingDelegate: delegate)
+    return delegate.waitForFinish(timeout: timeout) ? delegate : nil
+}
+
 func movieScratchURL(_ name: String) throws -> URL {
     let directory = NSTemporaryDirectory() + "moviefileoutput-tests-\(getpid())"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

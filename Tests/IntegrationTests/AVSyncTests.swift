@@ -50,12 +50,7 @@ struct AVSyncTests {
         let url = try scratchURL("sync.mov", suite: "av-sync")
         let output = AVCaptureMovieFileOutput()
         output.maxRecordedDuration = CMTime(value: 7, timescale: 2)
-        let session = try makeMovieSession(output)
-        session.startRunning()
-        defer { session.stopRunning() }
-        let delegate = MovieRecordingDelegate()
-        output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(delegate.waitForFinish(), "didFinish never came")
+        let delegate = try #require(try recordUntilFinished(output, to: url), "didFinish never came")
         #expect(delegate.successfullyFinished == true)
 
         let (flashes, frameCount) = try Self.flashTimes(url)

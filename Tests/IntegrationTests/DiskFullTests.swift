@@ -57,12 +57,7 @@ struct DiskFullTests {
         let url = URL(fileURLWithPath: disk.path + "/nearly-full.mov")
         let output = AVCaptureMovieFileOutput()
         output.movieFragmentInterval = CMTime(value: 1, timescale: 1)
-        let session = try makeMovieSession(output)
-        session.startRunning()
-        defer { session.stopRunning() }
-        let delegate = MovieRecordingDelegate()
-        output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(delegate.waitForFinish(timeout: 20), "didFinish never came")
+        let delegate = try #require(try recordUntilFinished(output, to: url, timeout: 20), "didFinish never came")
         #expect(delegate.avError?.code == .diskFull, "\(String(describing: delegate.error))")
         #expect(delegate.successfullyFinished == true)
         #expect(disk.freeBytes > 0, "the disk filled up: the stop came too late")

@@ -20,13 +20,9 @@ struct OutsideReadersTests {
         location.identifier = .quickTimeMetadataLocationISO6709
         location.value = NSString(string: writerTestLocation)
         output.metadata = [title, location]
-        let session = try makeMovieSession(output)
-        session.startRunning()
-        defer { session.stopRunning() }
-        let delegate = MovieRecordingDelegate()
-        output.startRecording(to: url, recordingDelegate: delegate)
-        guard delegate.waitForFinish(), delegate.successfullyFinished == true else {
-            throw MediaToolFailure(description: "the recording did not finish: \(String(describing: delegate.error))")
+        let delegate = try recordUntilFinished(output, to: url)
+        guard let delegate, delegate.successfullyFinished == true else {
+            throw MediaToolFailure(description: "the recording did not finish: \(String(describing: delegate?.error))")
         }
         return url
     }
