@@ -84,6 +84,7 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         var recordedFileSize: Int64 = 0
         var isRecording = false
         var isRecordingPaused = false
+        var isSampleAccurate = false
     }
 
     package let fileState = Mutex(FileState())
@@ -98,12 +99,22 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         engine.output = self
     }
 
-    /// Sees the buffers the output records (macOS). Held weakly. Stored for source compatibility: recordings
-    /// always start at the first video frame, whatever
-    /// `fileOutputShouldProvideSampleAccurateRecordingStart(_:)` says, and buffers are not passed to it.
+    /// Sees every sample buffer the output receives, recording or not (macOS), on the output's serial queue, so it
+    /// can start and stop recordings at a chosen sample. Held weakly. When its
+    /// `fileOutputShouldProvideSampleAccurateRecordingStart(_:)` (asked when it is set) is true, a
+    /// ``startRecording(to:recordingDelegate:)`` or ``stopRecording()`` called from
+    /// `fileOutput(_:didOutputSampleBuffer:from:)` takes effect at that buffer: a started recording includes it (a
+    /// movie still begins at a video frame), a stopped one ends before it. Otherwise requests take effect after it.
     public var delegate: (any AVCaptureFileOutputDelegate)? {
         get { fileState.withLock { $0.delegate } }
-        set { fileState.withLock { $0.delegate = newValue } }
+        set {
+            let sampleAccurate = newValue?.fileOutputShouldProvideSampleAccurateRecordingStart(self) ?? false
+            fileState.withLock {
+                $0.delegate = newValue
+                $0.isSampleAccurate = sampleAccurate
+            }
+            hasFileDelegate.store(newValue != nil, ordering: .sequentiallyConsistent)
+        }
     }
 
     /// The longest a recording may last, or `.invalid` (the default) for no limit. A recording that reaches it
@@ -206,6 +217,8 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     private let engine: MovieRecordingEngine
     private let mailbox: SampleBufferMailbox<MovieRecordingEngine.Work>
     private let videoInFlight = Atomic<Int>(0)
+    /// Whether a file output delegate wants every buffer (read on the capture thread).
+    private let hasFileDelegate = Atomic<Bool>(false)
     private let isActive = Atomic<Bool>(false)
     /// The recording queue: the mailbox's handler and every request run here.
     private let workQueue: DispatchQueue
@@ -238,6 +251,12 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     func metadataDidChange() { submit(.metadataChanged) }
 
     private func submit(_ work: MovieRecordingEngine.Work) {
+        // Called from the file output delegate's sample callback (on the work queue): the request applies at that
+        // buffer, so it is handled now rather than after it.
+        if engine.isInSampleAccurateCallback {
+            engine.handle(work)
+            return
+        }
         if !mailbox.post(work) {
             let item = UncheckedSendable(work)
             workQueue.async { [engine] in engine.handle(item.value) }
@@ -247,13 +266,17 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     // MARK: For the engine (on the work queue)
 
     var currentGeneration: Int { generation.withLock { $0 } }
+    /// The file output delegate and whether it asked for sample-accurate starts.
+    var fileDelegate: (delegate: any AVCaptureFileOutputDelegate, isSampleAccurate: Bool)? {
+        fileState.withLock { state in state.delegate.map { ($0, state.isSampleAccurate) } }
+    }
     func setActive(_ active: Bool) { isActive.store(active, ordering: .sequentiallyConsistent) }
     func videoHandled() { videoInFlight.subtract(1, ordering: .relaxed) }
 
     // MARK: Graph hooks
 
     override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
-        guard isActive.load(ordering: .relaxed) else { return }
+        guard isActive.load(ordering: .relaxed) || hasFileDelegate.load(ordering: .relaxed) else { return }
         let isVideo = sampleBuffer.imageBuffer != nil
         // At most 8 video frames wait for the encoder; more are dropped (it is behind). Audio is never dropped.
         if isVideo {

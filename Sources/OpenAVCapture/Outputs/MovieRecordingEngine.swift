@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The recording machinery behind ``AVCaptureMovieFileOutput`` and ``AVCaptureAudioFileOutput``: turns requests and sample buffers into
 /// ``AVAssetWriter`` calls and delegate callbacks.
@@ -89,12 +90,28 @@ final class MovieRecordingEngine: @unchecked Sendable {
 
     init(queue: DispatchQueue) { self.queue = queue }
 
+    /// The thread (on the work queue) showing a sample-accurate file output delegate a buffer, or 0: requests that
+    /// delegate makes from that thread are handled at once, before that buffer. Atomic: read from any thread.
+    private let sampleAccurateCallbackThread = Atomic<UInt>(0)
+
+    /// Whether the caller is a sample-accurate file output delegate inside its buffer callback.
+    var isInSampleAccurateCallback: Bool {
+        sampleAccurateCallbackThread.load(ordering: .relaxed) == UInt(bitPattern: Int(bitPattern: pthread_self()))
+    }
+
     func handle(_ work: Work) {
         dispatchPrecondition(condition: .onQueue(queue))
         switch work {
         case .sample(let buffer, let connection, let isVideo):
+            if isVideo { output?.videoHandled() }
+            if let output, let (delegate, isSampleAccurate) = output.fileDelegate {
+                if isSampleAccurate {
+                    sampleAccurateCallbackThread.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .relaxed)
+                }
+                delegate.fileOutput(output, didOutputSampleBuffer: buffer, from: connection)
+                sampleAccurateCallbackThread.store(0, ordering: .relaxed)
+            }
             if isVideo {
-                output?.videoHandled()
                 handleVideo(buffer, from: connection)
             } else {
                 handleAudio(buffer, from: connection)
