@@ -95,6 +95,37 @@ struct AVCaptureAudioFileOutputTests {
         #expect(try ffmpegDecodeErrors(url).isEmpty)
     }
 
+    /// The largest absolute sample of the file's first channel, decoded by ffmpeg to floats.
+    func peak(_ url: URL) throws -> Float {
+        let decoded = try MediaTool.ffmpeg.run(["-nostdin", "-v", "error", "-i", url.path, "-ac", "1", "-f", "f32le", "-"])
+        return decoded.output.withUnsafeBytes { $0.bindMemory(to: Float.self).reduce(0) { max($0, abs($1)) } }
+    }
+
+    @Test("A channel's volume scales what the file output records; a disabled channel records silence")
+    func channelVolume() throws {
+        guard MediaTool.available(for: "AVCaptureAudioFileOutputTests.channelVolume") else { return }
+        var peaks: [Float] = []
+        for (name, volume, enabled) in [("full", Float(1), true), ("half", 0.5, true), ("off", 1, false)] {
+            let url = try scratchURL("volume-\(name).wav", suite: "audiofileoutput-tests")
+            let output = AVCaptureAudioFileOutput()
+            output.maxRecordedDuration = CMTime(value: 12, timescale: 10)
+            let session = try makeSession(preset: .qvga320x240, devices: [VirtualDevices.microphone], outputs: [output])
+            let channel = try #require(output.connection(with: .audio)?.audioChannels.first)
+            channel.volume = volume
+            channel.isEnabled = enabled
+            session.startRunning()
+            let delegate = MovieRecordingDelegate()
+            output.startRecording(to: url, outputFileType: .wav, recordingDelegate: delegate)
+            #expect(delegate.waitForFinish())
+            session.stopRunning()
+            peaks.append(try peak(url))
+        }
+        // 1.2 s holds a beep at −6 dBFS peak (0.5); half volume halves it; disabled is silent.
+        #expect(abs(peaks[0] - 0.5) < 0.02, "\(peaks)")
+        #expect(abs(peaks[1] - 0.25) < 0.01, "\(peaks)")
+        #expect(peaks[2] == 0, "\(peaks)")
+    }
+
     @Test("An existing file is refused and left byte for byte as it was")
     func existingFile() throws {
         let url = try scratchURL("existing.wav", suite: "audiofileoutput-tests")

@@ -5,8 +5,9 @@ import Synchronization
 ///
 /// `averagePowerLevel` is the RMS level of the most recent 100 ms of the channel, in dBFS (a full-scale sine
 /// reads −3.01 dB); `peakHoldLevel` is the largest absolute sample of the most recent second, in dBFS (a
-/// full-scale sine reads 0 dB). Silence reads −160 dB, Apple's floor. `volume` and `isEnabled` are kept for
-/// compatibility: Apple applies them only on macOS file outputs, and so do we (not yet).
+/// full-scale sine reads 0 dB). Silence reads −160 dB, Apple's floor. `volume` and `isEnabled` apply to what file
+/// outputs record (as on macOS; data outputs and the levels are unaffected): the channel's samples are scaled by
+/// `volume`, or silenced when it is not enabled.
 ///
 /// Threading: thread safe; the session updates levels on the capture thread, readers poll from anywhere.
 public final class AVCaptureAudioChannel: NSObject, @unchecked Sendable {

@@ -286,7 +286,8 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
                 return
             }
         }
-        if mailbox.post(.sample(sampleBuffer, connection, isVideo: isVideo)) {
+        let recorded = isVideo ? sampleBuffer : AudioChannelGain.apply(to: sampleBuffer, channels: connection.audioChannels)
+        if mailbox.post(.sample(recorded, connection, isVideo: isVideo)) {
             statistics.withLock { isVideo ? ($0.videoFramesReceived += 1) : ($0.audioBuffersReceived += 1) }
         } else if isVideo {
             videoInFlight.subtract(1, ordering: .relaxed)
