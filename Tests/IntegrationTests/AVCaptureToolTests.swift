@@ -109,6 +109,45 @@ struct AVCaptureToolTests {
         #expect(try ffmpegDecodeErrors(url).isEmpty)
     }
 
+    @Test("SIGUSR1 pauses and resumes a recording: the paused time is left out of the movie")
+    func pauseWithSIGUSR1() throws {
+        guard MediaTool.available(for: "AVCaptureToolTests.pauseWithSIGUSR1") else { return }
+        let url = try toolScratch("paused.mov")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: toolPath!)
+        process.arguments = ["record", url.path, "--preset", "320x240"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["OPENAV_DEVICES": "virtual"]) { $1 }
+        let errorPipe = Pipe()
+        process.standardError = errorPipe
+        process.standardOutput = FileHandle.nullDevice
+        let started = Date()
+        try process.run()
+        var seen = ""
+        /// Reads status lines until `condition` holds for what was read since the call began.
+        func readUntil(_ condition: (String) -> Bool) {
+            var fresh = ""
+            while !condition(fresh) {
+                let chunk = errorPipe.fileHandleForReading.availableData
+                guard !chunk.isEmpty else { return }
+                fresh += String(decoding: chunk, as: UTF8.self)
+            }
+            seen += fresh
+        }
+        readUntil { $0.contains(/\s1\.\d s\s/) }
+        kill(process.processIdentifier, SIGUSR1)
+        // Three status lines saying PAUSED: at least a second paused.
+        readUntil { $0.components(separatedBy: "PAUSED").count > 3 }
+        kill(process.processIdentifier, SIGUSR1)
+        readUntil { $0.contains(/\s2\.\d s\s/) && !$0.hasSuffix("PAUSED\n") }
+        process.interrupt()
+        process.waitUntilExit()
+        let wall = Date().timeIntervalSince(started)
+        #expect(process.terminationStatus == 0, "\(seen)")
+        let duration = try #require(FFprobeReport.number(try FFprobeReport(url).format["duration"]))
+        #expect(duration >= 2 && duration <= wall - 1, "movie \(duration) s, wall \(wall) s: \(seen)")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+    }
+
     @Test("audio writes the type its extension names")
     func audio() throws {
         guard MediaTool.available(for: "AVCaptureToolTests.audio") else { return }
