@@ -111,3 +111,15 @@ extension CaptureBackend {
         }
     }
 }
+
+/// A camera that can read a still larger than its stream's frames, as a phone's camera reads its whole sensor
+/// for a photo while the preview streams smaller. Optional: a camera without it gives stills at the stream's size.
+///
+/// Threading: thread safe; the completion runs on a queue of the device's, never on its capture thread.
+package protocol HighResolutionStillCapturing: CaptureBackend {
+    /// Takes the stream's next frame again at the active format's high-resolution still size, in NV12, with the
+    /// flash fired for it when `firingFlash` (the stream's frame is lit too). `completion` gets the picture and
+    /// the stream frame's presentation time, or nil and `.invalid` when the camera stopped first.
+    func captureHighResolutionStill(
+        size: CMVideoDimensions, firingFlash: Bool, completion: @escaping @Sendable (CVPixelBuffer?, CMTime) -> Void)
+}

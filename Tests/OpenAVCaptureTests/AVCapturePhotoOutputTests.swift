@@ -124,7 +124,7 @@ import Testing
 
     /// Takes an NV12 photo with `mode` while a data output watches the frames around it; returns the photo's grey
     /// patch brightness, the brightness of the neighbouring frames (two before, two after), and EXIF's Flash.
-    static func flashPhoto(_ mode: AVCaptureDevice.FlashMode, sceneLight: Double) throws
+    static func flashPhoto(_ mode: AVCaptureDevice.FlashMode, sceneLight: Double, highResolution: Bool = false) throws
         -> (photo: Double, neighbours: [Double], exifFlash: Int?, fired: Bool)
     {
         let camera = VirtualDevices.back
@@ -132,6 +132,7 @@ import Testing
         defer { controller.restoreDefaults() }
         controller.sceneLight = sceneLight
         let photos = AVCapturePhotoOutput()
+        photos.isHighResolutionCaptureEnabled = highResolution
         let frames = AVCaptureVideoDataOutput()
         let brightness = Mutex<[CMTime: Double]>([:])
         let delegate = RecordingDelegate { sample, _ in
@@ -152,9 +153,11 @@ import Testing
         for _ in 0..<3 {
             let settings = AVCapturePhotoSettings(format: [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange])
             settings.flashMode = mode
+            settings.isHighResolutionPhotoEnabled = highResolution
             let (photo, _) = takePhoto(photos, settings)
             let taken = try #require(photo)
             let pixels = try #require(taken.pixelBuffer)
+            #expect(CVPixelBufferGetWidth(pixels) == (highResolution ? 4032 : 320))
             // The camera's whole-second sync frame is white whatever the flash: take another photo.
             if VirtualFrameReader.isFlashFrame(pixels) { continue }
             let frameDuration = CMTime(value: 1, timescale: 30)
@@ -179,6 +182,46 @@ import Testing
         #expect(result.exifFlash == 0x09)
         #expect(!result.neighbours.isEmpty)
         for neighbour in result.neighbours { #expect(result.photo > 1.8 * neighbour, "\(result)") }
+    }
+
+    @Test(".on with high resolution: the 4032x3024 still is the lit frame too")
+    func flashOnHighResolution() throws {
+        let result = try Self.flashPhoto(.on, sceneLight: 1, highResolution: true)
+        #expect(result.fired && result.exifFlash == 0x09)
+        #expect(!result.neighbours.isEmpty)
+        for neighbour in result.neighbours { #expect(result.photo > 1.8 * neighbour, "\(result)") }
+    }
+
+    @Test("High resolution at a 640x480 session: a 4032x3024 still of the same frame the stream delivered")
+    func highResolution() throws {
+        let photos = AVCapturePhotoOutput()
+        photos.isHighResolutionCaptureEnabled = true
+        let frames = AVCaptureVideoDataOutput()
+        let indices = Mutex<[CMTime: UInt32]>([:])
+        let delegate = RecordingDelegate { sample, _ in
+            guard let image = sample.imageBuffer, let index = VirtualFrameReader.readFrameIndex(from: image) else { return }
+            indices.withLock { $0[sample.presentationTimeStamp] = index }
+        }
+        frames.setSampleBufferDelegate(delegate, queue: DispatchQueue(label: "frames"))
+        frames.alwaysDiscardsLateVideoFrames = false
+        let session = try makeSession(preset: .vga640x480, devices: [VirtualDevices.back], outputs: [photos, frames])
+        session.startRunning()
+        defer { session.stopRunning() }
+        #expect(delegate.wait(for: 5))
+        for _ in 0..<3 {
+            let settings = AVCapturePhotoSettings(format: [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange])
+            settings.isHighResolutionPhotoEnabled = true
+            let (photo, _) = takePhoto(photos, settings)
+            let taken = try #require(photo)
+            #expect(taken.resolvedSettings.photoDimensions.width == 4032 && taken.resolvedSettings.photoDimensions.height == 3024)
+            let pixels = try #require(taken.pixelBuffer)
+            #expect(CVPixelBufferGetWidth(pixels) == 4032 && CVPixelBufferGetHeight(pixels) == 3024)
+            guard let index = VirtualFrameReader.readFrameIndex(from: pixels) else { continue }  // a sync frame
+            #expect(delegate.wait(for: delegate.received.count + 2))
+            #expect(indices.withLock { $0[taken.timestamp] } == index)
+            return
+        }
+        Issue.record("every still landed on a sync frame")
     }
 
     @Test(".auto fires in a dark scene, not in a normal one")

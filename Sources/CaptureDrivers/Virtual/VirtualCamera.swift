@@ -76,7 +76,7 @@ extension VirtualDevice {
 ///
 /// Threading: thread safe (`Sendable`; every mutable part is behind a mutex). `start` and `stop` are serialized by
 /// the caller; the sink and completion handlers run on the capture thread.
-package final class VirtualCamera: VirtualDevice {
+package final class VirtualCamera: VirtualDevice, HighResolutionStillCapturing {
     /// How many pixel buffers consumers may hold before frames are dropped with `.outOfBuffers`.
     package static let poolAllocationThreshold = 8
 
@@ -200,6 +200,45 @@ package final class VirtualCamera: VirtualDevice {
         lifecycle.stop()
     }
 
+    package func captureHighResolutionStill(
+        size: CMVideoDimensions, firingFlash: Bool, completion: @escaping @Sendable (CVPixelBuffer?, CMTime) -> Void
+    ) {
+        let request = VirtualStillRequest(size: size, completion: completion)
+        if !cameraControls.requestStill(request, firingFlash: firingFlash) { completion(nil, .invalid) }
+    }
+
+    // MARK: High-resolution stills
+
+    /// Renders a frame's parameters again at the still's size on a queue of its own (never the capture thread, so
+    /// the stream keeps its pace) into a buffer of its own.
+    static func renderStill(_ parameters: VirtualFrameParameters, at time: CMTime, _ request: VirtualStillRequest) {
+        stillQueue.async {
+            let width = Int(request.size.width)
+            let height = Int(request.size.height)
+            var made: CVPixelBuffer?
+            guard
+                CVPixelBufferCreate(nil, width, height, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, nil, &made)
+                    == kCVReturnSuccess, let buffer = made
+            else {
+                request.completion(nil, .invalid)
+                return
+            }
+            let renderer = VirtualFrameRenderer(width: width, height: height)
+            buffer.withLockedPlanes { planes in
+                renderer.renderNV12(
+                    parameters,
+                    luma: planes[0].baseAddress.bindMemory(to: UInt8.self, capacity: planes[0].bytesPerRow * height),
+                    lumaStride: planes[0].bytesPerRow,
+                    chroma: planes[1].baseAddress.bindMemory(
+                        to: UInt8.self, capacity: planes[1].bytesPerRow * planes[1].height),
+                    chromaStride: planes[1].bytesPerRow)
+            }
+            request.completion(buffer, time)
+        }
+    }
+
+    private static let stillQueue = DispatchQueue(label: "OpenAVCapture.VirtualCamera.stills")
+
     // MARK: Test controls
 
     /// What the camera looks at: light, illuminant, focus target. Changes show from the next frame.
@@ -267,7 +306,7 @@ private struct VirtualCameraStream: Sendable {
                 sink(.dropped(sequence: sequence, presentationTime: presentationTime, reason: .outOfBuffers))
                 return
             }
-            let (completions, firesFlash) = controls.takeFrameRequests()
+            let (completions, firesFlash, stills) = controls.takeFrameRequests()
             let (state, scene) = controls.advance(time: presentationTime, frameDuration: frameDuration, aspect: aspect)
             let parameters = VirtualFrameParameters(
                 time: VirtualClockTime(value: index * value, timescale: timescale),
@@ -275,6 +314,7 @@ private struct VirtualCameraStream: Sendable {
                 index: UInt32(truncatingIfNeeded: sequence),
                 scene: scene,
                 optics: VirtualAutoControls.optics(for: state, flashFired: firesFlash))
+            for still in stills { VirtualCamera.renderStill(parameters, at: presentationTime, still) }
             buffer.withLockedPlanes { planes in
                 if isNV12 {
                     let luma = planes[0]

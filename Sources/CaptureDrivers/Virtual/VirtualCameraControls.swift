@@ -249,6 +249,12 @@ package enum VirtualAutoControls {
     }
 }
 
+/// A high-resolution still the capture thread renders from its next frame's parameters.
+package struct VirtualStillRequest: Sendable {
+    package var size: CMVideoDimensions
+    package var completion: @Sendable (CVPixelBuffer?, CMTime) -> Void
+}
+
 /// A virtual camera's controls: the `CameraControlling` the public `AVCaptureDevice` drives, the scene the camera
 /// looks at, and the per-frame hook the capture thread calls to run the simulated 3A (`VirtualAutoControls`).
 ///
@@ -275,6 +281,8 @@ package final class VirtualCameraControls: CameraControlling {
         var pendingCompletions: [@Sendable (CMTime) -> Void] = []
         /// A `.fireFlash` waits for the next frame; armed under the same lock as its completion is queued.
         var isFlashArmed = false
+        /// High-resolution stills waiting for the next frame.
+        var pendingStills: [VirtualStillRequest] = []
     }
 
     private let runtime: Mutex<Runtime>
@@ -490,12 +498,28 @@ package final class VirtualCameraControls: CameraControlling {
 
     /// Takes the completion handlers waiting for a frame, and whether the flash fires for it. Call before
     /// `advance`, so every handler taken belongs to a change the next snapshot of the state includes.
-    func takeFrameRequests() -> (completions: [@Sendable (CMTime) -> Void], firesFlash: Bool) {
+    func takeFrameRequests() -> (
+        completions: [@Sendable (CMTime) -> Void], firesFlash: Bool, stills: [VirtualStillRequest]
+    ) {
         runtime.withLock { runtime in
-            defer { runtime.isFlashArmed = false }
-            if runtime.pendingCompletions.isEmpty { return ([], runtime.isFlashArmed) }
+            defer {
+                runtime.isFlashArmed = false
+                runtime.pendingStills = []
+            }
+            if runtime.pendingCompletions.isEmpty { return ([], runtime.isFlashArmed, runtime.pendingStills) }
             defer { runtime.pendingCompletions = [] }
-            return (runtime.pendingCompletions, runtime.isFlashArmed)
+            return (runtime.pendingCompletions, runtime.isFlashArmed, runtime.pendingStills)
+        }
+    }
+
+    /// Asks for the next frame again at `request.size` (and the flash for it); false when not streaming.
+    func requestStill(_ request: VirtualStillRequest, firingFlash: Bool) -> Bool {
+        let fires = firingFlash && capabilities.hasFlash
+        return runtime.withLock { runtime in
+            guard runtime.isStreaming else { return false }
+            runtime.pendingStills.append(request)
+            if fires { runtime.isFlashArmed = true }
+            return true
         }
     }
 
@@ -513,13 +537,17 @@ package final class VirtualCameraControls: CameraControlling {
 
     /// The stream has ended: the torch goes out and handlers still waiting run with `.invalid`.
     func streamDidStop() {
-        let completions = runtime.withLock { runtime in
+        let (completions, stills) = runtime.withLock { runtime in
             runtime.isStreaming = false
             runtime.isFlashArmed = false
-            defer { runtime.pendingCompletions = [] }
-            return runtime.pendingCompletions
+            defer {
+                runtime.pendingCompletions = []
+                runtime.pendingStills = []
+            }
+            return (runtime.pendingCompletions, runtime.pendingStills)
         }
         store.update { $0.isTorchActive = false }
         for completion in completions { completion(.invalid) }
+        for still in stills { still.completion(nil, .invalid) }
     }
 }

@@ -102,16 +102,18 @@ public final class AVCapturePhotoOutput: AVCaptureOutput, @unchecked Sendable {
         let connection = videoConnection!
         let device = self.device
         let flashMode = LightMode(rawValue: settings.flashMode.rawValue) ?? .off
-        let dimensions = connection.inputPorts.first?.formatDescription?.dimensions ?? CMVideoDimensions()
-        let resolved = AVCaptureResolvedPhotoSettings(
-            uniqueID: settings.uniqueID, photoDimensions: dimensions,
-            isFlashEnabled: StillCaptureEngine.firesFlash(flashMode, device: device))
         let location = (settings.metadata[kCGImagePropertyGPSDictionary] as? [String: Any])
             .flatMap(StillImageMetadata.location(fromGPS:))
+        let resolved = AVCaptureResolvedPhotoSettings(
+            uniqueID: settings.uniqueID,
+            photoDimensions: StillCaptureEngine.dimensions(
+                of: connection, highResolution: settings.isHighResolutionPhotoEnabled),
+            isFlashEnabled: StillCaptureEngine.firesFlash(flashMode, device: device))
         let weakDelegate = WeakPhotoDelegate(delegate)
         engine.queue.async { weakDelegate.object?.photoOutput(self, willBeginCaptureFor: resolved) }
         let request = StillRequest(
             encoding: encoding, flashMode: flashMode, location: location, connection: connection,
+            highResolution: settings.isHighResolutionPhotoEnabled,
             willCapture: { [weak self] in
                 guard let self else { return }
                 weakDelegate.object?.photoOutput(self, willCapturePhotoFor: resolved)

@@ -51,9 +51,14 @@ public final class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservabl
     /// Whether a still is being taken. Key-value observable.
     public var isCapturingStillImage: Bool { capturing.withLock { $0 > 0 } }
 
-    /// Kept for source compatibility: stills are the session's video format; use the `.photo` preset for the
-    /// device's photo format.
-    public var isHighResolutionStillImageOutputEnabled: Bool = false
+    /// Whether stills are taken at the device's high-resolution still size (`activeFormat`'s
+    /// `highResolutionStillImageDimensions`, 4032x3024 on the virtual back camera) rather than the stream's, where
+    /// the camera can read one (the virtual cameras can; others give the stream's size).
+    public var isHighResolutionStillImageOutputEnabled: Bool {
+        get { highResolution.withLock { $0 } }
+        set { highResolution.withLock { $0 = newValue } }
+    }
+    private let highResolution = Mutex(false)
 
     /// Takes a still from `connection` and calls `handler` with it, or with an error (`AVError.sessionNotRunning`
     /// when the session is not running). Traps when the connection is not this output's, or is inactive or
@@ -76,6 +81,7 @@ public final class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservabl
         changeCapturing(by: 1)
         let request = StillRequest(
             encoding: encoding, flashMode: flashMode, location: nil, connection: connection,
+            highResolution: isHighResolutionStillImageOutputEnabled,
             finish: { [weak self] result in
                 // Done before the handler runs, so the handler sees isCapturingStillImage false.
                 self?.changeCapturing(by: -1)

@@ -20,6 +20,8 @@ struct StillRequest: @unchecked Sendable {
     var flashMode: LightMode
     var location: StillImageMetadata.Location?
     var connection: AVCaptureConnection
+    /// Take the still at the device's high-resolution still size, where the camera can.
+    var highResolution = false
     /// The frame is about to be exposed (Apple's `willCapturePhoto`): on the engine's queue.
     var willCapture: () -> Void = {}
     /// The frame has been taken (Apple's `didCapturePhoto`): on the engine's queue.
@@ -107,6 +109,16 @@ final class StillCaptureEngine: @unchecked Sendable {
         }
         let device = (request.connection.inputPorts.first?.input as? AVCaptureDeviceInput)?.device
         let firesFlash = Self.firesFlash(request.flashMode, device: device)
+        if let device, let size = Self.highResolutionSize(for: request, device: device),
+            let camera = device.backend as? any HighResolutionStillCapturing
+        {
+            queue.async { request.willCapture() }
+            let waiting = Waiting(id: -1, request: request, awaitsFlash: false, firesFlash: firesFlash)
+            camera.captureHighResolutionStill(size: size, firingFlash: firesFlash) { [weak self] image, time in
+                self?.highResolutionStillArrived(waiting, image: image, time: time)
+            }
+            return
+        }
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             state.waiting.append(
@@ -118,6 +130,41 @@ final class StillCaptureEngine: @unchecked Sendable {
         if firesFlash, let device {
             device.apply(.fireFlash) { [weak self] time in self?.flashLit(id, at: time) }
         }
+    }
+
+    /// The size of a high-resolution still for `request`, when it asks for one, the camera can take one, and it
+    /// is larger than the stream's frames; nil otherwise (the still is a stream frame).
+    static func highResolutionSize(for request: StillRequest, device: AVCaptureDevice) -> CMVideoDimensions? {
+        highResolutionSize(highResolution: request.highResolution, device: device)
+    }
+
+    private static func highResolutionSize(highResolution: Bool, device: AVCaptureDevice) -> CMVideoDimensions? {
+        guard highResolution, device.backend is any HighResolutionStillCapturing else { return nil }
+        let still = device.activeFormat.highResolutionStillImageDimensions
+        let stream = device.activeFormat.formatDescription.dimensions
+        return Int(still.width) * Int(still.height) > Int(stream.width) * Int(stream.height) ? still : nil
+    }
+
+    /// The size a still from `connection` will have.
+    static func dimensions(of connection: AVCaptureConnection, highResolution: Bool) -> CMVideoDimensions {
+        let device = (connection.inputPorts.first?.input as? AVCaptureDeviceInput)?.device
+        if let device, let size = highResolutionSize(highResolution: highResolution, device: device) { return size }
+        return connection.inputPorts.first?.formatDescription?.dimensions ?? CMVideoDimensions()
+    }
+
+    /// A high-resolution still from the camera (on its still queue): wrapped like a stream frame and encoded.
+    private func highResolutionStillArrived(_ waiting: Waiting, image: CVPixelBuffer?, time: CMTime) {
+        guard let image, time.isValid, let description = try? CMFormatDescription(imageBuffer: image),
+            let frame = try? CMSampleBuffer(
+                imageBuffer: image, formatDescription: description,
+                sampleTiming: CMSampleTimingInfo(duration: .invalid, presentationTimeStamp: time, decodeTimeStamp: .invalid))
+        else {
+            queue.async {
+                self.complete(waiting.request, .failure(AVError(.sessionNotRunning, "the camera stopped before the still was taken")))
+            }
+            return
+        }
+        process(waiting, frame: frame)
     }
 
     /// Whether the flash fires for a still in `mode`: `.on` with a flash, `.auto` when the device says the scene
