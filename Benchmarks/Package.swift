@@ -57,5 +57,15 @@ let package = Package(
             path: "Benchmarks/RecordingVersusFFmpeg",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        .executableTarget(
+            name: "StillBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+            ],
+            path: "Benchmarks/StillBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

@@ -58,6 +58,9 @@ package final class JPEGEncoder {
         }
         let jpegQuality = Int32(min(100, max(1, (quality * 100).rounded())))
         let subsampling = Int32(TJSAMP_420.rawValue)
+        // The fast integer DCT is a third quicker at 12 MP; its error only shows at the top qualities (TurboJPEG's
+        // documentation), so those keep the accurate one.
+        let flags = jpegQuality > 90 ? Int32(TJFLAG_ACCURATEDCT) : Int32(TJFLAG_FASTDCT)
         var size = outputCapacity
         let status = image.withLockedPlanes(.readOnly) { locked -> Int32 in
             if format == kCVPixelFormatType_32BGRA {
@@ -65,14 +68,14 @@ package final class JPEGEncoder {
                 return tjCompress2(
                     handle, plane.baseAddress.assumingMemoryBound(to: UInt8.self), Int32(width),
                     Int32(plane.bytesPerRow), Int32(height), Int32(TJPF_BGRA.rawValue), &output, &size, subsampling,
-                    jpegQuality, 0)
+                    jpegQuality, flags)
             }
             return planes.withPlanes(
                 from: locked, fullRange: format == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange, matrix: matrix
             ) { pointers, strides in
                 var sources: [UnsafePointer<UInt8>?] = pointers
                 return tjCompressFromYUVPlanes(
-                    handle, &sources, Int32(width), strides, Int32(height), subsampling, &output, &size, jpegQuality, 0)
+                    handle, &sources, Int32(width), strides, Int32(height), subsampling, &output, &size, jpegQuality, flags)
             }
         }
         guard status == 0, let output else {
