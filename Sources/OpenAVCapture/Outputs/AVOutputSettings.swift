@@ -117,3 +117,18 @@ package func boolSetting(_ value: Any?) -> Bool? {
     default: integerSetting(value).map { $0 != 0 }
     }
 }
+
+/// Reads a codec setting given as an `AVVideoCodecType` or as its raw string ("jpeg").
+package func codecSetting(_ value: Any?) -> AVVideoCodecType? {
+    value as? AVVideoCodecType ?? (value as? String).map(AVVideoCodecType.init(rawValue:))
+}
+
+/// Traps, naming `owner`, the key and what is supported, when `settings` holds a key outside `known`, as Apple's
+/// raises `NSInvalidArgumentException`.
+package func requireKnownSettingKeys(_ settings: [String: Any], _ known: Set<String>, owner: String) {
+    for key in settings.keys.sorted() where !known.contains(key) {
+        preconditionFailure(
+            "\(owner): key \(key) is not supported; use \(known.sorted().joined(separator: ", ")) (Apple raises"
+                + " NSInvalidArgumentException)")
+    }
+}

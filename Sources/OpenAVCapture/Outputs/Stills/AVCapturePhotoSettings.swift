@@ -37,14 +37,9 @@ open class AVCapturePhotoSettings: NSObject, @unchecked Sendable {
     public init(format: [String: Any]?) {
         uniqueID = Self.nextID.add(1, ordering: .relaxed).oldValue
         let effective = format ?? [AVVideoCodecKey: AVVideoCodecType.jpeg]
-        let known: Set<String> = [AVVideoCodecKey, AVVideoCompressionPropertiesKey, kCVPixelBufferPixelFormatTypeKey]
-        for key in effective.keys {
-            precondition(
-                known.contains(key),
-                "AVCapturePhotoSettings: format key \(key) is not supported; use AVVideoCodecKey (with"
-                    + " AVVideoCompressionPropertiesKey) or kCVPixelBufferPixelFormatTypeKey (Apple raises"
-                    + " NSInvalidArgumentException)")
-        }
+        requireKnownSettingKeys(
+            effective, [AVVideoCodecKey, AVVideoCompressionPropertiesKey, kCVPixelBufferPixelFormatTypeKey],
+            owner: "AVCapturePhotoSettings format")
         precondition(
             (effective[AVVideoCodecKey] == nil) != (effective[kCVPixelBufferPixelFormatTypeKey] == nil),
             "AVCapturePhotoSettings: a format has either AVVideoCodecKey or kCVPixelBufferPixelFormatTypeKey (Apple"
@@ -72,8 +67,7 @@ open class AVCapturePhotoSettings: NSObject, @unchecked Sendable {
 
     /// The codec of `format`, if it names one.
     var codec: AVVideoCodecType? {
-        let value = format?[AVVideoCodecKey]
-        return value as? AVVideoCodecType ?? (value as? String).map(AVVideoCodecType.init(rawValue:))
+        codecSetting(format?[AVVideoCodecKey])
     }
 
     /// The pixel format of `format`, if it names one.

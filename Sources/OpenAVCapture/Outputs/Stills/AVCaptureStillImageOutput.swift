@@ -128,14 +128,9 @@ public final class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservabl
                     + " (Apple raises NSInvalidArgumentException)")
             return .uncompressed(code!)
         }
-        let known: Set<String> = [AVVideoCodecKey, AVVideoCompressionPropertiesKey]
-        for key in settings.keys {
-            precondition(
-                known.contains(key),
-                "AVCaptureStillImageOutput: outputSettings key \(key) is not supported (Apple raises"
-                    + " NSInvalidArgumentException)")
-        }
-        let codec = settings[AVVideoCodecKey] as? AVVideoCodecType ?? (settings[AVVideoCodecKey] as? String).map(AVVideoCodecType.init(rawValue:))
+        requireKnownSettingKeys(
+            settings, [AVVideoCodecKey, AVVideoCompressionPropertiesKey], owner: "AVCaptureStillImageOutput outputSettings")
+        let codec = codecSetting(settings[AVVideoCodecKey])
         precondition(
             codec == .jpeg,
             "AVCaptureStillImageOutput: AVVideoCodecKey must be AVVideoCodecType.jpeg, one of"
@@ -147,7 +142,7 @@ public final class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservabl
     static func quality(in settings: [String: Any], name: String) -> Double {
         let properties = settings[AVVideoCompressionPropertiesKey] as? [String: Any] ?? [:]
         guard let value = properties[AVVideoQualityKey] else { return 0.9 }
-        let quality = (value as? Double) ?? (value as? Float).map(Double.init) ?? (value as? NSNumber)?.doubleValue ?? -1
+        let quality = doubleSetting(value) ?? -1
         precondition(
             (0...1).contains(quality),
             "\(name): AVVideoQualityKey must be a number in 0...1 (Apple raises NSInvalidArgumentException)")

@@ -123,11 +123,7 @@ extension StillImageMetadata {
     /// `AVCapturePhotoSettings.metadata[kCGImagePropertyGPSDictionary]`), or nil without latitude and longitude.
     /// `TimeStamp` and `DateStamp` are read as UTC.
     static func location(fromGPS gps: [String: Any]) -> Location? {
-        func number(_ key: String) -> Double? {
-            let value = gps[key]
-            return (value as? Double) ?? (value as? Int).map(Double.init) ?? (value as? NSNumber)?.doubleValue
-                ?? (value as? Float).map(Double.init)
-        }
+        func number(_ key: String) -> Double? { doubleSetting(gps[key]) }
         guard let latitude = number(kCGImagePropertyGPSLatitude), let longitude = number(kCGImagePropertyGPSLongitude)
         else { return nil }
         let south = (gps[kCGImagePropertyGPSLatitudeRef] as? String)?.uppercased() == "S"
