@@ -3,5 +3,6 @@ extension DeviceRegistry {
     /// drivers join the list as they are written; the virtual devices are always there.
     ///
     /// Threading: thread safe, as every `DeviceRegistry`.
-    package static let shared = DeviceRegistry(drivers: [VirtualDeviceDriver.shared], selection: .fromEnvironment())
+    package static let shared = DeviceRegistry(
+        drivers: [ALSADeviceDriver.shared, VirtualDeviceDriver.shared], selection: .fromEnvironment())
 }

@@ -1,0 +1,114 @@
+import CALSA
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// One entry of ALSA's device name hints (`snd_device_name_hint` for `pcm`).
+///
+/// Value type; safe to use from any thread.
+package struct ALSANameHint: Sendable, Hashable {
+    /// `NAME`: what `snd_pcm_open` takes.
+    package var name: String
+    /// `DESC`: one or two lines for people.
+    package var description: String?
+    /// `IOID`: `Input`, `Output`, or nil for both.
+    package var direction: String?
+
+    package init(name: String, description: String?, direction: String?) {
+        self.name = name
+        self.description = description
+        self.direction = direction
+    }
+
+    /// Every PCM hint of the ALSA configuration (the global one: `ALSA_CONFIG_PATH`, /etc/asound.conf,
+    /// ~/.asoundrc, the cards' own files).
+    package static func all() -> [ALSANameHint] {
+        var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+        guard snd_device_name_hint(-1, "pcm", &hints) >= 0, let hints else { return [] }
+        defer { snd_device_name_free_hint(hints) }
+        func field(_ hint: UnsafeMutableRawPointer, _ key: String) -> String? {
+            guard let value = snd_device_name_get_hint(hint, key) else { return nil }
+            defer { free(value) }
+            return String(cString: value)
+        }
+        var result: [ALSANameHint] = []
+        var cursor = hints
+        while let hint = cursor.pointee {
+            if let name = field(hint, "NAME") {
+                result.append(
+                    ALSANameHint(name: name, description: field(hint, "DESC"), direction: field(hint, "IOID")))
+            }
+            cursor += 1
+        }
+        return result
+    }
+}
+
+/// A capture PCM discovery shows as a microphone.
+///
+/// Value type; safe to use from any thread.
+package struct ALSACaptureDeviceEntry: Sendable, Hashable {
+    /// The hint's name, which the unique ID is made from (`alsa:default`, `alsa:hw:CARD=PCH,DEV=0`).
+    package var hintName: String
+    /// What to open: the hint's name, or a hardware device's `plughw:` twin, which converts formats the card lacks.
+    package var pcmName: String
+    /// The description's first line, or the name.
+    package var localizedName: String
+
+    /// The microphones among `hints`, `default` first: every capture-capable PCM, except the many aliases ALSA
+    /// lists for each card (`sysdefault`, `front`, `dsnoop`, `plughw`, surround and digital outputs), which are the
+    /// same microphone as the card's `hw:` entry, and `null`.
+    package static func microphones(from hints: [ALSANameHint]) -> [ALSACaptureDeviceEntry] {
+        let aliases = [
+            "sysdefault:", "front:", "rear:", "center_lfe:", "side:", "surround", "iec958:", "spdif:", "hdmi:",
+            "dmix:", "dsnoop:", "plughw:", "usbstream:",
+        ]
+        let entries: [ALSACaptureDeviceEntry] = hints.compactMap { hint in
+            guard hint.direction == nil || hint.direction == "Input", hint.name != "null",
+                !aliases.contains(where: hint.name.hasPrefix)
+            else { return nil }
+            let title = hint.description?.split(separator: "\n").first.map(String.init) ?? hint.name
+            let pcm = hint.name.hasPrefix("hw:") ? "plug" + hint.name : hint.name
+            return ALSACaptureDeviceEntry(hintName: hint.name, pcmName: pcm, localizedName: title)
+        }
+        return entries.filter { $0.hintName == "default" } + entries.filter { $0.hintName != "default" }
+    }
+}
+
+/// ALSA's capture PCMs as microphones.
+///
+/// Threading: thread safe; a mutex guards the table of backends, so a PCM keeps its backend object for the
+/// process's life (a PCM that disappears is marked disconnected, and the same object comes back with it).
+package final class ALSADeviceDriver: CaptureDriver {
+    /// The driver `DeviceRegistry.shared` lists.
+    package static let shared = ALSADeviceDriver()
+
+    private let known = Mutex<[String: ALSAMicrophone]>([:])
+
+    package init() {}
+
+    package var origin: DeviceOrigin { .real }
+
+    /// The capture PCMs ALSA's name hints list now, `default` first.
+    package func discoverDevices() -> [any CaptureBackend] {
+        let entries = ALSACaptureDeviceEntry.microphones(from: ALSANameHint.all())
+        return known.withLock { known in
+            let present = Set(entries.map(\.hintName))
+            for (name, microphone) in known where !present.contains(name) { microphone.setConnected(false) }
+            return entries.map { entry in
+                if let existing = known[entry.hintName] {
+                    existing.setConnected(true)
+                    return existing
+                }
+                let microphone = ALSAMicrophone(
+                    pcmName: entry.pcmName, localizedName: entry.localizedName, uniqueID: "alsa:\(entry.hintName)")
+                known[entry.hintName] = microphone
+                return microphone
+            }
+        }
+    }
+}

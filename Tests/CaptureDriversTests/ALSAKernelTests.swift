@@ -1,0 +1,137 @@
+import CALSA
+import CaptureDrivers
+import Dispatch
+import Foundation
+import OpenCoreMedia
+import Synchronization
+import Testing
+
+/// Why the kernel tests cannot run here, printed once; nil inside the VM.
+let alsaKernelSkipReason: String? = {
+    let reason: String? =
+        if !FileManager.default.fileExists(atPath: "/proc/asound/Loopback") {
+            "no snd-aloop card (/proc/asound/Loopback); run in ../shared/tools/vm-run"
+        } else {
+            nil
+        }
+    if let reason { print("ALSAKernelTests: skipped: \(reason)") }
+    return reason
+}()
+
+/// The ALSA microphone against a real kernel driver: snd-aloop's `Loopback` card, where what is played on
+/// `hw:Loopback,0,N` is captured on `hw:Loopback,1,N`. Runs where the card exists (the VM of `make test-kernel`,
+/// `../shared/tools/vm-run`); skips with the reason elsewhere.
+@Suite(
+    "ALSA microphone on snd-aloop", .serialized,
+    .enabled(if: alsaKernelSkipReason == nil, "no snd-aloop card here; runs in ../shared/tools/vm-run"))
+struct ALSAKernelTests {
+    /// Plays `seconds` of a 1 kHz sine at half scale, 48 kHz mono S16, into the loopback's playback side, on a
+    /// thread of its own (blocking writes pace it); `join` waits for the end.
+    private final class TonePlayer: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let stopRequested = Atomic<Bool>(false)
+
+        init(device: String, seconds: Double) throws {
+            var opened: OpaquePointer?
+            try #require(snd_pcm_open(&opened, device, SND_PCM_STREAM_PLAYBACK, 0) == 0, "opening \(device)")
+            let pcm = try #require(opened)
+            try #require(
+                snd_pcm_set_params(pcm, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, 1, 48_000, 0, 50_000)
+                    == 0)
+            let frames = Int(48_000 * seconds)
+            let samples = (0..<frames).map { index in
+                Int16((sin(2 * Double.pi * 1_000 * Double(index) / 48_000) * 16_384).rounded())
+            }
+            let handle = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(pcm)))
+            Thread { [self] in
+                let pcm = OpaquePointer(bitPattern: handle)!
+                var offset = 0
+                while offset < frames && !stopRequested.load(ordering: .relaxed) {
+                    let count = min(480, frames - offset)
+                    let written = samples[offset..<offset + count].withUnsafeBytes { bytes in
+                        snd_pcm_writei(pcm, bytes.baseAddress, snd_pcm_uframes_t(count))
+                    }
+                    if written < 0 {
+                        _ = snd_pcm_recover(pcm, Int32(written), 1)
+                    } else {
+                        offset += written
+                    }
+                }
+                snd_pcm_close(pcm)
+                done.signal()
+            }.start()
+        }
+
+        func stop() {
+            stopRequested.store(true, ordering: .relaxed)
+            done.wait()
+        }
+    }
+
+    /// The dominant frequency of `samples` by counting upward zero crossings.
+    private func frequency(of samples: [Int16], sampleRate: Double) -> Double {
+        var crossings = 0
+        for index in 1..<samples.count where samples[index - 1] < 0 && samples[index] >= 0 { crossings += 1 }
+        return Double(crossings) / (Double(samples.count) / sampleRate)
+    }
+
+    @Test("discovery lists both loopback devices as microphones")
+    func discovery() {
+        let names = ALSADeviceDriver().discoverDevices().map(\.identity.uniqueID)
+        #expect(names.contains { $0.hasPrefix("alsa:hw:CARD=Loopback,DEV=1") }, "\(names)")
+    }
+
+    @Test("a tone played into the loopback is captured: 1 kHz, 10 ms periods on the host clock")
+    func captureTone() throws {
+        let microphone = ALSAMicrophone(pcmName: "hw:Loopback,1,2")
+        let format = AudioFormat(sampleRate: 48_000, channels: 1, sampleFormat: .int16)
+        #expect(microphone.formats.contains(.audio(format)), "\(microphone.formats)")
+        let collector = ALSAStreamCollector(keep: 300)
+        try microphone.start(StreamConfiguration(format: .audio(format), frameDuration: .invalid), sink: collector.sink)
+        let player = try TonePlayer(device: "hw:Loopback,0,2", seconds: 3)
+        let arrived = collector.wait(timeout: 20) { periods, _ in periods >= 200 }
+        microphone.stop()
+        player.stop()
+        try #require(arrived, "\(collector.periods.count) periods arrived")
+
+        let periods = collector.periods
+        #expect(collector.faults.isEmpty)
+        #expect(periods.allSatisfy { $0.numSamples == 480 }, "\(Set(periods.map(\.numSamples)))")
+        let samples = periods.flatMap { period in
+            period.bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        }
+        let loud = samples.drop { abs(Int($0)) < 4_000 }.prefix(24_000)
+        try #require(loud.count == 24_000, "half a second of tone after it started")
+        let hertz = frequency(of: Array(loud), sampleRate: 48_000)
+        #expect(abs(hertz - 1_000) < 5, "captured \(hertz) Hz")
+
+        // Host clock: a period is delivered after its last frame was captured, and not long after (the VM is slow:
+        // 250 ms). The stamps carry the measurement's error, a few milliseconds at most.
+        let lags = periods.map { Double($0.deliveredAt) / 1e9 - $0.presentationTime.seconds }
+        #expect(lags.allSatisfy { $0 > 0.005 && $0 < 0.25 }, "delivery lags \(lags.min()!)…\(lags.max()!) s")
+        let span = (periods.last!.presentationTime - periods[0].presentationTime).seconds
+        let nominal = Double(periods.count - 1) * 0.01
+        #expect(abs(span - nominal) / nominal < 0.01, "\(periods.count) periods span \(span) s")
+    }
+
+    @Test("an overrun (a sink blocked for 400 ms) is a Discontinuity drop, and the stream goes on")
+    func overrun() throws {
+        let microphone = ALSAMicrophone(pcmName: "hw:Loopback,1,3")
+        let format = AudioFormat(sampleRate: 48_000, channels: 1, sampleFormat: .int16)
+        // Fault injection, not a wait: the sink stalls the capture thread past the ring's 100 ms.
+        let collector = ALSAStreamCollector(keep: 200) { sequence in
+            if sequence == 20 { usleep(400_000) }
+        }
+        try microphone.start(StreamConfiguration(format: .audio(format), frameDuration: .invalid), sink: collector.sink)
+        let player = try TonePlayer(device: "hw:Loopback,0,3", seconds: 4)
+        let recovered = collector.wait(timeout: 20) { periods, drops in drops > 0 && periods >= 60 }
+        microphone.stop()
+        player.stop()
+        try #require(recovered, "\(collector.periods.count) periods, \(collector.drops.count) drops")
+        #expect(collector.drops.allSatisfy { $0.reason == .discontinuity })
+        #expect(collector.sequences == (0..<UInt64(collector.sequences.count)).map { $0 }, "every period counted once")
+        // About 400 ms lost less what the ring held: between 20 and 45 periods.
+        #expect((20...45).contains(collector.drops.count), "\(collector.drops.count) periods dropped")
+        #expect(collector.faults.isEmpty)
+    }
+}
