@@ -111,8 +111,14 @@ import Testing
             let devices = AVCaptureDevice.DiscoverySession(
                 deviceTypes: [.builtInWideAngleCamera, .external, .microphone], mediaType: nil, position: .unspecified
             ).devices
-            let firstVirtual = devices.firstIndex { $0.localizedName.hasPrefix("Virtual") } ?? devices.count
-            let realAfterVirtual = devices[firstVirtual...].contains { !$0.localizedName.hasPrefix("Virtual") }
+            // The session orders by device type first, so "real before virtual" holds within each type (a real
+            // microphone, such as ALSA's, comes after the virtual cameras).
+            let realAfterVirtual = [AVCaptureDevice.DeviceType.builtInWideAngleCamera, .external, .microphone].contains {
+                type in
+                let ofType = devices.filter { $0.deviceType == type }
+                let firstVirtual = ofType.firstIndex { $0.localizedName.hasPrefix("Virtual") } ?? ofType.count
+                return ofType[firstVirtual...].contains { !$0.localizedName.hasPrefix("Virtual") }
+            }
             exit(devices.contains { $0.localizedName == "Virtual Back Camera" } && !realAfterVirtual ? 0 : 1)
         }
     }
