@@ -5,19 +5,25 @@ import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Still image files, read by exiftool and ffprobe", .serialized)
 struct StillImageFileTests {
     /// Checks that what exiftool reads from the file is what the properties dictionary says.
-    static func expectAgreement(_ properties: [String: Any], _ file: ExifToolReport, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectAgreement(
+        _ properties: [String: Any], _ file: ExifToolReport, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let exif = properties[kCGImagePropertyExifDictionary] as? [String: Any] ?? [:]
         let tiff = properties[kCGImagePropertyTIFFDictionary] as? [String: Any] ?? [:]
         #expect(file.warnings.isEmpty, "\(file.warnings)", sourceLocation: sourceLocation)
-        #expect(file.string("IFD0", "Make") == tiff[kCGImagePropertyTIFFMake] as? String, sourceLocation: sourceLocation)
-        #expect(file.string("IFD0", "Model") == tiff[kCGImagePropertyTIFFModel] as? String, sourceLocation: sourceLocation)
-        #expect(file.string("IFD0", "Software") == tiff[kCGImagePropertyTIFFSoftware] as? String, sourceLocation: sourceLocation)
+        #expect(
+            file.string("IFD0", "Make") == tiff[kCGImagePropertyTIFFMake] as? String, sourceLocation: sourceLocation)
+        #expect(
+            file.string("IFD0", "Model") == tiff[kCGImagePropertyTIFFModel] as? String, sourceLocation: sourceLocation)
+        #expect(
+            file.string("IFD0", "Software") == tiff[kCGImagePropertyTIFFSoftware] as? String,
+            sourceLocation: sourceLocation)
         #expect(
             file.string("ExifIFD", "DateTimeOriginal") == exif[kCGImagePropertyExifDateTimeOriginal] as? String,
             sourceLocation: sourceLocation)
@@ -30,7 +36,9 @@ struct StillImageFileTests {
         #expect(
             file.number("ExifIFD", "ISO").map(Int.init) == (exif[kCGImagePropertyExifISOSpeedRatings] as? [Int])?.first,
             sourceLocation: sourceLocation)
-        #expect(file.number("ExifIFD", "Flash").map(Int.init) == exif[kCGImagePropertyExifFlash] as? Int, sourceLocation: sourceLocation)
+        #expect(
+            file.number("ExifIFD", "Flash").map(Int.init) == exif[kCGImagePropertyExifFlash] as? Int,
+            sourceLocation: sourceLocation)
         #expect(
             file.number("IFD0", "Orientation").map(Int.init) == properties[kCGImagePropertyOrientation] as? Int,
             sourceLocation: sourceLocation)
@@ -38,14 +46,23 @@ struct StillImageFileTests {
             file.number("ExifIFD", "ExifImageWidth").map(Int.init) == exif[kCGImagePropertyExifPixelXDimension] as? Int,
             sourceLocation: sourceLocation)
         #expect(
-            file.number("ExifIFD", "ExifImageHeight").map(Int.init) == exif[kCGImagePropertyExifPixelYDimension] as? Int,
+            file.number("ExifIFD", "ExifImageHeight").map(Int.init) == exif[kCGImagePropertyExifPixelYDimension]
+                as? Int,
             sourceLocation: sourceLocation)
         if let gps = properties[kCGImagePropertyGPSDictionary] as? [String: Any] {
-            let latitude = (gps[kCGImagePropertyGPSLatitude] as? Double ?? 0) * (gps[kCGImagePropertyGPSLatitudeRef] as? String == "S" ? -1 : 1)
-            let longitude = (gps[kCGImagePropertyGPSLongitude] as? Double ?? 0) * (gps[kCGImagePropertyGPSLongitudeRef] as? String == "W" ? -1 : 1)
-            #expect(abs((file.number("Composite", "GPSLatitude") ?? 0) - latitude) < 1e-5, sourceLocation: sourceLocation)
-            #expect(abs((file.number("Composite", "GPSLongitude") ?? 0) - longitude) < 1e-5, sourceLocation: sourceLocation)
-            #expect(abs((file.number("GPS", "GPSAltitude") ?? 0) - (gps[kCGImagePropertyGPSAltitude] as? Double ?? -1)) < 1e-3, sourceLocation: sourceLocation)
+            let latitude =
+                (gps[kCGImagePropertyGPSLatitude] as? Double ?? 0)
+                * (gps[kCGImagePropertyGPSLatitudeRef] as? String == "S" ? -1 : 1)
+            let longitude =
+                (gps[kCGImagePropertyGPSLongitude] as? Double ?? 0)
+                * (gps[kCGImagePropertyGPSLongitudeRef] as? String == "W" ? -1 : 1)
+            #expect(
+                abs((file.number("Composite", "GPSLatitude") ?? 0) - latitude) < 1e-5, sourceLocation: sourceLocation)
+            #expect(
+                abs((file.number("Composite", "GPSLongitude") ?? 0) - longitude) < 1e-5, sourceLocation: sourceLocation)
+            #expect(
+                abs((file.number("GPS", "GPSAltitude") ?? 0) - (gps[kCGImagePropertyGPSAltitude] as? Double ?? -1))
+                    < 1e-3, sourceLocation: sourceLocation)
         } else {
             #expect(file.tags["GPS:GPSLatitude"] == nil, sourceLocation: sourceLocation)
         }
@@ -92,7 +109,8 @@ struct StillImageFileTests {
 
     @Test("AVCaptureStillImageOutput: the attachments and jpegStillImageNSDataRepresentation's file agree")
     func stillImageOutputJPEG() throws {
-        guard MediaTool.available([.exiftool, .ffprobe, .ffmpeg], for: "StillImageFileTests.stillImageOutputJPEG") else { return }
+        guard MediaTool.available([.exiftool, .ffprobe, .ffmpeg], for: "StillImageFileTests.stillImageOutputJPEG")
+        else { return }
         let output = AVCaptureStillImageOutput()
         let session = try makeSession(preset: .hd1280x720, devices: [VirtualDevices.front], outputs: [output])
         session.startRunning()

@@ -62,7 +62,9 @@ struct StillEncoderTests {
 
     @Test("BGRA encodes too, and odd sizes work")
     func bgraAndOddSizes() throws {
-        let bgra = try makeBGRA(width: 321, height: 241) { x, _ in x < 160 ? RGB(red: 200, green: 30, blue: 40) : RGB(red: 10, green: 20, blue: 220) }
+        let bgra = try makeBGRA(width: 321, height: 241) { x, _ in
+            x < 160 ? RGB(red: 200, green: 30, blue: 40) : RGB(red: 10, green: 20, blue: 220)
+        }
         let jpeg = try JPEGEncoder().encode(bgra, quality: 0.9)
         #expect(jpeg.count > 200)
         let odd = try makeNV12Bars(Self.bars, width: 323, height: 243)
@@ -84,7 +86,8 @@ struct StillEncoderTests {
         dateTimeOriginal: Date(timeIntervalSince1970: 1_700_000_000.25), timeZone: TimeZone(secondsFromGMT: 3600)!,
         exposureTime: 1.0 / 60, iso: 200, flash: .auto(fired: true), orientation: 6, pixelWidth: 640,
         pixelHeight: 480,
-        location: .init(latitude: 48.8584, longitude: -2.2945, altitude: 35, timestamp: Date(timeIntervalSince1970: 1_700_000_000)))
+        location: .init(
+            latitude: 48.8584, longitude: -2.2945, altitude: 35, timestamp: Date(timeIntervalSince1970: 1_700_000_000)))
 
     /// The text of one entry, as libexif formats it.
     func value(_ data: UnsafeMutablePointer<ExifData>, _ ifd: ExifIfd, _ tag: UInt32) -> String? {
@@ -131,7 +134,8 @@ struct StillEncoderTests {
             return
         }
         let image = try makeNV12Bars(Self.bars, width: 640, height: 480)
-        let heic = try HEICEncoder.encode(image, quality: 0.8, orientation: 6, exif: ExifWriter.app1Payload(for: Self.metadata))
+        let heic = try HEICEncoder.encode(
+            image, quality: 0.8, orientation: 6, exif: ExifWriter.app1Payload(for: Self.metadata))
         #expect(heic.count > 500)
         #expect(heic.subdata(in: 4..<12) == Data("ftypheic".utf8))
     }

@@ -64,9 +64,11 @@ import Testing
         #expect(!VirtualDevices.front.hasFlash)
     }
 
-    @Test("The connection's orientation becomes the EXIF orientation; the pixels stay as captured", arguments: [
-        (0, false, 1), (90, false, 6), (180, false, 3), (270, false, 8), (0, true, 2), (90, true, 5),
-    ])
+    @Test(
+        "The connection's orientation becomes the EXIF orientation; the pixels stay as captured",
+        arguments: [
+            (0, false, 1), (90, false, 6), (180, false, 3), (270, false, 8), (0, true, 2), (90, true, 5),
+        ])
     func orientation(angle: Int, mirrored: Bool, expected: Int) throws {
         let output = AVCapturePhotoOutput()
         let session = try makeSession(preset: .qvga320x240, devices: [VirtualDevices.back], outputs: [output])
@@ -75,10 +77,16 @@ import Testing
         connection.isVideoMirrored = mirrored
         session.startRunning()
         defer { session.stopRunning() }
-        let (photo, _) = takePhoto(output, AVCapturePhotoSettings(format: [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange]))
+        let (photo, _) = takePhoto(
+            output,
+            AVCapturePhotoSettings(format: [
+                kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+            ]))
         let taken = try #require(photo)
         #expect(taken.metadata[kCGImagePropertyOrientation] as? Int == expected)
-        #expect((taken.metadata[kCGImagePropertyTIFFDictionary] as? [String: Any])?[kCGImagePropertyTIFFOrientation] as? Int == expected)
+        #expect(
+            (taken.metadata[kCGImagePropertyTIFFDictionary] as? [String: Any])?[kCGImagePropertyTIFFOrientation] as? Int
+                == expected)
         let pixels = try #require(taken.pixelBuffer)
         #expect(CVPixelBufferGetWidth(pixels) == 320 && CVPixelBufferGetHeight(pixels) == 240)
         // The frame index code reads only in the unturned, unmirrored picture.
@@ -124,7 +132,9 @@ import Testing
 
     /// Takes an NV12 photo with `mode` while a data output watches the frames around it; returns the photo's grey
     /// patch brightness, the brightness of the neighbouring frames (two before, two after), and EXIF's Flash.
-    static func flashPhoto(_ mode: AVCaptureDevice.FlashMode, sceneLight: Double, highResolution: Bool = false) throws
+    static func flashPhoto(
+        _ mode: AVCaptureDevice.FlashMode, sceneLight: Double, highResolution: Bool = false
+    ) throws
         -> (photo: Double, neighbours: [Double], exifFlash: Int?, fired: Bool)
     {
         let camera = VirtualDevices.back
@@ -151,7 +161,9 @@ import Testing
         let deadline = Date().addingTimeInterval(5)
         while camera.isAdjustingExposure && Date() < deadline { _ = delegate.wait(for: delegate.received.count + 1) }
         for _ in 0..<3 {
-            let settings = AVCapturePhotoSettings(format: [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange])
+            let settings = AVCapturePhotoSettings(format: [
+                kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+            ])
             settings.flashMode = mode
             settings.isHighResolutionPhotoEnabled = highResolution
             let (photo, _) = takePhoto(photos, settings)
@@ -199,7 +211,9 @@ import Testing
         let frames = AVCaptureVideoDataOutput()
         let indices = Mutex<[CMTime: UInt32]>([:])
         let delegate = RecordingDelegate { sample, _ in
-            guard let image = sample.imageBuffer, let index = VirtualFrameReader.readFrameIndex(from: image) else { return }
+            guard let image = sample.imageBuffer, let index = VirtualFrameReader.readFrameIndex(from: image) else {
+                return
+            }
             indices.withLock { $0[sample.presentationTimeStamp] = index }
         }
         frames.setSampleBufferDelegate(delegate, queue: DispatchQueue(label: "frames"))
@@ -209,11 +223,15 @@ import Testing
         defer { session.stopRunning() }
         #expect(delegate.wait(for: 5))
         for _ in 0..<3 {
-            let settings = AVCapturePhotoSettings(format: [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange])
+            let settings = AVCapturePhotoSettings(format: [
+                kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+            ])
             settings.isHighResolutionPhotoEnabled = true
             let (photo, _) = takePhoto(photos, settings)
             let taken = try #require(photo)
-            #expect(taken.resolvedSettings.photoDimensions.width == 4032 && taken.resolvedSettings.photoDimensions.height == 3024)
+            #expect(
+                taken.resolvedSettings.photoDimensions.width == 4032
+                    && taken.resolvedSettings.photoDimensions.height == 3024)
             let pixels = try #require(taken.pixelBuffer)
             #expect(CVPixelBufferGetWidth(pixels) == 4032 && CVPixelBufferGetHeight(pixels) == 3024)
             guard let index = VirtualFrameReader.readFrameIndex(from: pixels) else { continue }  // a sync frame
@@ -324,7 +342,9 @@ import Testing
             let output = AVCapturePhotoOutput()
             let session = try makeSession(devices: [VirtualDevices.back], outputs: [output])
             defer { withExtendedLifetime(session) {} }
-            output.capturePhoto(with: AVCapturePhotoSettings(format: [AVVideoCodecKey: AVVideoCodecType.h264]), delegate: PhotoRecorder())
+            output.capturePhoto(
+                with: AVCapturePhotoSettings(format: [AVVideoCodecKey: AVVideoCodecType.h264]),
+                delegate: PhotoRecorder())
         }
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(message.contains("availablePhotoCodecTypes"), "\(message)")

@@ -19,7 +19,9 @@ import Testing
         let output = AVCaptureStillImageOutput()
         #expect(output.outputSettings[AVVideoCodecKey] as? AVVideoCodecType == .jpeg)
         #expect(output.availableImageDataCodecTypes == [.jpeg])
-        #expect(output.availableImageDataCVPixelFormatTypes.first?.uint32Value == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange)
+        #expect(
+            output.availableImageDataCVPixelFormatTypes.first?.uint32Value
+                == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange)
         let session = try makeSession(preset: .vga640x480, devices: [VirtualDevices.back], outputs: [output])
         session.startRunning()
         defer { session.stopRunning() }
@@ -32,13 +34,15 @@ import Testing
         #expect(buffer.formatDescription?.dimensions.width == 640)
         #expect(buffer.presentationTimeStamp.isNumeric)
 
-        let exif = try #require(CMGetAttachment(buffer, key: kCGImagePropertyExifDictionary, attachmentModeOut: nil) as? [String: Any])
+        let exif = try #require(
+            CMGetAttachment(buffer, key: kCGImagePropertyExifDictionary, attachmentModeOut: nil) as? [String: Any])
         #expect(exif[kCGImagePropertyExifPixelXDimension] as? Int == 640)
         #expect(exif[kCGImagePropertyExifPixelYDimension] as? Int == 480)
         #expect((exif[kCGImagePropertyExifISOSpeedRatings] as? [Int])?.first ?? 0 > 0)
         #expect(exif[kCGImagePropertyExifFlash] as? Int == 0x10)  // back camera, flash off, not fired
         #expect((exif[kCGImagePropertyExifDateTimeOriginal] as? String)?.count == 19)
-        let tiff = try #require(CMGetAttachment(buffer, key: kCGImagePropertyTIFFDictionary, attachmentModeOut: nil) as? [String: Any])
+        let tiff = try #require(
+            CMGetAttachment(buffer, key: kCGImagePropertyTIFFDictionary, attachmentModeOut: nil) as? [String: Any])
         #expect(tiff[kCGImagePropertyTIFFModel] as? String == "Virtual Back Camera")
         #expect(CMGetAttachment(buffer, key: kCGImagePropertyOrientation, attachmentModeOut: nil) as? Int == 1)
 

@@ -11,7 +11,8 @@ public struct ExifToolReport: @unchecked Sendable {
     public init(_ url: URL) throws {
         let result = try MediaTool.exiftool.run(["-j", "-n", "-G1", "-a", url.path])
         guard result.status == 0 else { throw MediaToolFailure(description: "exiftool failed: \(result.error)") }
-        guard let list = try JSONSerialization.jsonObject(with: result.output) as? [[String: Any]], let first = list.first
+        guard let list = try JSONSerialization.jsonObject(with: result.output) as? [[String: Any]],
+            let first = list.first
         else { throw MediaToolFailure(description: "exiftool printed no JSON object") }
         tags = first
     }

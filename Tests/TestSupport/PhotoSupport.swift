@@ -29,19 +29,27 @@ public final class PhotoRecorder: NSObject, AVCapturePhotoCaptureDelegate, @unch
         finished.wait(timeout: .now() + timeout) == .success
     }
 
-    public func photoOutput(_ output: AVCapturePhotoOutput, willBeginCaptureFor resolvedSettings: AVCaptureResolvedPhotoSettings) {
+    public func photoOutput(
+        _ output: AVCapturePhotoOutput, willBeginCaptureFor resolvedSettings: AVCaptureResolvedPhotoSettings
+    ) {
         state.withLock { $0.events.append(.willBegin(resolvedSettings.uniqueID)) }
     }
 
-    public func photoOutput(_ output: AVCapturePhotoOutput, willCapturePhotoFor resolvedSettings: AVCaptureResolvedPhotoSettings) {
+    public func photoOutput(
+        _ output: AVCapturePhotoOutput, willCapturePhotoFor resolvedSettings: AVCaptureResolvedPhotoSettings
+    ) {
         state.withLock { $0.events.append(.willCapture(resolvedSettings.uniqueID)) }
     }
 
-    public func photoOutput(_ output: AVCapturePhotoOutput, didCapturePhotoFor resolvedSettings: AVCaptureResolvedPhotoSettings) {
+    public func photoOutput(
+        _ output: AVCapturePhotoOutput, didCapturePhotoFor resolvedSettings: AVCaptureResolvedPhotoSettings
+    ) {
         state.withLock { $0.events.append(.didCapture(resolvedSettings.uniqueID)) }
     }
 
-    public func photoOutput(_ output: AVCapturePhotoOutput, didFinishProcessingPhoto photo: AVCapturePhoto, error: (any Error)?) {
+    public func photoOutput(
+        _ output: AVCapturePhotoOutput, didFinishProcessingPhoto photo: AVCapturePhoto, error: (any Error)?
+    ) {
         state.withLock { state in
             state.events.append(.didFinishProcessing(photo.resolvedSettings.uniqueID, failed: error != nil))
             if let error { state.errors.append(error) } else { state.photos.append(photo) }
@@ -58,7 +66,9 @@ public final class PhotoRecorder: NSObject, AVCapturePhotoCaptureDelegate, @unch
 }
 
 /// Takes one photo and waits for it; nil (with the recorder's errors) when it failed or timed out.
-public func takePhoto(_ output: AVCapturePhotoOutput, _ settings: AVCapturePhotoSettings) -> (AVCapturePhoto?, PhotoRecorder) {
+public func takePhoto(
+    _ output: AVCapturePhotoOutput, _ settings: AVCapturePhotoSettings
+) -> (AVCapturePhoto?, PhotoRecorder) {
     let recorder = PhotoRecorder()
     output.capturePhoto(with: settings, delegate: recorder)
     guard recorder.waitForFinish() else { return (nil, recorder) }
@@ -66,7 +76,9 @@ public func takePhoto(_ output: AVCapturePhotoOutput, _ settings: AVCapturePhoto
 }
 
 /// The result of `captureStillImageAsynchronously`, waited for.
-public func captureStill(_ output: AVCaptureStillImageOutput, from connection: AVCaptureConnection, timeout: TimeInterval = 20)
+public func captureStill(
+    _ output: AVCaptureStillImageOutput, from connection: AVCaptureConnection, timeout: TimeInterval = 20
+)
     -> (sample: CMSampleBuffer?, error: (any Error)?)
 {
     let result = Mutex<(CMSampleBuffer?, (any Error)?)?>(nil)

@@ -32,9 +32,15 @@ let benchmarks: @Sendable () -> Void = {
         maxIterations: 60)
 
     let cases: [(name: String, preset: AVCaptureSession.Preset, format: [String: Any])] = [
-        ("NV12 1920x1080 (baseline)", .hd1920x1080, [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange]),
+        (
+            "NV12 1920x1080 (baseline)", .hd1920x1080,
+            [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange]
+        ),
         ("JPEG 1920x1080", .hd1920x1080, [AVVideoCodecKey: AVVideoCodecType.jpeg]),
-        ("NV12 4032x3024 (baseline)", .photo, [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange]),
+        (
+            "NV12 4032x3024 (baseline)", .photo,
+            [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange]
+        ),
         ("JPEG 4032x3024", .photo, [AVVideoCodecKey: AVVideoCodecType.jpeg]),
         ("HEIC 1920x1080", .hd1920x1080, [AVVideoCodecKey: AVVideoCodecType.hevc]),
     ]
@@ -96,15 +102,21 @@ final class PhotoTimer: NSObject, AVCapturePhotoCaptureDelegate, @unchecked Send
     let marks = Mutex<(captured: Int64, delivered: Int64)>((0, 0))
     let done = DispatchSemaphore(value: 0)
 
-    func photoOutput(_ output: AVCapturePhotoOutput, didCapturePhotoFor resolvedSettings: AVCaptureResolvedPhotoSettings) {
+    func photoOutput(
+        _ output: AVCapturePhotoOutput, didCapturePhotoFor resolvedSettings: AVCaptureResolvedPhotoSettings
+    ) {
         let now = hostNanoseconds()
         marks.withLock { $0.captured = now }
     }
 
-    func photoOutput(_ output: AVCapturePhotoOutput, didFinishProcessingPhoto photo: AVCapturePhoto, error: (any Error)?) {
+    func photoOutput(
+        _ output: AVCapturePhotoOutput, didFinishProcessingPhoto photo: AVCapturePhoto, error: (any Error)?
+    ) {
         let now = hostNanoseconds()
         marks.withLock { $0.delivered = now }
-        precondition(error == nil && (photo.fileDataRepresentation() != nil || photo.pixelBuffer != nil), "no photo: \(String(describing: error))")
+        precondition(
+            error == nil && (photo.fileDataRepresentation() != nil || photo.pixelBuffer != nil),
+            "no photo: \(String(describing: error))")
         done.signal()
     }
 }
@@ -124,5 +136,6 @@ final class Holder<Value: AnyObject & Sendable>: @unchecked Sendable {
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the host clock every buffer is stamped on.
 func hostNanoseconds() -> Int64 {
-    CMTimeConvertScale(CMClockGetTime(CMClock.hostTimeClock), timescale: 1_000_000_000, method: .roundHalfAwayFromZero).value
+    CMTimeConvertScale(CMClockGetTime(CMClock.hostTimeClock), timescale: 1_000_000_000, method: .roundHalfAwayFromZero)
+        .value
 }

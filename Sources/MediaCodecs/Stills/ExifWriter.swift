@@ -41,7 +41,8 @@ package enum ExifWriter {
         }
         defer { exif_mem_free(memory, bytes) }
         guard count <= UInt32(JPEGEncoder.maximumExifPayload) else {
-            throw MediaCodecsError(.unsupportedConfiguration, while: "writing EXIF", message: "\(count) bytes exceed one APP1 segment")
+            throw MediaCodecsError(
+                .unsupportedConfiguration, while: "writing EXIF", message: "\(count) bytes exceed one APP1 segment")
         }
         return Array(UnsafeBufferPointer(start: bytes, count: Int(count)))
     }
@@ -98,7 +99,10 @@ private struct EntryWriter {
             let seconds = Double(parts.second ?? 0) + Double(parts.nanosecond ?? 0) / 1e9
             rationals(
                 EXIF_IFD_GPS, EXIF_TAG_GPS_TIME_STAMP,
-                [(UInt32(parts.hour ?? 0), 1), (UInt32(parts.minute ?? 0), 1), (UInt32((seconds * 100).rounded()), 100)])
+                [
+                    (UInt32(parts.hour ?? 0), 1), (UInt32(parts.minute ?? 0), 1),
+                    (UInt32((seconds * 100).rounded()), 100),
+                ])
             ascii(EXIF_IFD_GPS, EXIF_TAG_GPS_DATE_STAMP, StillImageMetadata.gpsTime(timestamp).date)
         }
     }

@@ -38,7 +38,8 @@ package enum HEICEncoder {
             format == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
                 || format == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange
         else {
-            throw MediaCodecsError(.unsupportedConversion, while: operation, message: "libheif is fed NV12; convert first")
+            throw MediaCodecsError(
+                .unsupportedConversion, while: operation, message: "libheif is fed NV12; convert first")
         }
         func check(_ error: heif_error) throws(MediaCodecsError) {
             guard error.code != heif_error_Ok else { return }

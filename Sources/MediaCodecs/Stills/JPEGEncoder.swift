@@ -33,7 +33,8 @@ package final class JPEGEncoder {
 
     package init() throws(MediaCodecsError) {
         guard let handle = tjInitCompress() else {
-            throw MediaCodecsError(.allocationFailed, while: "creating a TurboJPEG compressor", message: "tjInitCompress failed")
+            throw MediaCodecsError(
+                .allocationFailed, while: "creating a TurboJPEG compressor", message: "tjInitCompress failed")
         }
         self.handle = handle
     }
@@ -75,11 +76,13 @@ package final class JPEGEncoder {
             ) { pointers, strides in
                 var sources: [UnsafePointer<UInt8>?] = pointers
                 return tjCompressFromYUVPlanes(
-                    handle, &sources, Int32(width), strides, Int32(height), subsampling, &output, &size, jpegQuality, flags)
+                    handle, &sources, Int32(width), strides, Int32(height), subsampling, &output, &size, jpegQuality,
+                    flags)
             }
         }
         guard status == 0, let output else {
-            throw MediaCodecsError(.unsupportedConfiguration, while: operation, message: String(cString: tjGetErrorStr2(handle)))
+            throw MediaCodecsError(
+                .unsupportedConfiguration, while: operation, message: String(cString: tjGetErrorStr2(handle)))
         }
         outputCapacity = max(outputCapacity, size)
         return Self.assemble(UnsafeBufferPointer(start: output, count: Int(size)), exif: exif)

@@ -127,10 +127,12 @@ public final class AVCapturePhotoOutput: AVCaptureOutput, @unchecked Sendable {
                 switch result {
                 case .success(let still):
                     delegate.photoOutput(
-                        self, didFinishProcessingPhoto: AVCapturePhoto(still: still, resolvedSettings: resolved), error: nil)
+                        self, didFinishProcessingPhoto: AVCapturePhoto(still: still, resolvedSettings: resolved),
+                        error: nil)
                     delegate.photoOutput(self, didFinishCaptureFor: resolved, error: nil)
                 case .failure(let error):
-                    delegate.photoOutput(self, didFinishProcessingPhoto: AVCapturePhoto(failedWith: resolved), error: error)
+                    delegate.photoOutput(
+                        self, didFinishProcessingPhoto: AVCapturePhoto(failedWith: resolved), error: error)
                     delegate.photoOutput(self, didFinishCaptureFor: resolved, error: error)
                 }
             })

@@ -20,9 +20,11 @@ import Synchronization
 /// Threading: thread safe. The completion handler runs on an internal serial queue, one still at a time.
 /// `isCapturingStillImage` is key-value observable; it changes on that queue and on the caller's thread.
 public final class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservable, @unchecked Sendable {
+    /// The output's key-value observers (`isCapturingStillImage`).
     public let keyValueObservers = KeyValueObserverRegistry()
     private let engine = StillCaptureEngine(label: "OpenAVCapture.AVCaptureStillImageOutput")
-    private let settings = Mutex<UncheckedSendable<[String: Any]>>(UncheckedSendable([AVVideoCodecKey: AVVideoCodecType.jpeg]))
+    private let settings = Mutex<UncheckedSendable<[String: Any]>>(
+        UncheckedSendable([AVVideoCodecKey: AVVideoCodecType.jpeg]))
     private let capturing = Mutex(0)
 
     public override init() { super.init() }
@@ -110,7 +112,8 @@ public final class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservabl
             return (old, count > 0)
         }
         if old != new {
-            keyValueObservers.notifyChange(\AVCaptureStillImageOutput.isCapturingStillImage, of: self, from: old, to: new)
+            keyValueObservers.notifyChange(
+                \AVCaptureStillImageOutput.isCapturingStillImage, of: self, from: old, to: new)
         }
     }
 
@@ -129,7 +132,8 @@ public final class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservabl
             return .uncompressed(code!)
         }
         requireKnownSettingKeys(
-            settings, [AVVideoCodecKey, AVVideoCompressionPropertiesKey], owner: "AVCaptureStillImageOutput outputSettings")
+            settings, [AVVideoCodecKey, AVVideoCompressionPropertiesKey],
+            owner: "AVCaptureStillImageOutput outputSettings")
         let codec = codecSetting(settings[AVVideoCodecKey])
         precondition(
             codec == .jpeg,

@@ -130,7 +130,9 @@ extension StillImageMetadata {
         let west = (gps[kCGImagePropertyGPSLongitudeRef] as? String)?.uppercased() == "W"
         let below = number(kCGImagePropertyGPSAltitudeRef) == 1
         var timestamp: Date?
-        if let time = gps[kCGImagePropertyGPSTimeStamp] as? String, let date = gps[kCGImagePropertyGPSDateStamp] as? String {
+        if let time = gps[kCGImagePropertyGPSTimeStamp] as? String,
+            let date = gps[kCGImagePropertyGPSDateStamp] as? String
+        {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
             formatter.timeZone = TimeZone(identifier: "UTC")

@@ -157,10 +157,13 @@ final class StillCaptureEngine: @unchecked Sendable {
         guard let image, time.isValid, let description = try? CMFormatDescription(imageBuffer: image),
             let frame = try? CMSampleBuffer(
                 imageBuffer: image, formatDescription: description,
-                sampleTiming: CMSampleTimingInfo(duration: .invalid, presentationTimeStamp: time, decodeTimeStamp: .invalid))
+                sampleTiming: CMSampleTimingInfo(
+                    duration: .invalid, presentationTimeStamp: time, decodeTimeStamp: .invalid))
         else {
             queue.async {
-                self.complete(waiting.request, .failure(AVError(.sessionNotRunning, "the camera stopped before the still was taken")))
+                self.complete(
+                    waiting.request,
+                    .failure(AVError(.sessionNotRunning, "the camera stopped before the still was taken")))
             }
             return
         }
@@ -219,7 +222,9 @@ final class StillCaptureEngine: @unchecked Sendable {
             process(found, frame: frame)
         } else {
             queue.async {
-                self.complete(found.request, .failure(AVError(.sessionNotRunning, "the camera stopped before the still was taken")))
+                self.complete(
+                    found.request,
+                    .failure(AVError(.sessionNotRunning, "the camera stopped before the still was taken")))
             }
         }
     }
@@ -249,7 +254,8 @@ final class StillCaptureEngine: @unchecked Sendable {
             let result = Result { () throws(AVError) -> StillImage in
                 try self.encode(
                     taken.value, request: request, device: device, controls: controls, flash: flash,
-                    orientation: Self.exifOrientation(rotation: Int(settings.rotationAngle), mirrored: settings.isVideoMirrored))
+                    orientation: Self.exifOrientation(
+                        rotation: Int(settings.rotationAngle), mirrored: settings.isVideoMirrored))
             }
             self.complete(request, result)
         }
@@ -299,7 +305,8 @@ final class StillCaptureEngine: @unchecked Sendable {
             case .uncompressed(let pixelFormat):
                 let converted = try convert(image, to: pixelFormat)
                 let description = try CMFormatDescription(imageBuffer: converted)
-                sample = try CMSampleBuffer(imageBuffer: converted, formatDescription: description, sampleTiming: timing)
+                sample = try CMSampleBuffer(
+                    imageBuffer: converted, formatDescription: description, sampleTiming: timing)
                 pixels = converted
             }
         } catch let error as AVError {
@@ -326,7 +333,9 @@ final class StillCaptureEngine: @unchecked Sendable {
     /// The frame as the encoders take it: NV12 as is, anything else converted to video-range NV12.
     private func nativeForEncoding(_ image: CVPixelBuffer) throws(AVError) -> CVPixelBuffer {
         let format = CVPixelBufferGetPixelFormatType(image)
-        if format == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange || format == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange {
+        if format == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+            || format == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange
+        {
             return image
         }
         return try convert(image, to: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange)
@@ -347,7 +356,9 @@ final class StillCaptureEngine: @unchecked Sendable {
         var copy: CVPixelBuffer?
         let width = CVPixelBufferGetWidth(image)
         let height = CVPixelBufferGetHeight(image)
-        guard CVPixelBufferCreate(nil, width, height, CVPixelBufferGetPixelFormatType(image), nil, &copy) == kCVReturnSuccess,
+        guard
+            CVPixelBufferCreate(nil, width, height, CVPixelBufferGetPixelFormatType(image), nil, &copy)
+                == kCVReturnSuccess,
             let copy
         else { throw AVError(.outOfMemory, "no memory for a \(width)x\(height) still") }
         image.withLockedPlanes(.readOnly) { from in
@@ -355,7 +366,8 @@ final class StillCaptureEngine: @unchecked Sendable {
                 for plane in 0..<from.count {
                     let rowBytes = min(from[plane].bytesPerRow, to[plane].bytesPerRow)
                     for row in 0..<from[plane].height {
-                        to[plane].row(row).baseAddress!.copyMemory(from: from[plane].row(row).baseAddress!, byteCount: rowBytes)
+                        to[plane].row(row).baseAddress!.copyMemory(
+                            from: from[plane].row(row).baseAddress!, byteCount: rowBytes)
                     }
                 }
             }
