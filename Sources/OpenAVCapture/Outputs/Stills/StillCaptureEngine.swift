@@ -89,22 +89,17 @@ final class StillCaptureEngine: @unchecked Sendable {
         queue = DispatchQueue(label: label)
     }
 
-    /// Whether a capture is under way (asked for and not yet finished).
-    var isBusy: Bool { inFlight.load(ordering: .acquiring) > 0 }
-    private let inFlight = Atomic<Int>(0)
-
     // MARK: Asking
 
     /// Starts a capture: fails at once (on the queue) when the session is not running; otherwise waits for the
     /// right frame of `request.connection`.
     func capture(_ request: StillRequest, session: AVCaptureSession?) {
-        inFlight.add(1, ordering: .releasing)
         guard let session, session.isRunning, !session.isInterrupted else {
             let error =
                 session?.isInterrupted == true
                 ? AVError(.sessionWasInterrupted, "the session is interrupted; no still can be taken")
                 : AVError(.sessionNotRunning, "the session is not running; call startRunning() before taking a still")
-            queue.async { self.complete(request, .failure(error)) }
+            queue.async { request.finish(.failure(error)) }
             return
         }
         let device = (request.connection.inputPorts.first?.input as? AVCaptureDeviceInput)?.device
@@ -161,9 +156,7 @@ final class StillCaptureEngine: @unchecked Sendable {
                     duration: .invalid, presentationTimeStamp: time, decodeTimeStamp: .invalid))
         else {
             queue.async {
-                self.complete(
-                    waiting.request,
-                    .failure(AVError(.sessionNotRunning, "the camera stopped before the still was taken")))
+                waiting.request.finish(.failure(Self.cameraStopped))
             }
             return
         }
@@ -222,9 +215,7 @@ final class StillCaptureEngine: @unchecked Sendable {
             process(found, frame: frame)
         } else {
             queue.async {
-                self.complete(
-                    found.request,
-                    .failure(AVError(.sessionNotRunning, "the camera stopped before the still was taken")))
+                found.request.finish(.failure(Self.cameraStopped))
             }
         }
     }
@@ -236,7 +227,7 @@ final class StillCaptureEngine: @unchecked Sendable {
             return state.waiting
         }
         isWaiting.store(false, ordering: .releasing)
-        for waiting in failed { queue.async { self.complete(waiting.request, .failure(error)) } }
+        for waiting in failed { queue.async { waiting.request.finish(.failure(error)) } }
     }
 
     // MARK: The queue's side
@@ -257,13 +248,8 @@ final class StillCaptureEngine: @unchecked Sendable {
                     orientation: Self.exifOrientation(
                         rotation: Int(settings.rotationAngle), mirrored: settings.isVideoMirrored))
             }
-            self.complete(request, result)
+            request.finish(result)
         }
-    }
-
-    private func complete(_ request: StillRequest, _ result: Result<StillImage, AVError>) {
-        request.finish(result)
-        inFlight.subtract(1, ordering: .releasing)
     }
 
     private func encode(
@@ -275,7 +261,8 @@ final class StillCaptureEngine: @unchecked Sendable {
         let height = CVPixelBufferGetHeight(image)
         let metadata = StillImageMetadata(
             make: device?.manufacturer ?? "OpenAVCapture", model: device?.localizedName ?? "Camera",
-            software: "OpenAVCapture", dateTimeOriginal: Date(), exposureTime: controls?.exposureDuration ?? 0,
+            software: "OpenAVCapture", dateTimeOriginal: Self.wallClockDate(of: frame.presentationTimeStamp),
+            exposureTime: controls?.exposureDuration ?? 0,
             iso: Int((controls?.iso ?? 0).rounded()), flash: flash, orientation: orientation, pixelWidth: width,
             pixelHeight: height, location: request.location)
         let properties = metadata.imageProperties
@@ -375,7 +362,16 @@ final class StillCaptureEngine: @unchecked Sendable {
         return copy
     }
 
+    /// The error of a still whose camera stopped streaming before the frame came.
+    static var cameraStopped: AVError { AVError(.sessionNotRunning, "the camera stopped before the still was taken") }
+
     // MARK: Metadata
+
+    /// The wall-clock moment of a host-clock time: now, less how long ago the frame was stamped.
+    static func wallClockDate(of time: CMTime) -> Date {
+        let age = (CMClock.hostTimeNow - time).seconds
+        return Date(timeIntervalSinceNow: age.isFinite ? -max(0, age) : 0)
+    }
 
     /// EXIF's Flash record for a still.
     static func flashRecord(_ mode: LightMode, fired: Bool, device: AVCaptureDevice?) -> StillImageMetadata.Flash {
