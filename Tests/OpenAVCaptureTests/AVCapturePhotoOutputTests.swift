@@ -285,7 +285,49 @@ import Testing
         #expect(output.isFlashScene)
     }
 
+    @Test("Settings: init(from:) copies with a new uniqueID; the file type follows the codec; pixels have none")
+    func settingsValues() {
+        let jpeg = AVCapturePhotoSettings()
+        jpeg.flashMode = .auto
+        jpeg.isHighResolutionPhotoEnabled = true
+        let copy = AVCapturePhotoSettings(from: jpeg)
+        #expect(copy.uniqueID != jpeg.uniqueID)
+        #expect(copy.flashMode == .auto && copy.isHighResolutionPhotoEnabled)
+        #expect(copy.processedFileType == .jpg)
+        #expect(AVCapturePhotoSettings(format: [AVVideoCodecKey: AVVideoCodecType.hevc]).processedFileType == .heic)
+        let pixels = AVCapturePhotoSettings(format: [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_32BGRA])
+        #expect(pixels.processedFileType == nil)
+        #expect(AVCapturePhotoSettings(format: nil).format?[AVVideoCodecKey] as? AVVideoCodecType == .jpeg)
+    }
+
     // MARK: Misuse traps, as Apple raises
+
+    @Test("A quality outside 0...1 traps at capture")
+    func qualityTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let output = AVCapturePhotoOutput()
+            let session = try makeSession(devices: [VirtualDevices.back], outputs: [output])
+            defer { withExtendedLifetime(session) {} }
+            let settings = AVCapturePhotoSettings(format: [
+                AVVideoCodecKey: AVVideoCodecType.jpeg, AVVideoCompressionPropertiesKey: [AVVideoQualityKey: 1.5],
+            ])
+            output.capturePhoto(with: settings, delegate: PhotoRecorder())
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("AVVideoQualityKey"), "\(message)")
+    }
+
+    @Test("Metadata other than {GPS} traps instead of being dropped")
+    func unknownMetadataTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let output = AVCapturePhotoOutput()
+            let session = try makeSession(devices: [VirtualDevices.back], outputs: [output])
+            defer { withExtendedLifetime(session) {} }
+            let settings = AVCapturePhotoSettings()
+            settings.metadata = [kCGImagePropertyExifDictionary: ["UserComment": "hi"]]
+            output.capturePhoto(with: settings, delegate: PhotoRecorder())
+        }
+    }
 
     @Test("Settings used twice trap, naming the rule")
     func reusedSettingsTrap() async {

@@ -85,6 +85,30 @@ import Testing
         #expect(CMGetAttachment(sample!, key: kCGImagePropertyOrientation, attachmentModeOut: nil) as? Int == 6)
     }
 
+    @Test("The device's flashMode .on fires the flash for the still (the older API's way), .off does not")
+    func deviceFlashMode() throws {
+        let camera = VirtualDevices.back
+        let controller = try #require(camera.virtualCamera)
+        defer { controller.restoreDefaults() }
+        let output = AVCaptureStillImageOutput()
+        let session = try makeSession(preset: .qvga320x240, devices: [camera], outputs: [output])
+        session.startRunning()
+        defer { session.stopRunning() }
+        let connection = try #require(output.connection(with: .video))
+        func flash(of mode: AVCaptureDevice.FlashMode) throws -> Int? {
+            try camera.lockForConfiguration()
+            camera.flashMode = mode
+            camera.unlockForConfiguration()
+            let buffer = try #require(captureStill(output, from: connection).sample)
+            let exif =
+                CMGetAttachment(buffer, key: kCGImagePropertyExifDictionary, attachmentModeOut: nil) as? [String: Any]
+            return exif?[kCGImagePropertyExifFlash] as? Int
+        }
+        #expect(try flash(of: .on) == 0x09)
+        #expect(try flash(of: .off) == 0x10)
+        #expect(try flash(of: .auto) == 0x18)  // a normal scene: auto does not fire
+    }
+
     @Test("A still asked of a stopped session fails with AVError.sessionNotRunning")
     func notRunning() throws {
         let output = AVCaptureStillImageOutput()
