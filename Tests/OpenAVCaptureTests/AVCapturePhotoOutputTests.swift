@@ -280,9 +280,18 @@ import Testing
         defer { session.stopRunning() }
         #expect(delegate.wait(for: 3))
         #expect(!output.isFlashScene)
+        let seen = Mutex<[Bool]>([])
+        let observation = output.observe(\.isFlashScene, options: [.new]) { _, change in
+            seen.withLock { $0.append(change.newValue!) }
+        }
+        defer { observation.invalidate() }
         controller.sceneLight = 0.1
         #expect(delegate.wait(for: delegate.received.count + 3))
         #expect(output.isFlashScene)
+        controller.sceneLight = 1
+        #expect(delegate.wait(for: delegate.received.count + 3))
+        #expect(!output.isFlashScene)
+        #expect(seen.withLock { $0 } == [true, false])
     }
 
     @Test("Settings: init(from:) copies with a new uniqueID; the file type follows the codec; pixels have none")

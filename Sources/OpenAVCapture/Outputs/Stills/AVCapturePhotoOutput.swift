@@ -19,11 +19,15 @@ import Synchronization
 /// camera). `.on` fires; `.auto` fires when the device says the scene is dark (`isFlashScene`).
 ///
 /// Threading: thread safe. Delegate methods run on an internal serial queue, one capture after another.
-public final class AVCapturePhotoOutput: AVCaptureOutput, @unchecked Sendable {
+public final class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked Sendable {
+    /// The output's key-value observers (`isFlashScene`).
+    public let keyValueObservers = KeyValueObserverRegistry()
     private let engine = StillCaptureEngine(label: "OpenAVCapture.AVCapturePhotoOutput")
     private let usedSettings = Mutex(Set<Int64>())
     private let highResolution = Mutex(false)
     private let sceneMonitoring = Mutex<UncheckedSendable<AVCapturePhotoSettings?>>(UncheckedSendable(nil))
+    /// The camera whose state `isFlashScene` follows, and the token of that observation.
+    private let sceneObservation = Mutex<(controls: (any CameraControlling)?, token: Int?)>((nil, nil))
 
     public override init() { super.init() }
 
@@ -50,16 +54,40 @@ public final class AVCapturePhotoOutput: AVCaptureOutput, @unchecked Sendable {
         set { highResolution.withLock { $0 = newValue } }
     }
 
-    /// The settings whose flash mode `isFlashScene` judges the scene for.
+    /// The settings whose flash mode `isFlashScene` judges the scene for. With `.auto`, the output follows the
+    /// camera's judgement of the scene (set it once the output has its video connection).
     public var photoSettingsForSceneMonitoring: AVCapturePhotoSettings? {
         get { sceneMonitoring.withLock { $0.value } }
-        set { sceneMonitoring.withLock { $0 = UncheckedSendable(newValue) } }
+        set {
+            sceneMonitoring.withLock { $0 = UncheckedSendable(newValue) }
+            followScene(newValue?.flashMode == .auto ? device?.backend.controls : nil)
+        }
     }
 
-    /// Whether the flash would fire for `.auto` now: the camera says the scene is dark.
+    /// Whether the flash would fire for `.auto` now: the camera says the scene is dark. Key-value observable
+    /// while `photoSettingsForSceneMonitoring` has `.auto`; changes are announced on the camera's capture thread.
     public var isFlashScene: Bool {
         guard let device, photoSettingsForSceneMonitoring?.flashMode == .auto else { return false }
         return StillCaptureEngine.firesFlash(.auto, device: device)
+    }
+
+    /// Observes `controls` (nil: nothing) for changes of the scene's darkness, announcing them as `isFlashScene`.
+    private func followScene(_ controls: (any CameraControlling)?) {
+        let token = controls?.addStateObserver { [weak self] old, new in
+            guard let self, old.isFlashScene != new.isFlashScene else { return }
+            keyValueObservers.notifyChange(
+                \AVCapturePhotoOutput.isFlashScene, of: self, from: old.isFlashScene, to: new.isFlashScene)
+        }
+        let previous = sceneObservation.withLock { observation in
+            defer { observation = (controls, token) }
+            return observation
+        }
+        if let token = previous.token { previous.controls?.removeStateObserver(token) }
+    }
+
+    deinit {
+        let observation = sceneObservation.withLock { $0 }
+        if let token = observation.token { observation.controls?.removeStateObserver(token) }
     }
 
     /// The camera of the video connection.
