@@ -90,10 +90,24 @@ public final class CVPixelBuffer: @unchecked Sendable {
         }
         layouts.count = description.planes.count
         let alignment = bytesPerRowAlignment.nonzeroBitCount == 1 ? bytesPerRowAlignment : Self.planeAlignment
-        var memory: UnsafeMutableRawPointer?
-        // posix_memalign, not UnsafeMutableRawPointer.allocate: running out of memory is a result, not a trap.
-        guard posix_memalign(&memory, alignment, total) == 0, let memory else {
-            throw CVPixelBufferCreationError(kCVReturnAllocationFailed)
+        let memory: UnsafeMutableRawPointer
+        let backing: Backing
+        if total >= Self.mappedAllocationSize && alignment <= Int(getpagesize()) {
+            // Frames (a 1080p NV12 frame is 3 MB) get pages of their own, so a freed buffer's memory goes back to
+            // the system at once; from malloc it would stay in the heap (glibc raises its mmap threshold after
+            // the first large free) and a pool that shrinks would not shrink the process.
+            let mapped = mmap(nil, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+            guard let mapped, mapped != MAP_FAILED else { throw CVPixelBufferCreationError(kCVReturnAllocationFailed) }
+            memory = mapped
+            backing = .mapped(total)
+        } else {
+            var allocated: UnsafeMutableRawPointer?
+            // posix_memalign, not UnsafeMutableRawPointer.allocate: running out of memory is a result, not a trap.
+            guard posix_memalign(&allocated, alignment, total) == 0, let allocated else {
+                throw CVPixelBufferCreationError(kCVReturnAllocationFailed)
+            }
+            memory = allocated
+            backing = .owned
         }
         for index in 0..<layouts.count {
             layouts[index].baseAddress = memory + layouts[index].offset
@@ -105,8 +119,11 @@ public final class CVPixelBuffer: @unchecked Sendable {
         self.dataSize = total
         self.layouts = layouts
         self.baseAddress = memory
-        self.backing = .owned
+        self.backing = backing
     }
+
+    /// Buffers at least this large are mapped pages, not heap memory (see the allocating initializer).
+    static let mappedAllocationSize = 1 << 20
 
     /// Wraps memory the buffer does not own; `release` runs exactly once, when the buffer's last reference goes.
     ///
@@ -156,6 +173,8 @@ public final class CVPixelBuffer: @unchecked Sendable {
         switch backing {
         case .owned:
             free(baseAddress)
+        case .mapped(let size):
+            munmap(baseAddress, size)
         case .bytes(let callback, let refCon):
             callback?(refCon, UnsafeRawPointer(baseAddress))
         case .planarBytes(let callback, let refCon, let dataPointer, let dataSize):
@@ -391,6 +410,8 @@ struct PlaneLayouts {
 enum Backing {
     /// Allocated by OpenCoreVideo with `posix_memalign`; freed in `deinit`.
     case owned
+    /// Mapped by OpenCoreVideo (anonymous pages of this many bytes); unmapped in `deinit`.
+    case mapped(Int)
     /// From ``CVPixelBufferCreateWithBytes(_:_:_:_:_:_:_:_:_:_:)``.
     case bytes(CVPixelBufferReleaseBytesCallback?, UnsafeMutableRawPointer?)
     /// From ``CVPixelBufferCreateWithPlanarBytes(_:_:_:_:_:_:_:_:_:_:_:_:_:_:_:)``: callback, refCon, dataPtr,

@@ -2,6 +2,14 @@
 
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A set of same-sized pixel buffers that are reused: a buffer you release goes back to its pool, and the next
 /// ``CVPixelBufferPoolCreatePixelBuffer(_:_:_:)`` hands the same buffer out again.
 ///
@@ -13,7 +21,8 @@ import Synchronization
 /// After warm-up, taking a buffer and releasing it allocates nothing: the pool recycles the `CVPixelBuffer`
 /// objects themselves, not only their memory. A buffer is free again when the pool's reference is the only
 /// one left, so weak or unowned references to a released buffer do not keep it out of the pool; do not keep
-/// them. Free buffers never age out; ``CVPixelBufferPoolFlush(_:_:)`` frees them.
+/// them. Free buffers unused for ``kCVPixelBufferPoolMaximumBufferAgeKey`` seconds (1 by default, 0 for never) are
+/// released at a later checkout; ``CVPixelBufferPoolFlush(_:_:)`` frees every free one beyond the minimum now.
 ///
 /// Threading: thread safe; `@unchecked Sendable`. Every call takes the pool's mutex (a futex; it never
 /// allocates). A buffer handed out belongs to the caller alone until its last reference is released, from any
@@ -33,8 +42,18 @@ public final class CVPixelBufferPool: @unchecked Sendable {
     let pixelBufferAttributes: CFDictionary
     /// What ``CVPixelBufferPoolGetAttributes(_:)`` returns. Immutable.
     let poolAttributes: CFDictionary
-    /// Every buffer the pool has made, handed out or not.
-    private let buffers: Mutex<[CVPixelBuffer]>
+    /// How long a free buffer may stay unused before the pool releases it (kCVPixelBufferPoolMaximumBufferAgeKey);
+    /// 0 keeps free buffers forever.
+    package let maximumBufferAge: Double
+    /// Every buffer the pool has made, handed out or not, with when each was last handed out.
+    private let buffers: Mutex<Slots>
+
+    /// The pool's buffers and their last use (host nanoseconds), index for index.
+    private struct Slots {
+        var buffers: [CVPixelBuffer]
+        var lastUse: [Int64]
+        var lastTrim: Int64 = 0
+    }
 
     /// A pool of `width`×`height` buffers of `pixelFormatType`, `minimumBufferCount` of them allocated now.
     ///
@@ -80,6 +99,13 @@ public final class CVPixelBufferPool: @unchecked Sendable {
             else { throw CVPixelBufferCreationError(kCVReturnPoolAllocationFailed) }
             buffers.append(buffer)
         }
+        var maximumBufferAge = 1.0
+        if let value = poolAttributes?[kCVPixelBufferPoolMaximumBufferAgeKey] {
+            guard let age = (value as? Double) ?? attributeInteger(value).map(Double.init), age >= 0 else {
+                throw CVPixelBufferCreationError(kCVReturnInvalidPoolAttributes)
+            }
+            maximumBufferAge = age
+        }
         var resolved = pixelBufferAttributes ?? [:]
         resolved[kCVPixelBufferWidthKey] = width
         resolved[kCVPixelBufferHeightKey] = height
@@ -87,6 +113,7 @@ public final class CVPixelBufferPool: @unchecked Sendable {
         resolved[kCVPixelBufferBytesPerRowAlignmentKey] = attributes.bytesPerRowAlignment
         var resolvedPool = poolAttributes ?? [:]
         resolvedPool[kCVPixelBufferPoolMinimumBufferCountKey] = minimumBufferCount
+        resolvedPool[kCVPixelBufferPoolMaximumBufferAgeKey] = maximumBufferAge
         self.width = width
         self.height = height
         self.pixelFormatType = format
@@ -94,7 +121,8 @@ public final class CVPixelBufferPool: @unchecked Sendable {
         self.minimumBufferCount = minimumBufferCount
         self.pixelBufferAttributes = resolved
         self.poolAttributes = resolvedPool
-        self.buffers = Mutex(buffers)
+        self.maximumBufferAge = maximumBufferAge
+        self.buffers = Mutex(Slots(buffers: buffers, lastUse: Array(repeating: 0, count: buffers.count)))
     }
 
     /// Room reserved for this many buffers at creation, so that warm-up rarely grows the array.
@@ -108,10 +136,12 @@ public final class CVPixelBufferPool: @unchecked Sendable {
     /// The Swift form of ``CVPixelBufferPoolCreatePixelBufferWithAuxAttributes(_:_:_:_:)``. Allocation-free once
     /// the pool holds enough buffers; O(number of buffers the pool has made).
     package func pixelBuffer(allocationThreshold: Int = .max) -> Result<CVPixelBuffer, CVPixelBufferCreationError> {
-        buffers.withLock { buffers -> Result<CVPixelBuffer, CVPixelBufferCreationError> in
+        let now = Self.nowNanoseconds()
+        return buffers.withLock { slots -> Result<CVPixelBuffer, CVPixelBufferCreationError> in
+            releaseAgedBuffers(&slots, now: now)
             var free: Int?
             var held = 0
-            for index in buffers.indices {
+            for index in slots.buffers.indices {
                 // Why this is race-free: the pool's array holds a strong reference to every buffer it made. A
                 // buffer's reference count can rise above 1 only by copying a reference that already exists.
                 // Every reference outside the pool descends from one this method returned, under this mutex,
@@ -121,7 +151,7 @@ public final class CVPixelBufferPool: @unchecked Sendable {
                 // stale before we hand the buffer out; the answer "shared" may go stale (released just after we
                 // looked), which only means the buffer is found free next time. Weak or unowned references are
                 // the exception; the type's documentation forbids keeping them.
-                if isKnownUniquelyReferenced(&buffers[index]) {
+                if isKnownUniquelyReferenced(&slots.buffers[index]) {
                     if free == nil { free = index }
                     if allocationThreshold == .max { break }
                 } else {
@@ -135,7 +165,8 @@ public final class CVPixelBufferPool: @unchecked Sendable {
                 // The last holder's release decremented the count with release ordering; this fence pairs with it
                 // so that everything the holder did to the pixels happens before the next holder's writes.
                 atomicMemoryFence(ordering: .acquiring)
-                let buffer = buffers[free]
+                let buffer = slots.buffers[free]
+                slots.lastUse[free] = now
                 buffer.resetForReuse()
                 return .success(buffer)
             }
@@ -143,7 +174,8 @@ public final class CVPixelBufferPool: @unchecked Sendable {
                 let buffer = try CVPixelBuffer(
                     allocatingWidth: width, height: height, pixelFormat: pixelFormatType,
                     bytesPerRowAlignment: bytesPerRowAlignment)
-                buffers.append(buffer)
+                slots.buffers.append(buffer)
+                slots.lastUse.append(now)
                 return .success(buffer)
             } catch {
                 return .failure(error)
@@ -151,17 +183,43 @@ public final class CVPixelBufferPool: @unchecked Sendable {
         }
     }
 
+    /// Releases free buffers unused for longer than ``maximumBufferAge`` (beyond ``minimumBufferCount``), at most
+    /// once per age period. Checkouts take the first free buffer, so after a burst the later ones go unused and
+    /// age out: a pool grows for a consumer that holds buffers and shrinks back when it stops (Apple's default
+    /// age is one second).
+    private func releaseAgedBuffers(_ slots: inout Slots, now: Int64) {
+        guard maximumBufferAge > 0 else { return }
+        let age = Int64(maximumBufferAge * 1e9)
+        guard now - slots.lastTrim >= age, slots.buffers.count > minimumBufferCount else { return }
+        slots.lastTrim = now
+        var index = slots.buffers.count - 1
+        while index >= 0, slots.buffers.count > minimumBufferCount {
+            if now - slots.lastUse[index] > age, isKnownUniquelyReferenced(&slots.buffers[index]) {
+                slots.buffers.remove(at: index)
+                slots.lastUse.remove(at: index)
+            }
+            index -= 1
+        }
+    }
+
+    private static func nowNanoseconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+
     /// Releases free buffers beyond ``minimumBufferCount``; buffers still held are untouched.
     package func flush() {
-        buffers.withLock { buffers in
+        buffers.withLock { slots in
             var kept = 0
             var index = 0
-            while index < buffers.count {
-                if isKnownUniquelyReferenced(&buffers[index]) {
+            while index < slots.buffers.count {
+                if isKnownUniquelyReferenced(&slots.buffers[index]) {
                     if kept < minimumBufferCount {
                         kept += 1
                     } else {
-                        buffers.remove(at: index)
+                        slots.buffers.remove(at: index)
+                        slots.lastUse.remove(at: index)
                         continue
                     }
                 }
@@ -172,14 +230,14 @@ public final class CVPixelBufferPool: @unchecked Sendable {
 
     /// How many buffers the pool has made and still keeps, held or free.
     package var bufferCount: Int {
-        buffers.withLock { $0.count }
+        buffers.withLock { $0.buffers.count }
     }
 
     /// How many of the pool's buffers are held outside it right now.
     package var heldBufferCount: Int {
-        buffers.withLock { buffers in
+        buffers.withLock { slots in
             var held = 0
-            for index in buffers.indices where !isKnownUniquelyReferenced(&buffers[index]) {
+            for index in slots.buffers.indices where !isKnownUniquelyReferenced(&slots.buffers[index]) {
                 held += 1
             }
             return held

@@ -69,6 +69,47 @@ struct CVPixelBufferPoolTests {
         #expect(CFGetTypeID(pool) == CVPixelBufferPoolGetTypeID())
     }
 
+    /// A pool of 1920x1080 NV12 buffers (mapped pages) whose free buffers age out after `age` seconds.
+    func agingPool(age: Double) throws -> CVPixelBufferPool {
+        var pool: CVPixelBufferPool?
+        CVPixelBufferPoolCreate(
+            nil, [kCVPixelBufferPoolMaximumBufferAgeKey: age],
+            [
+                kCVPixelBufferWidthKey: 1920, kCVPixelBufferHeightKey: 1080,
+                kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange,
+            ], &pool)
+        return try #require(pool)
+    }
+
+    @Test("Free buffers unused for longer than the maximum age are released; 0 keeps them")
+    func aging() throws {
+        for (age, expected) in [(0.05, 1), (0.0, 4)] {
+            let pool = try agingPool(age: age)
+            #expect(CVPixelBufferPoolGetAttributes(pool)?[kCVPixelBufferPoolMaximumBufferAgeKey] as? Double == age)
+            var held: [CVPixelBuffer] = []
+            for _ in 0..<4 { held.append(try #require(take(pool))) }
+            held.removeAll()
+            // Within the age, the four stay for the next burst.
+            _ = try #require(take(pool))
+            #expect(pool.bufferCount == 4)
+            // The age has to pass: that is what is tested, not a wait for something to happen.
+            Thread.sleep(forTimeInterval: 0.12)
+            _ = try #require(take(pool))
+            #expect(pool.bufferCount == expected, "age \(age)")
+        }
+    }
+
+    @Test("A negative maximum age is refused")
+    func negativeAge() {
+        var pool: CVPixelBufferPool?
+        let status = CVPixelBufferPoolCreate(
+            nil, [kCVPixelBufferPoolMaximumBufferAgeKey: -1.0],
+            [kCVPixelBufferWidthKey: 64, kCVPixelBufferHeightKey: 64, kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_32BGRA],
+            &pool)
+        #expect(status == kCVReturnInvalidPoolAttributes)
+        #expect(pool == nil)
+    }
+
     @Test("NSNumber attribute values work as on Apple's platforms")
     func numberAttributes() throws {
         let attributes = [

@@ -275,6 +275,14 @@ try FileManager.default.createDirectory(at: directory, withIntermediateDirectori
 defer { try? FileManager.default.removeItem(at: directory) }
 
 if minutes > 0 {
+    print(String(format: "RSS before any capture: %.1f MiB", memory("VmRSS")))
+    do {
+        let session = makeSession(outputs: [])
+        session.startRunning()
+        Thread.sleep(forTimeInterval: 3)
+        print(String(format: "RSS with the 1080p camera and the microphone running, not recording: %.1f MiB", memory("VmRSS")))
+        session.stopRunning()
+    }
     print("Recording \(minutes) min of 1920x1080@30 + AAC; RSS every 10 s:")
     let (cpu, peak) = ourRecording(for: minutes * 60, to: directory.appendingPathComponent("long.mov"), sampleRSS: true)
     print(String(format: "CPU %.1f s for %.0f s recorded (%.0f%% of one core); peak RSS %.1f MiB", cpu.total,

@@ -25,7 +25,8 @@ public final class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendabl
     /// `@unchecked Sendable`: the delegate is only called on its queue, and settings values are plist-like
     /// values that are never mutated in place.
     private struct Settings: @unchecked Sendable {
-        weak var delegate: AnyObject?
+        /// Typed, so each buffer reaches the delegate without a dynamic protocol cast.
+        weak var delegate: (any AVCaptureAudioDataOutputSampleBufferDelegate)?
         var queue: DispatchQueue?
         var audioSettings: [String: Any] = [:]
         var mailbox: SampleBufferMailbox<Pending>?
@@ -69,7 +70,7 @@ public final class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendabl
 
     /// The delegate, if it is still alive.
     public var sampleBufferDelegate: (any AVCaptureAudioDataOutputSampleBufferDelegate)? {
-        settings.withLock { $0 }.delegate as? any AVCaptureAudioDataOutputSampleBufferDelegate
+        settings.withLock { $0 }.delegate
     }
 
     /// The queue the delegate's method runs on.
@@ -139,7 +140,7 @@ public final class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendabl
     /// Converts and delivers one buffer, on the delegate's queue.
     private func handle(_ pending: Pending) {
         let current = settings.withLock { $0 }
-        guard let delegate = current.delegate as? any AVCaptureAudioDataOutputSampleBufferDelegate else { return }
+        guard let delegate = current.delegate else { return }
         let target = AudioOutputFormat.validated(current.audioSettings)
         converter.value.cache.convert(pending.sample, to: target) { converted in
             delegate.captureOutput(self, didOutput: converted, from: pending.connection)

@@ -46,8 +46,10 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
     }
 
     /// Holds the delegate weakly, as Apple's does.
+    /// Typed, so the per-frame path reads the delegate without a dynamic protocol cast. `@unchecked Sendable`: a
+    /// weak reference, read under the settings lock and used on the delegate's queue.
     private struct WeakDelegate: @unchecked Sendable {
-        weak var object: AnyObject?
+        weak var object: (any AVCaptureVideoDataOutputSampleBufferDelegate)?
     }
 
     /// What waits for the delegate: a frame, or the notice of a dropped one. `@unchecked Sendable`: the
@@ -100,7 +102,7 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
 
     /// The delegate, if it is still alive.
     public var sampleBufferDelegate: (any AVCaptureVideoDataOutputSampleBufferDelegate)? {
-        settings.withLock { $0 }.weakDelegate.object as? any AVCaptureVideoDataOutputSampleBufferDelegate
+        settings.withLock { $0.weakDelegate }.object
     }
 
     /// The queue the delegate's methods run on.
@@ -273,8 +275,7 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
 
     /// Delivers one frame or drop notice, on the delegate's queue.
     private func handle(_ pending: Pending) {
-        guard let delegate = settings.withLock({ $0 }).weakDelegate.object as? any AVCaptureVideoDataOutputSampleBufferDelegate
-        else { return }
+        guard let delegate = settings.withLock({ $0.weakDelegate }).object else { return }
         switch pending {
         case .frame(let sample, let connection):
             if let output = pipeline.value.process(sample, request: request, connection: connection) {
