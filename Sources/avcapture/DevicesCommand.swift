@@ -28,7 +28,7 @@ struct DevicesCommand: ParsableCommand {
             Entry(
                 index: index, name: device.localizedName, uniqueID: device.uniqueID,
                 type: Self.typeName(device.deviceType), position: Self.positionName(device.position),
-                media: [AVMediaType.video, .audio].filter(device.hasMediaType).map(\.rawValue),
+                media: [AVMediaType.video, .audio].filter(device.hasMediaType).map { $0 == .video ? "video" : "audio" },
                 isDefault: defaults.contains(device.uniqueID), isConnected: device.isConnected,
                 isInUseByAnotherApplication: device.isInUseByAnotherApplication)
         }
