@@ -13,8 +13,9 @@ final class WriterPipeline {
     /// One input's encoder and stream.
     final class Track {
         let stream: Int
-        let video: VideoEncoder?
-        let audio: AudioEncoder?
+        /// Released once flushed at the finish, so the encoder's frames are not held through the muxer's rewrite.
+        private(set) var video: VideoEncoder?
+        private(set) var audio: AudioEncoder?
         /// Resamples audio whose rate differs from the settings; made for the first buffer that needs it.
         var converter: AudioConverter?
         var isFlushed = false
@@ -23,6 +24,12 @@ final class WriterPipeline {
             self.stream = stream
             self.video = video
             self.audio = audio
+        }
+
+        func releaseEncoders() {
+            video = nil
+            audio = nil
+            converter = nil
         }
     }
 
@@ -125,6 +132,9 @@ final class WriterPipeline {
     /// Flushes every encoder and finishes the file.
     func finish() throws(MediaCodecsError) {
         for index in tracks.indices { try flush(track: index) }
+        // Every packet is in the muxer: the encoders (x264 keeps tens of megabytes of frames at 1080p) go before
+        // the muxer rewrites a fragmented movie, which is the moment of the recording's peak memory otherwise.
+        for track in tracks { track.releaseEncoders() }
         try muxer.finish()
     }
 
