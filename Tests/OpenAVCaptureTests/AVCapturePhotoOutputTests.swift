@@ -380,11 +380,19 @@ import Testing
         #expect(message.contains("isHighResolutionCaptureEnabled"), "\(message)")
     }
 
-    @Test("No video connection traps")
+    @Test("No video connection traps; so does an output whose session is gone")
     func noConnectionTraps() async {
         await #expect(processExitsWith: .failure) {
             AVCapturePhotoOutput().capturePhoto(with: AVCapturePhotoSettings(), delegate: PhotoRecorder())
         }
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let output = AVCapturePhotoOutput()
+            _ = try makeSession(devices: [VirtualDevices.back], outputs: [output])
+            #expect(output.supportedFlashModes.isEmpty)  // no camera without a session
+            output.capturePhoto(with: AVCapturePhotoSettings(), delegate: PhotoRecorder())
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("active and enabled video connection"), "\(message)")
     }
 
     @Test("A codec the output cannot encode traps; unknown format keys trap at once")

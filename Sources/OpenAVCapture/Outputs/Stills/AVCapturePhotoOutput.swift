@@ -92,7 +92,9 @@ public final class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @u
 
     /// The camera of the video connection.
     private var device: AVCaptureDevice? {
-        (connection(with: .video)?.inputPorts.first?.input as? AVCaptureDeviceInput)?.device
+        // Only while in a session: a port's input is not kept alive by the port.
+        guard session != nil else { return nil }
+        return (connection(with: .video)?.inputPorts.first?.input as? AVCaptureDeviceInput)?.device
     }
 
     // MARK: Capturing
@@ -104,7 +106,7 @@ public final class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @u
     public func capturePhoto(with settings: AVCapturePhotoSettings, delegate: any AVCapturePhotoCaptureDelegate) {
         let videoConnection = connection(with: .video)
         precondition(
-            videoConnection.map { $0.isEnabled && $0.isActive } ?? false,
+            session != nil && (videoConnection.map { $0.isEnabled && $0.isActive } ?? false),
             "AVCapturePhotoOutput: capturePhoto needs an active and enabled video connection (Apple raises"
                 + " NSInvalidArgumentException)")
         let encoding = checkedEncoding(of: settings)

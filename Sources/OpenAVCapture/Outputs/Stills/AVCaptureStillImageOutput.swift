@@ -74,7 +74,7 @@ public final class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservabl
             "AVCaptureStillImageOutput: captureStillImageAsynchronously(from:) needs one of this output's"
                 + " connections (Apple raises NSInvalidArgumentException)")
         precondition(
-            connection.isEnabled && connection.isActive,
+            session != nil && connection.isEnabled && connection.isActive,
             "AVCaptureStillImageOutput: captureStillImageAsynchronously(from:) needs an active, enabled connection"
                 + " (Apple raises NSInvalidArgumentException)")
         let encoding = Self.encoding(for: outputSettings, formats: VideoOutputPipeline.supportedPixelFormats)
