@@ -79,7 +79,8 @@ extension MicrophoneTests {
             let controller = try #require(microphone.virtualMicrophone)
             defer { controller.restoreDefaults() }
             controller.clockErrorPPM = ppm
-            let tap = CaptureDeviceTap(device: microphone, bufferLimit: 32)
+            // Room for 2.5 s of periods, so a test task starved by a loaded machine loses none of them.
+            let tap = CaptureDeviceTap(device: microphone, bufferLimit: 256)
             try tap.start()
             defer { tap.stop() }
             func sampleSeconds(_ time: CMTime) -> Double { time.seconds * (1 + ppm * 1e-6) }
