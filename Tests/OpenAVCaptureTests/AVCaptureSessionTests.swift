@@ -71,6 +71,18 @@ import Testing
         #expect(output.videoSettings[kCVPixelBufferPixelFormatTypeKey] as? OSType == kCVPixelFormatType_32BGRA)
     }
 
+    @Test func anOutputOutlivingItsSessionStillReadsItsConnectionsInputs() throws {
+        let output = AVCaptureVideoDataOutput()
+        weak var weakSession: AVCaptureSession?
+        do {
+            let session = try makeSession(preset: .qvga320x240, devices: [VirtualDevices.back], outputs: [output])
+            weakSession = session
+        }
+        #expect(weakSession == nil)
+        let input = try #require(output.connection(with: .video)?.inputPorts.first?.input as? AVCaptureDeviceInput)
+        #expect(input.device.uniqueID == VirtualDevices.back.uniqueID)
+    }
+
     @Test func aSlowDelegateLosesLateFramesWhileAnotherOutputGetsEveryFrame() throws {
         let slow = AVCaptureVideoDataOutput()
         let fast = AVCaptureVideoDataOutput()

@@ -33,11 +33,16 @@ public final class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked
     public let audioChannels: [AVCaptureAudioChannel]
     public let keyValueObservers = KeyValueObserverRegistry()
     private let settings: Mutex<Settings>
+    /// The ports' inputs, held so `inputPorts[i].input` stays valid as long as the connection exists (a port
+    /// refers to its input without owning it, or the two would keep each other alive); an output kept after its
+    /// session and inputs are gone can still read its connections.
+    private let inputs: [AVCaptureInput]
 
     /// A connection from `ports` to `output`, for `AVCaptureSession.addConnection(_:)` after
     /// `addInputWithNoConnections`/`addOutputWithNoConnections`.
     public init(inputPorts ports: [AVCaptureInput.Port], output: AVCaptureOutput) {
         self.inputPorts = ports
+        self.inputs = ports.map(\.input)
         self.output = output
         self.audioChannels = Self.makeAudioChannels(for: ports)
         self.settings = Mutex(Settings())
@@ -47,6 +52,7 @@ public final class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked
     /// A connection from a video port to a preview layer.
     public init(inputPort port: AVCaptureInput.Port, videoPreviewLayer layer: AVCaptureVideoPreviewLayer) {
         self.inputPorts = [port]
+        self.inputs = [port.input]
         self.videoPreviewLayer = layer
         self.audioChannels = []
         var initial = Settings()
