@@ -67,5 +67,15 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        /// Instructions per frame of the capture path, run under callgrind (see its header).
+        .executableTarget(
+            name: "SessionInstructions",
+            dependencies: [
+                .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+                .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
+            ],
+            path: "Benchmarks/SessionInstructions",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )
