@@ -1,5 +1,6 @@
 #include "CLinuxMedia.h"
 
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 
 const unsigned long CLinuxMedia_VIDIOC_QUERYCAP = VIDIOC_QUERYCAP;
@@ -52,4 +53,8 @@ const uint32_t CLinuxMedia_V4L2_PIX_FMT_HEVC = V4L2_PIX_FMT_HEVC;
 
 int CLinuxMedia_ioctl(int fd, unsigned long request, void *argument) {
     return ioctl(fd, request, argument);
+}
+
+int CLinuxMedia_eventfd(void) {
+    return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }

@@ -47,6 +47,21 @@ package enum DeviceFault: Error, Sendable, Hashable {
     case stalled
     /// A system call failed; the errno says which.
     case io(Errno)
+    /// A fault with what a person needs to fix it: who holds the device, which group to join, why the USB bus
+    /// refused the format. `AVError`'s recovery suggestion carries the text.
+    indirect case explained(DeviceFault, advice: String)
+
+    /// The fault without its explanation: what code compares against (`fault.kind == .busy`).
+    package var kind: DeviceFault {
+        if case .explained(let fault, _) = self { return fault.kind }
+        return self
+    }
+
+    /// The explanation, when the driver gave one.
+    package var advice: String? {
+        if case .explained(_, let advice) = self { return advice }
+        return nil
+    }
 }
 
 /// What a streaming device tells its sink, on the device's capture thread. A small closed set, as GStreamer's
@@ -87,6 +102,8 @@ package protocol CaptureBackend: AnyObject, Sendable {
     var isInUseByAnotherApplication: Bool { get }
     /// Whether this process may open the device (the node's permissions); what authorization means on Linux.
     var isAccessible: Bool { get }
+    /// When `isAccessible` is false, what to do about it (the group to join), for people.
+    var accessAdvice: String? { get }
     /// Whether the device can stream `configuration`, and what it would stream instead.
     func validate(_ configuration: StreamConfiguration) -> ConfigurationValidity
     /// Opens the device and starts streaming to `sink`. Throws the fault that prevents it (busy, gone).
@@ -96,6 +113,9 @@ package protocol CaptureBackend: AnyObject, Sendable {
 }
 
 extension CaptureBackend {
+    /// No advice: devices that are always accessible (virtual ones) need none.
+    package var accessAdvice: String? { nil }
+
     /// The first format, or the closest one to a size when asked (presets), as a configuration at its highest
     /// frame rate up to 30 fps.
     package func defaultConfiguration(for format: DeviceFormat) -> StreamConfiguration {

@@ -4,5 +4,6 @@ extension DeviceRegistry {
     ///
     /// Threading: thread safe, as every `DeviceRegistry`.
     package static let shared = DeviceRegistry(
-        drivers: [ALSADeviceDriver.shared, VirtualDeviceDriver.shared], selection: .fromEnvironment())
+        drivers: [V4L2CameraDriver.shared, ALSADeviceDriver.shared, VirtualDeviceDriver.shared],
+        selection: .fromEnvironment())
 }

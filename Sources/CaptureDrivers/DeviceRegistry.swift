@@ -39,6 +39,13 @@ package protocol CaptureDriver: Sendable {
     var origin: DeviceOrigin { get }
     /// The devices present now. Devices seen before keep their backend object (same `uniqueID`, same instance).
     func discoverDevices() -> [any CaptureBackend]
+    /// Devices present that this user may not open (for authorization and its advice).
+    func inaccessibleDevices() -> [InaccessibleDevice]
+}
+
+extension CaptureDriver {
+    /// None: drivers whose devices are always accessible.
+    package func inaccessibleDevices() -> [InaccessibleDevice] { [] }
 }
 
 /// A device came or went, or another process took or released it.
@@ -78,6 +85,11 @@ package final class DeviceRegistry: Sendable {
         let real = admitted.filter { $0.origin == .real }.flatMap { $0.discoverDevices() }
         let virtual = admitted.filter { $0.origin == .virtual }.flatMap { $0.discoverDevices() }
         return (real + virtual).filter(\.isConnected)
+    }
+
+    /// Real devices present that this user may not open.
+    package func inaccessibleDevices() -> [InaccessibleDevice] {
+        drivers.filter { selection.admits($0.origin) }.flatMap { $0.inaccessibleDevices() }
     }
 
     package func addListener(_ listener: @escaping Listener) -> Int {

@@ -158,7 +158,7 @@ public final class CaptureDeviceTap: Sendable {
             state.withLock { $0.subscription = token }
         } catch {
             finish(generation: generation, isRunning: false)
-            switch error {
+            switch error.kind {
             case .disconnected:
                 throw AVError(
                     .deviceNotConnected, "\(device.localizedName) is not connected",
@@ -166,8 +166,8 @@ public final class CaptureDeviceTap: Sendable {
             case .busy:
                 throw AVError(
                     .deviceInUseByAnotherApplication, "\(device.localizedName) is in use by another application")
-            case .stalled, .io:
-                throw AVError(.unknown, "\(device.localizedName) failed to start: \(error)")
+            case .stalled, .io, .explained:
+                throw error.avError(for: device)
             }
         }
     }
@@ -331,15 +331,15 @@ public final class CaptureDeviceTap: Sendable {
     }
 
     private static func error(for fault: DeviceFault, device: AVCaptureDevice) -> AVError {
-        switch fault {
+        switch fault.kind {
         case .disconnected:
             AVError(.deviceWasDisconnected, "\(device.localizedName) was disconnected")
         case .busy:
             AVError(.deviceInUseByAnotherApplication, "\(device.localizedName) was taken by another application")
         case .stalled:
             AVError(.mediaDiscontinuity, "\(device.localizedName) stopped delivering")
-        case .io(let errno):
-            AVError(.unknown, "\(device.localizedName) failed: \(errno)")
+        case .io, .explained:
+            fault.avError(for: device)
         }
     }
 }

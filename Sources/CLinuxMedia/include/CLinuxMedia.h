@@ -63,4 +63,8 @@ extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_HEVC;
 /// Returns what ioctl returns; errno is left as ioctl set it.
 int CLinuxMedia_ioctl(int fd, unsigned long request, void *argument);
 
+/// eventfd(2) with EFD_CLOEXEC | EFD_NONBLOCK: a descriptor a capture thread polls beside its device so another
+/// thread can wake it. Returns the descriptor or -1 (errno set).
+int CLinuxMedia_eventfd(void);
+
 #endif

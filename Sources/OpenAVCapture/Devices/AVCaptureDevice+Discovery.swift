@@ -57,11 +57,30 @@ extension AVCaptureDevice {
 
 extension AVCaptureDevice {
     /// Whether the app may use devices of a media type. On Linux access means the device can be opened: virtual
-    /// devices always can; a real device whose node this user cannot open makes the status `.denied`.
+    /// devices always can; real devices of the type whose nodes this user cannot open, with none that it can,
+    /// make the status `.denied` (`authorizationAdvice(for:)` says which group to join).
     public class func authorizationStatus(for mediaType: AVMediaType) -> AuthorizationStatus {
         let devices = DeviceDirectory.shared.devices().filter { $0.hasMediaType(mediaType) }
-        guard !devices.isEmpty else { return .authorized }
-        return devices.contains { $0.backend.isAccessible } ? .authorized : .denied
+        let real = devices.filter { $0.backend.identity.origin == .real }
+        if real.contains(where: { $0.backend.isAccessible }) { return .authorized }
+        if !real.isEmpty || !deniedDevices(for: mediaType).isEmpty { return .denied }
+        return devices.isEmpty || devices.contains { $0.backend.isAccessible } ? .authorized : .denied
+    }
+
+    /// Why `authorizationStatus(for:)` is `.denied`: what to do for each device this user may not open (the group
+    /// to join). Empty when nothing is denied. Ours: Apple asks the user instead.
+    public class func authorizationAdvice(for mediaType: AVMediaType) -> [String] {
+        let devices = DeviceDirectory.shared.devices().filter { $0.hasMediaType(mediaType) && !$0.backend.isAccessible }
+        return devices.compactMap(\.backend.accessAdvice) + deniedDevices(for: mediaType).map(\.advice)
+    }
+
+    private class func deniedDevices(for mediaType: AVMediaType) -> [InaccessibleDevice] {
+        DeviceDirectory.shared.registry.inaccessibleDevices().filter { device in
+            switch device.media {
+            case .video: mediaType == .video
+            case .audio: mediaType == .audio
+            }
+        }
     }
 
     /// Asks for access; on Linux nobody is asked: the answer is whether the device can be opened.

@@ -17,7 +17,8 @@ public final class AVCaptureDeviceInput: AVCaptureInput, @unchecked Sendable {
         guard device.backend.isAccessible else {
             throw AVError(
                 .applicationIsNotAuthorizedToUseDevice, "this user may not open \(device.localizedName)",
-                suggestion: "Add the user to the group that owns the device node (usually `video` or `audio`).",
+                suggestion: device.backend.accessAdvice
+                    ?? "Add the user to the group that owns the device node (usually `video` or `audio`).",
                 extra: [AVErrorDeviceKey: device])
         }
         guard device.isConnected else {

@@ -493,7 +493,7 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
                 stream.token = try stream.hub.subscribe(configuration, sink: sink(for: input.device.backend))
             } catch {
                 stream.isInterrupted = true
-                if error == .busy {
+                if error.kind == .busy {
                     interrupt(for: input, reason: input.device.hasMediaType(.video) ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
                 } else {
                     failure = failure ?? error.avError(for: input.device)
@@ -542,11 +542,11 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
             stream.isInterrupted = true
             streams[key] = stream
             let reason: InterruptionReason? =
-                fault == .busy
+                fault.kind == .busy
                 ? (stream.input.device.hasMediaType(.video) ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
                 : nil
             interrupt(for: stream.input, reason: reason)
-            return (stream.input, fault == .busy ? nil : fault.avError(for: stream.input.device))
+            return (stream.input, fault.kind == .busy ? nil : fault.avError(for: stream.input.device))
         }
         guard let input else { return }
         for connection in connections where connection.inputPorts.contains(where: { $0.input === input }) {
@@ -633,24 +633,38 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
 }
 
 extension DeviceFault {
-    /// The AVError a public caller sees for a device fault.
+    /// The AVError a public caller sees for a device fault. A driver's advice (who holds the device, which group
+    /// to join, why the bus refused the format) becomes the recovery suggestion.
     package func avError(for device: AVCaptureDevice) -> AVError {
-        switch self {
+        let name = device.localizedName
+        let extra: [String: Any] = [AVErrorDeviceKey: device]
+        switch kind {
         case .disconnected:
-            AVError(
-                .deviceWasDisconnected, "\(device.localizedName) was disconnected",
-                suggestion: "Reconnect it; the session resumes by itself when it returns.",
-                extra: [AVErrorDeviceKey: device])
+            return AVError(
+                .deviceWasDisconnected, "\(name) was disconnected",
+                suggestion: advice ?? "Reconnect it; the session resumes by itself when it returns.", extra: extra)
         case .busy:
-            AVError(
-                .deviceInUseByAnotherApplication, "\(device.localizedName) is in use by another application",
-                suggestion: "Close the other program; the session resumes by itself.", extra: [AVErrorDeviceKey: device])
+            return AVError(
+                .deviceInUseByAnotherApplication, "\(name) is in use by another application",
+                suggestion: advice ?? "Close the other program; the session resumes by itself.", extra: extra)
         case .stalled:
-            AVError(.unknown, "\(device.localizedName) stopped delivering frames", extra: [AVErrorDeviceKey: device])
+            return AVError(.unknown, "\(name) stopped delivering frames", suggestion: advice, extra: extra)
+        case .io(.permissionDenied), .io(.notPermitted):
+            return AVError(
+                .applicationIsNotAuthorizedToUseDevice, "this user may not open \(name)",
+                suggestion: advice ?? "Add the user to the group that owns the device node (usually `video`).",
+                extra: extra)
+        case .io(.noSpace):
+            return AVError(
+                .unknown, "\(name) cannot stream this format: not enough USB bandwidth",
+                suggestion: advice ?? "Choose a compressed (MJPEG) or smaller format, or move the camera to another USB controller.",
+                extra: extra)
         case .io(let errno):
-            AVError(
-                .unknown, "\(device.localizedName) failed: \(errno)",
-                suggestion: "Check the device's cable and `dmesg` for driver errors.", extra: [AVErrorDeviceKey: device])
+            return AVError(
+                .unknown, "\(name) failed: \(errno)",
+                suggestion: advice ?? "Check the device's cable and `dmesg` for driver errors.", extra: extra)
+        case .explained:
+            preconditionFailure("DeviceFault.kind never is .explained")
         }
     }
 }

@@ -1,0 +1,365 @@
+import CLinuxMedia
+import OpenCoreMedia
+import SystemPackage
+
+/// One open V4L2 device node (`/dev/videoN`): its descriptor, and the ioctls a capture driver makes, typed. The
+/// descriptor has one owner, this object, and is closed when it goes.
+///
+/// Every call goes through `SystemCalls`, so a test can play the kernel. Errors are the kernel's `Errno`,
+/// uninterpreted: the caller has the context to explain them (libcamera's rule).
+///
+/// Threading: thread safe as the kernel is (each ioctl is atomic); the streaming calls are made by one capture
+/// thread at a time.
+package final class V4L2Node: Sendable {
+    package let path: String
+    package let descriptor: Int32
+    package let system: SystemCalls
+
+    /// Opens `path` read-write and non-blocking.
+    package init(path: String, system: SystemCalls) throws(Errno) {
+        self.path = path
+        self.system = system
+        self.descriptor = try system.open(path)
+    }
+
+    deinit { system.close(descriptor) }
+
+    @discardableResult
+    private func ioctl<Argument>(_ request: V4L2Request, _ argument: inout Argument) throws(Errno) -> IOResult<Int32> {
+        try system.ioctl(descriptor, request, &argument)
+    }
+
+    // MARK: Identity and formats
+
+    /// VIDIOC_QUERYCAP.
+    package func capability() throws(Errno) -> V4L2Capability {
+        var capability = v4l2_capability()
+        try ioctl(.queryCapability, &capability)
+        return V4L2Capability(capability)
+    }
+
+    /// The pixel formats of the capture queue (VIDIOC_ENUM_FMT until EINVAL).
+    package func pixelFormats() throws(Errno) -> [V4L2PixelFormat] {
+        var formats: [V4L2PixelFormat] = []
+        for index in 0..<UInt32(1024) {
+            var description = v4l2_fmtdesc()
+            description.index = index
+            description.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            do {
+                try ioctl(.enumerateFormats, &description)
+            } catch .invalidArgument {
+                break
+            }
+            formats.append(V4L2PixelFormat(rawValue: description.pixelformat))
+        }
+        return formats
+    }
+
+    /// The frame sizes of a pixel format (VIDIOC_ENUM_FRAMESIZES). A driver without the ioctl (ENOTTY, EINVAL at
+    /// index 0) reports none.
+    package func frameSizes(of pixelFormat: V4L2PixelFormat) throws(Errno) -> [V4L2FrameSize] {
+        var sizes: [V4L2FrameSize] = []
+        for index in 0..<UInt32(1024) {
+            var size = v4l2_frmsizeenum()
+            size.index = index
+            size.pixel_format = pixelFormat.rawValue
+            do {
+                try ioctl(.enumerateFrameSizes, &size)
+            } catch .invalidArgument, .inappropriateIOCTLForDevice {
+                break
+            }
+            switch size.type {
+            case V4L2_FRMSIZE_TYPE_DISCRETE.rawValue:
+                sizes.append(.discrete(width: size.discrete.width, height: size.discrete.height))
+            default:
+                // Stepwise and continuous (step 1) come once, at index 0.
+                let step = size.stepwise
+                sizes.append(
+                    .stepwise(
+                        minWidth: step.min_width, maxWidth: step.max_width, widthStep: max(1, step.step_width),
+                        minHeight: step.min_height, maxHeight: step.max_height, heightStep: max(1, step.step_height)))
+                return sizes
+            }
+        }
+        return sizes
+    }
+
+    /// The frame intervals of a pixel format at a size (VIDIOC_ENUM_FRAMEINTERVALS).
+    package func frameIntervals(of pixelFormat: V4L2PixelFormat, width: UInt32, height: UInt32) throws(Errno)
+        -> [V4L2FrameInterval]
+    {
+        var intervals: [V4L2FrameInterval] = []
+        for index in 0..<UInt32(1024) {
+            var interval = v4l2_frmivalenum()
+            interval.index = index
+            interval.pixel_format = pixelFormat.rawValue
+            interval.width = width
+            interval.height = height
+            do {
+                try ioctl(.enumerateFrameIntervals, &interval)
+            } catch .invalidArgument, .inappropriateIOCTLForDevice {
+                break
+            }
+            switch interval.type {
+            case V4L2_FRMIVAL_TYPE_DISCRETE.rawValue:
+                if let time = CMTime(interval.discrete) { intervals.append(.discrete(time)) }
+            default:
+                if let shortest = CMTime(interval.stepwise.min), let longest = CMTime(interval.stepwise.max) {
+                    intervals.append(.stepwise(shortest: shortest, longest: longest))
+                }
+                return intervals
+            }
+        }
+        return intervals
+    }
+
+    // MARK: Configuring
+
+    /// VIDIOC_S_FMT on the capture queue; returns what the driver chose (it may adjust the size, never silently
+    /// the pixel format on a conforming driver: the caller checks).
+    package func setFormat(_ pixelFormat: V4L2PixelFormat, width: UInt32, height: UInt32) throws(Errno)
+        -> v4l2_pix_format
+    {
+        var format = v4l2_format()
+        format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        format.fmt.pix.width = width
+        format.fmt.pix.height = height
+        format.fmt.pix.pixelformat = pixelFormat.rawValue
+        format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+        try ioctl(.setFormat, &format)
+        return format.fmt.pix
+    }
+
+    /// VIDIOC_S_PARM with a time per frame; returns what the driver chose, or nil when it cannot set frame rates.
+    package func setFrameDuration(_ duration: CMTime) throws(Errno) -> CMTime? {
+        var parameters = v4l2_streamparm()
+        parameters.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        parameters.parm.capture.timeperframe = v4l2_fract(
+            numerator: UInt32(clamping: duration.value), denominator: UInt32(clamping: duration.timescale))
+        do {
+            try ioctl(.setParameters, &parameters)
+        } catch .inappropriateIOCTLForDevice {
+            return nil
+        }
+        guard parameters.parm.capture.capability & UInt32(V4L2_CAP_TIMEPERFRAME) != 0 else { return nil }
+        return CMTime(parameters.parm.capture.timeperframe)
+    }
+
+    // MARK: Streaming
+
+    /// VIDIOC_REQBUFS with memory-mapped buffers; returns how many the driver allocated (0 frees them).
+    package func requestBuffers(_ count: UInt32) throws(Errno) -> Int {
+        var request = v4l2_requestbuffers()
+        request.count = count
+        request.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        request.memory = V4L2_MEMORY_MMAP.rawValue
+        try ioctl(.requestBuffers, &request)
+        return Int(request.count)
+    }
+
+    /// VIDIOC_QUERYBUF: where buffer `index` is (the mmap offset) and how long it is.
+    package func queryBuffer(_ index: Int) throws(Errno) -> (offset: Int, length: Int) {
+        var buffer = Self.emptyBuffer(index: index)
+        try ioctl(.queryBuffer, &buffer)
+        return (Int(buffer.m.offset), Int(buffer.length))
+    }
+
+    /// VIDIOC_QBUF: hands buffer `index` to the kernel to fill.
+    package func queue(_ index: Int) throws(Errno) {
+        var buffer = Self.emptyBuffer(index: index)
+        try ioctl(.queueBuffer, &buffer)
+    }
+
+    /// VIDIOC_DQBUF: the next filled buffer, or `.wouldBlock` when none is done yet.
+    package func dequeue() throws(Errno) -> IOResult<v4l2_buffer> {
+        var buffer = Self.emptyBuffer(index: 0)
+        switch try ioctl(.dequeueBuffer, &buffer) {
+        case .value: return .value(buffer)
+        case .wouldBlock: return .wouldBlock
+        }
+    }
+
+    /// VIDIOC_STREAMON.
+    package func streamOn() throws(Errno) {
+        var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+        try ioctl(.streamOn, &type)
+    }
+
+    /// VIDIOC_STREAMOFF: the kernel gives every buffer back.
+    package func streamOff() throws(Errno) {
+        var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+        try ioctl(.streamOff, &type)
+    }
+
+    private static func emptyBuffer(index: Int) -> v4l2_buffer {
+        var buffer = v4l2_buffer()
+        buffer.index = UInt32(index)
+        buffer.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        buffer.memory = V4L2_MEMORY_MMAP.rawValue
+        return buffer
+    }
+
+    // MARK: Controls
+
+    /// Every control (VIDIOC_QUERY_EXT_CTRL with `V4L2_CTRL_FLAG_NEXT_CTRL`), class headings left out.
+    package func controls() throws(Errno) -> [V4L2ControlInfo] {
+        var controls: [V4L2ControlInfo] = []
+        var query = v4l2_query_ext_ctrl()
+        query.id = UInt32(V4L2_CTRL_FLAG_NEXT_CTRL)
+        while true {
+            do {
+                try ioctl(.queryExtendedControl, &query)
+            } catch .invalidArgument, .inappropriateIOCTLForDevice {
+                break
+            }
+            if query.type != V4L2_CTRL_TYPE_CTRL_CLASS.rawValue { controls.append(V4L2ControlInfo(query)) }
+            query.id |= UInt32(V4L2_CTRL_FLAG_NEXT_CTRL)
+        }
+        return controls
+    }
+
+    /// The items of a menu control (VIDIOC_QUERYMENU), by value; holes in the range are skipped.
+    package func menuItems(of control: V4L2ControlInfo) throws(Errno) -> [Int64: String] {
+        guard control.minimum <= control.maximum, control.maximum - control.minimum < 256 else { return [:] }
+        var items: [Int64: String] = [:]
+        for value in control.minimum...control.maximum {
+            var menu = v4l2_querymenu()
+            menu.id = control.id
+            menu.index = UInt32(truncatingIfNeeded: value)
+            do {
+                try ioctl(.queryMenu, &menu)
+            } catch .invalidArgument {
+                continue
+            }
+            items[value] = control.type == V4L2_CTRL_TYPE_INTEGER_MENU.rawValue
+                ? String(menu.value) : cString(menu.name)
+        }
+        return items
+    }
+
+    /// VIDIOC_G_CTRL.
+    package func value(of control: UInt32) throws(Errno) -> Int32 {
+        var value = v4l2_control(id: control, value: 0)
+        try ioctl(.getControl, &value)
+        return value.value
+    }
+
+    /// VIDIOC_S_CTRL; returns the value the driver kept (it clamps to the control's range and step).
+    @discardableResult
+    package func setValue(_ newValue: Int32, of control: UInt32) throws(Errno) -> Int32 {
+        var value = v4l2_control(id: control, value: newValue)
+        try ioctl(.setControl, &value)
+        return value.value
+    }
+}
+
+/// What VIDIOC_QUERYCAP says about a node.
+///
+/// Value type; safe to use from any thread.
+package struct V4L2Capability: Sendable, Hashable {
+    /// The kernel driver's name (`uvcvideo`, `vivid`).
+    package var driver: String
+    /// The device's name (`HD Pro Webcam C920`).
+    package var card: String
+    /// Where it is attached (`usb-0000:00:14.0-1`, `platform:vivid-000`).
+    package var busInfo: String
+    /// The capabilities of this node (`device_caps`), or of the whole device when the driver gives no node caps.
+    package var deviceCapabilities: UInt32
+
+    package init(driver: String, card: String, busInfo: String, deviceCapabilities: UInt32) {
+        self.driver = driver
+        self.card = card
+        self.busInfo = busInfo
+        self.deviceCapabilities = deviceCapabilities
+    }
+
+    init(_ capability: v4l2_capability) {
+        driver = cString(capability.driver)
+        card = cString(capability.card)
+        busInfo = cString(capability.bus_info)
+        deviceCapabilities =
+            capability.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0
+            ? capability.device_caps : capability.capabilities
+    }
+
+    /// A single-planar video capture node that streams through mmap: the nodes we open. Metadata, output and
+    /// multi-planar nodes are left out.
+    package var isStreamingVideoCapture: Bool {
+        deviceCapabilities & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0
+            && deviceCapabilities & UInt32(V4L2_CAP_STREAMING) != 0
+    }
+
+    /// Attached by USB (an external camera) rather than built in.
+    package var isUSB: Bool { busInfo.hasPrefix("usb-") }
+}
+
+/// One entry of VIDIOC_ENUM_FRAMESIZES.
+package enum V4L2FrameSize: Sendable, Hashable {
+    case discrete(width: UInt32, height: UInt32)
+    case stepwise(
+        minWidth: UInt32, maxWidth: UInt32, widthStep: UInt32, minHeight: UInt32, maxHeight: UInt32,
+        heightStep: UInt32)
+}
+
+/// One entry of VIDIOC_ENUM_FRAMEINTERVALS, as frame durations.
+package enum V4L2FrameInterval: Sendable, Hashable {
+    case discrete(CMTime)
+    case stepwise(shortest: CMTime, longest: CMTime)
+}
+
+/// One control, as VIDIOC_QUERY_EXT_CTRL describes it.
+///
+/// Value type; safe to use from any thread.
+package struct V4L2ControlInfo: Sendable, Hashable {
+    package var id: UInt32
+    package var type: UInt32
+    package var name: String
+    package var minimum: Int64
+    package var maximum: Int64
+    package var step: UInt64
+    package var defaultValue: Int64
+    package var flags: UInt32
+
+    package init(
+        id: UInt32, type: UInt32, name: String, minimum: Int64, maximum: Int64, step: UInt64, defaultValue: Int64,
+        flags: UInt32 = 0
+    ) {
+        self.id = id
+        self.type = type
+        self.name = name
+        self.minimum = minimum
+        self.maximum = maximum
+        self.step = step
+        self.defaultValue = defaultValue
+        self.flags = flags
+    }
+
+    init(_ query: v4l2_query_ext_ctrl) {
+        self.init(
+            id: query.id, type: query.type, name: cString(query.name), minimum: query.minimum,
+            maximum: query.maximum, step: query.step, defaultValue: query.default_value, flags: query.flags)
+    }
+
+    /// Whether the control can be set now (not read-only, not disabled).
+    package var isWritable: Bool {
+        flags & UInt32(V4L2_CTRL_FLAG_READ_ONLY | V4L2_CTRL_FLAG_DISABLED) == 0
+    }
+}
+
+extension CMTime {
+    /// A V4L2 fraction of seconds (`timeperframe`), nil when it is not a positive number.
+    init?(_ fraction: v4l2_fract) {
+        guard fraction.numerator > 0, fraction.denominator > 0, fraction.denominator <= UInt32(Int32.max) else {
+            return nil
+        }
+        self.init(value: Int64(fraction.numerator), timescale: Int32(fraction.denominator))
+    }
+}
+
+/// A fixed-size C character array (a tuple in Swift) as a string, up to its first NUL.
+func cString<Tuple>(_ tuple: Tuple) -> String {
+    withUnsafeBytes(of: tuple) { bytes in
+        let end = bytes.firstIndex(of: 0) ?? bytes.count
+        return String(decoding: bytes[..<end], as: UTF8.self)
+    }
+}

@@ -1,0 +1,74 @@
+import CLinuxMedia
+import OpenCoreMedia
+import OpenCoreVideo
+
+/// A V4L2 pixel format: the four-character code the kernel uses (`V4L2_PIX_FMT_*`), and what it becomes for us.
+///
+/// Value type; safe to use from any thread.
+package struct V4L2PixelFormat: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    package let rawValue: UInt32
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// The corresponding C constant is `V4L2_PIX_FMT_YUYV`.
+    package static let yuyv = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_YUYV)
+    /// The corresponding C constant is `V4L2_PIX_FMT_UYVY`.
+    package static let uyvy = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_UYVY)
+    /// The corresponding C constant is `V4L2_PIX_FMT_NV12`.
+    package static let nv12 = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_NV12)
+    /// The corresponding C constant is `V4L2_PIX_FMT_YUV420` ('YU12').
+    package static let yuv420 = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_YUV420)
+    /// The corresponding C constant is `V4L2_PIX_FMT_GREY`.
+    package static let grey = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_GREY)
+    /// The corresponding C constant is `V4L2_PIX_FMT_RGB24`.
+    package static let rgb24 = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_RGB24)
+    /// The corresponding C constant is `V4L2_PIX_FMT_BGR24`.
+    package static let bgr24 = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_BGR24)
+    /// The corresponding C constant is `V4L2_PIX_FMT_MJPEG`.
+    package static let mjpeg = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_MJPEG)
+    /// The corresponding C constant is `V4L2_PIX_FMT_JPEG` (some cameras say JPEG for MJPEG).
+    package static let jpeg = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_JPEG)
+    /// The corresponding C constant is `V4L2_PIX_FMT_H264` (Annex B byte stream).
+    package static let h264 = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_H264)
+
+    /// The four characters, as `v4l2-ctl` prints them.
+    package var description: String {
+        String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: rawValue >> (8 * $0)) }, as: UTF8.self)
+    }
+
+    /// What the format becomes: a CoreVideo pixel format delivered in place, a codec delivered compressed, or
+    /// nothing (a format we do not offer).
+    package var mediaSubType: FourCharCode? {
+        switch self {
+        case .yuyv: kCVPixelFormatType_422YpCbCr8_yuvs
+        case .uyvy: kCVPixelFormatType_422YpCbCr8
+        case .nv12: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+        case .yuv420: kCVPixelFormatType_420YpCbCr8Planar
+        case .grey: kCVPixelFormatType_OneComponent8
+        case .rgb24: kCVPixelFormatType_24RGB
+        case .bgr24: kCVPixelFormatType_24BGR
+        case .mjpeg, .jpeg: kCMVideoCodecType_JPEG
+        case .h264: kCMVideoCodecType_H264
+        default: nil
+        }
+    }
+
+    /// Whether frames arrive compressed (delivered as a block buffer, not a pixel buffer).
+    package var isCompressed: Bool { self == .mjpeg || self == .jpeg || self == .h264 }
+
+    /// The order formats are listed in for one size: the formats a delegate takes without conversion first (NV12,
+    /// then the packed 4:2:2 ones, …), compressed ones last, so presets that take the first match prefer them.
+    package var listingRank: Int {
+        switch self {
+        case .nv12: 0
+        case .yuyv: 1
+        case .uyvy: 2
+        case .yuv420: 3
+        case .bgr24: 4
+        case .rgb24: 5
+        case .grey: 6
+        case .mjpeg, .jpeg: 7
+        case .h264: 8
+        default: 9
+        }
+    }
+}
