@@ -11,10 +11,12 @@ BUILD_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libsws
                   libasound2-dev libturbojpeg0-dev libexif-dev libheif-dev
 TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstreamer1.0-plugins-base-apps \
                  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
-APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES)
+# The VM the kernel tests boot (../shared/tools/vm-run: QEMU with Debian's kernel, vivid and snd-aloop).
+VM_PACKAGES := qemu-system-x86 mmdebstrap
+APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test deps bench format lint clean
+.PHONY: all build demo test test-kernel deps bench format lint clean
 
 all: build
 
@@ -49,6 +51,32 @@ test: deps
 	@# Serial: the virtual devices are process-wide test instruments (one back camera, one front camera, one
 	@# microphone) and many suites change their scene, format or faults; in parallel they would disturb each other.
 	$(SWIFT) test --skip-build --no-parallel
+	@$(MAKE) --no-print-directory test-kernel
+
+## test-kernel: the suites named *KernelTests against real kernel drivers (vivid, snd-aloop) in a throw-away VM:
+## one boot for everything but hot-plug, one for hot-plug (it unloads vivid). Skips, saying why, where the VM
+## cannot run. The first run builds the VM image (a few minutes, cached in ~/.cache/vm-run).
+VM_RUN ?= $(abspath ../shared/tools/vm-run)
+# Libraries the test bundle links that the VM image lacks. They are part of vm-run's cache key, so the image lives
+# in a cache of its own: plain vm-run runs elsewhere do not rebuild it (nor it theirs).
+VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0
+VM_CACHE ?= $(HOME)/.cache/vm-run-openav
+KERNEL_TESTS := .build/debug/OpenAVCapturePackageTests.xctest --testing-library swift-testing
+test-kernel:
+	@if [ ! -x "$(VM_RUN)" ]; then echo "test-kernel: skipped: $(VM_RUN) not found"; exit 0; fi; \
+	if ! command -v qemu-system-x86_64 >/dev/null; then echo "test-kernel: skipped: qemu-system-x86_64 not installed (make deps)"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] && [ ! -f "$(VM_CACHE)/rootfs.img" ]; then \
+		echo "test-kernel: skipped: building the VM image needs root"; exit 0; fi; \
+	[ -x .build/debug/OpenAVCapturePackageTests.xctest ] || $(SWIFT) build --build-tests >/dev/null; \
+	toolchain=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"); \
+	scratch=$$(mktemp -d); \
+	run() { (cd "$$scratch" && "$(VM_RUN)" --cache "$(VM_CACHE)" --packages $(VM_IMAGE_PACKAGES) --share-ro "$$toolchain" \
+		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=all --timeout 600 -- sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) $$1"); }; \
+	run "--filter KernelTests --skip HotPlugKernelTests"; first=$$?; \
+	second=0; if [ $$first != 125 ]; then run "--filter HotPlugKernelTests"; second=$$?; fi; \
+	rm -rf "$$scratch"; \
+	if [ $$first = 125 ] || [ $$second = 125 ]; then echo "test-kernel: skipped: the VM could not boot here (vm-run exit 125)"; exit 0; fi; \
+	[ $$first = 0 ] && [ $$second = 0 ]
 
 ## bench: the Benchmarks/ package (package-benchmark); prints mallocs and times per operation.
 bench: deps

@@ -1,6 +1,10 @@
 #include "CLinuxMedia.h"
 
+#include <linux/netlink.h>
+#include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <sys/ioctl.h>
 
 const unsigned long CLinuxMedia_VIDIOC_QUERYCAP = VIDIOC_QUERYCAP;
@@ -57,4 +61,22 @@ int CLinuxMedia_ioctl(int fd, unsigned long request, void *argument) {
 
 int CLinuxMedia_eventfd(void) {
     return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+int CLinuxMedia_uevent_socket(void) {
+    int descriptor = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_KOBJECT_UEVENT);
+    if (descriptor < 0) return -1;
+    struct sockaddr_nl address;
+    memset(&address, 0, sizeof address);
+    address.nl_family = AF_NETLINK;
+    address.nl_groups = 1; /* the kernel's own uevents (udev re-broadcasts on group 2 in its own format) */
+    if (bind(descriptor, (struct sockaddr *)&address, sizeof address) < 0) {
+        close(descriptor);
+        return -1;
+    }
+    return descriptor;
+}
+
+long CLinuxMedia_recv(int descriptor, void *buffer, unsigned long length) {
+    return recv(descriptor, buffer, length, 0);
 }

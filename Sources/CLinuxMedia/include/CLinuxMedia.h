@@ -67,4 +67,12 @@ int CLinuxMedia_ioctl(int fd, unsigned long request, void *argument);
 /// thread can wake it. Returns the descriptor or -1 (errno set).
 int CLinuxMedia_eventfd(void);
 
+/// A netlink socket (NETLINK_KOBJECT_UEVENT) bound to the kernel's uevent multicast group, close-on-exec and
+/// non-blocking: the hot-plug monitor reads device arrivals and departures from it. Returns the descriptor or -1
+/// (errno set).
+int CLinuxMedia_uevent_socket(void);
+
+/// recv(2) of one datagram from `descriptor` into `buffer`; returns its length or -1 (errno set).
+long CLinuxMedia_recv(int descriptor, void *buffer, unsigned long length);
+
 #endif

@@ -16,6 +16,10 @@ import SystemPackage
 ///
 /// Threading: thread safe; `start` and `stop` are serialized by the caller. The sink runs on the capture thread.
 package final class V4L2Camera: CaptureBackend {
+    /// How many buffers a stream asks the kernel for: enough for a delegate to hold one while the kernel fills the
+    /// next two.
+    package static let requestedBufferCount: UInt32 = 4
+
     package let identity: DeviceIdentity
     package let formats: [DeviceFormat]
     /// The V4L2 pixel format behind each of `formats`.
@@ -101,7 +105,9 @@ package final class V4L2Camera: CaptureBackend {
         let pixelFormat = pixelFormats[index]
         try state.withLock { state throws(DeviceFault) in
             guard state.isConnected else { throw DeviceFault.disconnected }
-            precondition(state.stream == nil, "\(identity.localizedName): start() while streaming; call stop() first")
+            precondition(
+                state.stream.map(\.isFinished) ?? true,
+                "\(identity.localizedName): start() while streaming; call stop() first")
         }
         cameraControls.streamWillStart()
         let stream: V4L2CaptureStream

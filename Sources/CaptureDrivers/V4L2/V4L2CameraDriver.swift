@@ -29,14 +29,16 @@ package struct InaccessibleDevice: Sendable, Hashable {
 ///
 /// Threading: thread safe; a mutex guards the table of nodes.
 package final class V4L2CameraDriver: CaptureDriver {
-    /// The driver `DeviceRegistry.shared` lists.
-    package static let shared = V4L2CameraDriver()
+    /// The driver `DeviceRegistry.shared` lists; it follows hot-plug events once discovery first runs.
+    package static let shared = V4L2CameraDriver(hotPlugMonitor: .shared)
 
     private let system: SystemCalls
     private let sysfsRoot: String
     private let deviceRoot: String
     private let diagnosis: DeviceNodeDiagnosis
     private let registry: DeviceRegistry?
+    private let hotPlugMonitor: DeviceHotPlugMonitor?
+    private let isMonitoring = Atomic<Bool>(false)
 
     private enum Node {
         case camera(V4L2Camera)
@@ -55,8 +57,10 @@ package final class V4L2CameraDriver: CaptureDriver {
     /// through `system`; cameras report to `registry` (nil: `DeviceRegistry.shared`).
     package init(
         system: SystemCalls = .live, sysfsRoot: String = "/sys/class/video4linux", deviceRoot: String = "/dev",
-        diagnosis: DeviceNodeDiagnosis = DeviceNodeDiagnosis(), registry: DeviceRegistry? = nil
+        diagnosis: DeviceNodeDiagnosis = DeviceNodeDiagnosis(), registry: DeviceRegistry? = nil,
+        hotPlugMonitor: DeviceHotPlugMonitor? = nil
     ) {
+        self.hotPlugMonitor = hotPlugMonitor
         self.system = system
         self.sysfsRoot = sysfsRoot
         self.deviceRoot = deviceRoot
@@ -68,6 +72,7 @@ package final class V4L2CameraDriver: CaptureDriver {
 
     /// The connected cameras, in node order.
     package func discoverDevices() -> [any CaptureBackend] {
+        startMonitoring()
         rescan()
         return cameras().filter(\.isConnected)
     }
@@ -79,6 +84,12 @@ package final class V4L2CameraDriver: CaptureDriver {
                 if case .camera(let camera) = node { camera } else { nil }
             }
         }
+    }
+
+    /// From the first discovery on, every `video4linux` uevent rescans (the registry then reports what changed).
+    private func startMonitoring() {
+        guard let hotPlugMonitor, !isMonitoring.exchange(true, ordering: .relaxed) else { return }
+        hotPlugMonitor.addHandler(subsystem: "video4linux") { [weak self] _ in self?.rescan() }
     }
 
     /// Nodes this user may not open.

@@ -34,8 +34,6 @@ struct V4L2StartFailure: Error {
 ///
 /// Threading: `run` is the capture thread's body; `requestStop` and `join` are for other threads.
 final class V4L2CaptureStream: @unchecked Sendable {
-    /// How many buffers to ask for: enough for a delegate to hold one while the kernel fills the next two.
-    static let requestedBufferCount: UInt32 = 4
 
     let node: V4L2Node
     let buffers: V4L2MappedBuffers
@@ -49,6 +47,7 @@ final class V4L2CaptureStream: @unchecked Sendable {
     private let wake: WakeEvent
     private let finished = DispatchSemaphore(value: 0)
     private let stopRequested = Atomic<Bool>(false)
+    private let finishedFlag = Atomic<Bool>(false)
     private let threadID = Mutex<pthread_t?>(nil)
 
     /// Opens and configures the node and starts streaming: open, S_FMT, S_PARM, REQBUFS, QUERYBUF + mmap each,
@@ -69,7 +68,7 @@ final class V4L2CaptureStream: @unchecked Sendable {
         else { throw V4L2StartFailure(step: .setFormat, errno: .invalidArgument) }
         _ = try attempt(.setFrameRate) { () throws(Errno) in try node.setFrameDuration(frameDuration) }
         let count = try attempt(.requestBuffers) { () throws(Errno) in
-            try node.requestBuffers(Self.requestedBufferCount)
+            try node.requestBuffers(V4L2Camera.requestedBufferCount)
         }
         guard count >= 2, count <= V4L2MappedBuffers.maximumCount else {
             throw V4L2StartFailure(step: .requestBuffers, errno: .noMemory)
@@ -114,11 +113,15 @@ final class V4L2CaptureStream: @unchecked Sendable {
 
     // MARK: Other threads
 
+    /// Whether the capture thread has ended (stopped, or by itself after a fault).
+    var isFinished: Bool { finishedFlag.load(ordering: .acquiring) }
+
     /// Starts the capture thread.
     func startThread(name: String) {
         let thread = Thread { [self] in
             threadID.withLock { $0 = pthread_self() }
             run()
+            finishedFlag.store(true, ordering: .releasing)
             finished.signal()
         }
         thread.name = name
