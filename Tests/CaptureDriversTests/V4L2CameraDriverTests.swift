@@ -26,8 +26,8 @@ import Testing
         }
     }
 
-    func kernel() -> MockV4L2Kernel {
-        MockV4L2Kernel(path: "/dev/video0", formats: [.discrete(.yuyv, [(640, 480)])])
+    func kernel() -> SimulatedV4L2Kernel {
+        SimulatedV4L2Kernel(path: "/dev/video0", formats: [.discrete(.yuyv, [(640, 480)])])
     }
 
     @Test func discoversCaptureNodesOnly() throws {

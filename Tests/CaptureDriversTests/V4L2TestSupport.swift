@@ -100,7 +100,7 @@ final class V4L2Recorder: Sendable {
 
 /// A camera over a mock kernel, as discovery would make it; its connection events go to a private registry.
 func makeCamera(
-    _ kernel: MockV4L2Kernel, diagnosis: DeviceNodeDiagnosis = DeviceNodeDiagnosis(),
+    _ kernel: SimulatedV4L2Kernel, diagnosis: DeviceNodeDiagnosis = DeviceNodeDiagnosis(),
     registry: DeviceRegistry = DeviceRegistry(drivers: [], selection: .all)
 ) throws -> V4L2Camera {
     let location = V4L2NodeLocation(name: "video0", path: kernel.path)

@@ -16,8 +16,8 @@ import Testing
     static let yuyv = kCVPixelFormatType_422YpCbCr8_yuvs
     static let nv12 = kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
 
-    func webcam(skipping skipped: Set<UInt32> = []) -> MockV4L2Kernel {
-        MockV4L2Kernel(
+    func webcam(skipping skipped: Set<UInt32> = []) -> SimulatedV4L2Kernel {
+        SimulatedV4L2Kernel(
             formats: [
                 .discrete(.yuyv, [(640, 480), (320, 240)]),
                 .discrete(.mjpeg, [(640, 480), (1280, 720)]),
@@ -28,14 +28,14 @@ import Testing
     // MARK: Discovery
 
     @Test func discoveryListsFormatsBySizeNativeFirst() throws {
-        let kernel = MockV4L2Kernel(
+        let kernel = SimulatedV4L2Kernel(
             formats: [
                 .discrete(.mjpeg, [(640, 480), (1280, 720)]),
                 .discrete(.yuyv, [(640, 480)]),
                 .discrete(.h264, [(1280, 720)]),
                 // A format we do not deliver is left out.
                 .discrete(V4L2PixelFormat(rawValue: CLinuxMedia_V4L2_PIX_FMT_ABGR32), [(640, 480)]),
-                MockV4L2Kernel.Format(
+                SimulatedV4L2Kernel.Format(
                     pixelFormat: .nv12,
                     sizes: [
                         .stepwise(
@@ -138,7 +138,7 @@ import Testing
         }
         #expect(subType == kCMVideoCodecType_JPEG)
         #expect(address == nil, "no image buffer: the decode stage makes one")
-        #expect(bytes.count == MockV4L2Kernel.compressedFrameLength, "bytesused bytes")
+        #expect(bytes.count == SimulatedV4L2Kernel.compressedFrameLength, "bytesused bytes")
         #expect(bytes.first == UInt8(truncatingIfNeeded: sequence))
     }
 
@@ -235,7 +235,7 @@ import Testing
 
     @Test func badDescriptorsTrap() async {
         await #expect(processExitsWith: .failure) {
-            let kernel = MockV4L2Kernel(formats: [])
+            let kernel = SimulatedV4L2Kernel(formats: [])
             var capability = v4l2_capability()
             _ = try? kernel.system.ioctl(4242, .queryCapability, &capability)
         }

@@ -1,5 +1,4 @@
 import CLinuxMedia
-import CaptureDrivers
 import Foundation
 import OpenCoreMedia
 import Synchronization
@@ -8,7 +7,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// A kernel that plays one V4L2 camera, for trace tests: it answers the calls `SystemCalls` makes as a V4L2 driver
+/// A kernel that plays one V4L2 camera, for trace tests and benchmarks (the real driver, no hardware): it answers the calls `SystemCalls` makes as a V4L2 driver
 /// would (QUERYCAP, ENUM_*, S_FMT, REQBUFS, QUERYBUF, mmap, QBUF, DQBUF, STREAMON/OFF, controls), records every call
 /// by name, and fails calls with the errno a test scripts.
 ///
@@ -18,18 +17,30 @@ import Synchronization
 /// not the mock's (the capture thread's wake-up eventfd) are polled for real.
 ///
 /// Threading: thread safe; one mutex guards everything.
-final class MockV4L2Kernel: KernelCalls, @unchecked Sendable {
-    struct Format {
-        var pixelFormat: V4L2PixelFormat
-        var sizes: [V4L2FrameSize]
+package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
+    package struct Format {
+        package var pixelFormat: V4L2PixelFormat
+        package var sizes: [V4L2FrameSize]
         /// Frame durations offered at every size (discrete).
-        var durations: [CMTime]
+        package var durations: [CMTime]
+
+        package init(pixelFormat: V4L2PixelFormat, sizes: [V4L2FrameSize], durations: [CMTime]) {
+            self.pixelFormat = pixelFormat
+            self.sizes = sizes
+            self.durations = durations
+        }
     }
 
-    struct Control {
-        var info: V4L2ControlInfo
-        var value: Int64
-        var menu: [Int64: String] = [:]
+    package struct Control {
+        package var info: V4L2ControlInfo
+        package var value: Int64
+        package var menu: [Int64: String] = [:]
+
+        package init(info: V4L2ControlInfo, value: Int64, menu: [Int64: String] = [:]) {
+            self.info = info
+            self.value = value
+            self.menu = menu
+        }
     }
 
     private struct State {
@@ -51,14 +62,16 @@ final class MockV4L2Kernel: KernelCalls, @unchecked Sendable {
         var isGone = false
     }
 
-    let path: String
-    let card: String
-    let busInfo: String
-    let formats: [Format]
+    package let path: String
+    package let card: String
+    package let busInfo: String
+    package let formats: [Format]
     /// Sequence numbers the device skips (a discontinuity), whatever the buffers.
-    let skippedSequences: Set<UInt32>
+    package let skippedSequences: Set<UInt32>
     /// Bytes a compressed frame uses in its buffer.
-    static let compressedFrameLength = 1234
+    package static let compressedFrameLength = 1234
+    /// Whether calls are recorded (benchmarks turn it off: the growing list would allocate).
+    private let recordsTrace: Bool
     private let lock = NSLock()
     private var state: State
 
@@ -70,10 +83,11 @@ final class MockV4L2Kernel: KernelCalls, @unchecked Sendable {
         return body(&state)
     }
 
-    init(
+    package init(
         path: String = "/dev/video0", card: String = "Mock Camera", busInfo: String = "usb-0000:00:14.0-1",
-        formats: [Format], controls: [Control] = [], skippedSequences: Set<UInt32> = []
+        formats: [Format], controls: [Control] = [], skippedSequences: Set<UInt32> = [], recordsTrace: Bool = true
     ) {
+        self.recordsTrace = recordsTrace
         self.path = path
         self.card = card
         self.busInfo = busInfo
@@ -88,37 +102,37 @@ final class MockV4L2Kernel: KernelCalls, @unchecked Sendable {
         for buffer in state.buffers { buffer.deallocate() }
     }
 
-    var system: SystemCalls { SystemCalls(kernel: self) }
+    package var system: SystemCalls { SystemCalls(kernel: self) }
 
     /// Every call so far, by name (`open`, `S_FMT`, `mmap`, …).
-    var trace: [String] { withState { $0.trace } }
+    package var trace: [String] { withState { $0.trace } }
 
-    func clearTrace() { withState { $0.trace = [] } }
+    package func clearTrace() { withState { $0.trace = [] } }
 
     /// The next `count` calls named `call` fail with `errno` (then it works again).
-    func fail(_ call: String, with errno: Int32, times count: Int = 1) {
+    package func fail(_ call: String, with errno: Int32, times count: Int = 1) {
         withState { $0.failures[call, default: []] += Array(repeating: errno, count: count) }
     }
 
     /// The device goes away: calls fail with ENODEV, poll says POLLERR|POLLHUP.
-    func disconnect() { withState { $0.isGone = true } }
+    package func disconnect() { withState { $0.isGone = true } }
 
     /// The memory of mapped buffer `index`.
-    func bufferAddress(_ index: Int) -> UnsafeMutableRawPointer? {
+    package func bufferAddress(_ index: Int) -> UnsafeMutableRawPointer? {
         withState { $0.buffers.indices.contains(index) ? $0.buffers[index] : nil }
     }
 
-    var isStreaming: Bool { withState { $0.isStreaming } }
+    package var isStreaming: Bool { withState { $0.isStreaming } }
     /// How many frame periods the device has gone through since STREAMON (frames filled or lost).
-    var sequencesProduced: UInt32 { withState { $0.sequence } }
-    var openDescriptorCount: Int { withState { $0.openDescriptors.count } }
-    var mappedCount: Int { withState { $0.mappedCount } }
-    func controlValue(_ id: Int32) -> Int64? { withState { $0.controls[UInt32(bitPattern: id)]?.value } }
+    package var sequencesProduced: UInt32 { withState { $0.sequence } }
+    package var openDescriptorCount: Int { withState { $0.openDescriptors.count } }
+    package var mappedCount: Int { withState { $0.mappedCount } }
+    package func controlValue(_ id: Int32) -> Int64? { withState { $0.controls[UInt32(bitPattern: id)]?.value } }
 
     /// Records `call` and returns the scripted errno for it, if any.
     private func record(_ call: String, _ state: inout State) -> Int32? {
-        state.trace.append(call)
-        guard var queue = state.failures[call], !queue.isEmpty else { return nil }
+        if recordsTrace { state.trace.append(call) }
+        guard !state.failures.isEmpty, var queue = state.failures[call], !queue.isEmpty else { return nil }
         let errno = queue.removeFirst()
         state.failures[call] = queue
         return errno
@@ -126,7 +140,7 @@ final class MockV4L2Kernel: KernelCalls, @unchecked Sendable {
 
     // MARK: KernelCalls
 
-    func open(_ path: String, _ flags: Int32) -> (result: Int32, errno: Int32) {
+    package func open(_ path: String, _ flags: Int32) -> (result: Int32, errno: Int32) {
         withState { state in
             if let errno = record("open", &state) { return (-1, errno) }
             guard path == self.path, !state.isGone else { return (-1, ENOENT) }
@@ -137,21 +151,21 @@ final class MockV4L2Kernel: KernelCalls, @unchecked Sendable {
         }
     }
 
-    func close(_ descriptor: Int32) -> (result: Int32, errno: Int32) {
+    package func close(_ descriptor: Int32) -> (result: Int32, errno: Int32) {
         withState { state in
-            state.trace.append("close")
+            if recordsTrace { state.trace.append("close") }
             return state.openDescriptors.remove(descriptor) == nil ? (-1, EBADF) : (0, 0)
         }
     }
 
-    func access(_ path: String, _ mode: Int32) -> (result: Int32, errno: Int32) {
+    package func access(_ path: String, _ mode: Int32) -> (result: Int32, errno: Int32) {
         withState { state in
             if let errno = record("access", &state) { return (-1, errno) }
             return path == self.path ? (0, 0) : (-1, ENOENT)
         }
     }
 
-    func mmap(length: Int, descriptor: Int32, offset: Int) -> (result: UnsafeMutableRawPointer?, errno: Int32) {
+    package func mmap(length: Int, descriptor: Int32, offset: Int) -> (result: UnsafeMutableRawPointer?, errno: Int32) {
         withState { state in
             if let errno = record("mmap", &state) { return (nil, errno) }
             let index = offset / 4096
@@ -161,46 +175,37 @@ final class MockV4L2Kernel: KernelCalls, @unchecked Sendable {
         }
     }
 
-    func munmap(_ address: UnsafeMutableRawPointer, length: Int) -> (result: Int32, errno: Int32) {
+    package func munmap(_ address: UnsafeMutableRawPointer, length: Int) -> (result: Int32, errno: Int32) {
         withState { state in
-            state.trace.append("munmap")
+            if recordsTrace { state.trace.append("munmap") }
             state.mappedCount -= 1
             return (0, 0)
         }
     }
 
-    func poll(_ descriptors: UnsafeMutablePointer<pollfd>, count: Int, timeout: Int32) -> (result: Int32, errno: Int32)
-    {
-        let fds = UnsafeMutableBufferPointer(start: descriptors, count: count)
-        let mine = fds.map(\.fd)
-        let (scripted, answers): (Int32?, [Int32: Int16]) = withState { state in
-            if let errno = record("poll", &state) { return (errno, [:]) }
-            var answers: [Int32: Int16] = [:]
-            for descriptor in mine where state.openDescriptors.contains(descriptor) {
-                if state.isGone {
-                    answers[descriptor] = Int16(POLLERR | POLLHUP)
-                    continue
-                }
-                if state.isStreaming { produceFrame(&state) }
-                answers[descriptor] = state.done.isEmpty ? 0 : Int16(POLLIN)
-            }
-            return (nil, answers)
-        }
+    package func poll(_ descriptors: UnsafeMutablePointer<pollfd>, count: Int, timeout: Int32) -> (
+        result: Int32, errno: Int32
+    ) {
+        // Allocation-free (benchmarks count mallocs): the mock's descriptors are answered under the lock, the
+        // others (the wake-up eventfd, numbered below 1000) polled for real one by one.
         var ready: Int32 = 0
-        for index in fds.indices {
-            guard let revents = answers[fds[index].fd] else { continue }
-            fds[index].revents = revents
-            if revents != 0 { ready += 1 }
+        let scripted: Int32? = withState { state in
+            if let errno = record("poll", &state) { return errno }
+            for index in 0..<count where state.openDescriptors.contains(descriptors[index].fd) {
+                if state.isGone {
+                    descriptors[index].revents = Int16(POLLERR | POLLHUP)
+                } else {
+                    if state.isStreaming { produceFrame(&state) }
+                    descriptors[index].revents = state.done.isEmpty ? 0 : Int16(POLLIN)
+                }
+                if descriptors[index].revents != 0 { ready += 1 }
+            }
+            return nil
         }
         if let scripted { return (-1, scripted) }
-        // The other descriptors (the wake-up eventfd) for real; wait the timeout only when nothing is ready.
-        var others = fds.filter { $0.fd < 1000 }
-        let waited = Glibc.poll(&others, nfds_t(others.count), ready > 0 ? 0 : min(timeout, 5))
-        if waited > 0 {
-            for other in others where other.revents != 0 {
-                if let index = fds.firstIndex(where: { $0.fd == other.fd }) { fds[index].revents = other.revents }
-                ready += 1
-            }
+        for index in 0..<count where descriptors[index].fd < 1000 {
+            let waited = Glibc.poll(descriptors + index, 1, ready > 0 ? 0 : min(timeout, 5))
+            if waited > 0 { ready += 1 }
         }
         return (ready, 0)
     }
@@ -220,7 +225,7 @@ final class MockV4L2Kernel: KernelCalls, @unchecked Sendable {
         state.done.append((index, sequence, used))
     }
 
-    func ioctl(_ descriptor: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) -> (result: Int32, errno: Int32)
+    package func ioctl(_ descriptor: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) -> (result: Int32, errno: Int32)
     {
         withState { state in
             let name = V4L2Request.named(code: request)?.name ?? "ioctl(\(request))"
@@ -387,9 +392,9 @@ final class MockV4L2Kernel: KernelCalls, @unchecked Sendable {
     }
 }
 
-extension MockV4L2Kernel.Format {
+extension SimulatedV4L2Kernel.Format {
     /// A format at `sizes` with 30, 15 and 5 fps.
-    static func discrete(_ pixelFormat: V4L2PixelFormat, _ sizes: [(UInt32, UInt32)]) -> Self {
+    package static func discrete(_ pixelFormat: V4L2PixelFormat, _ sizes: [(UInt32, UInt32)]) -> Self {
         Self(
             pixelFormat: pixelFormat, sizes: sizes.map { .discrete(width: $0.0, height: $0.1) },
             durations: [CMTime(value: 1, timescale: 30), CMTime(value: 1, timescale: 15), CMTime(value: 1, timescale: 5)])
