@@ -144,8 +144,11 @@ package final class V4L2Camera: CaptureBackend {
         streamingFlag.set(false)
     }
 
-    /// The capture thread ended by itself.
+    /// The capture thread ended by itself. The camera lets go of the stream now, so its descriptor closes (and its
+    /// mappings go as consumers release their frames) once the thread returns: an unplugged driver's module can be
+    /// unloaded, and a replugged camera opened afresh.
     private func streamDidFault(_ fault: DeviceFault) {
+        state.withLock { $0.stream = nil }
         streamingFlag.set(false)
         if fault.kind == .disconnected { markDisconnected() }
     }

@@ -5,7 +5,8 @@ import Foundation
 /// Apple spells it `AVCaptureSession.Preset`; the session type adds that name.
 ///
 /// How a preset picks a device format (`format(in:)`): the sized presets pick a format of exactly that size that
-/// streams at 30 fps or more (the device's native format first, then a compressed one); `.high` the largest
+/// streams at 30 fps or more (the device's native format first, then a compressed one), else the fastest of that
+/// size; `.high` the largest
 /// video format up to 1920x1080; `.medium` 640x480 (or the nearest smaller); `.low` the smallest; `.photo` the
 /// device's photo format (4032x3024 on the virtual back camera), else its largest; `.inputPriority` leaves the
 /// device's `activeFormat` alone. Microphones support every preset: presets do not constrain audio.
@@ -55,8 +56,15 @@ public struct AVCaptureSessionPreset: RawRepresentable, Hashable, Sendable {
         }
         func atLeast30(_ format: AVCaptureDevice.Format) -> Bool { format.video!.maxFrameRate >= 29.97 }
         if let (width, height) = size {
-            // Native formats come before compressed ones in a driver's list, so `first` prefers them.
-            return video.first { $0.video!.width == width && $0.video!.height == height && atLeast30($0) }
+            // Native formats come before compressed ones in a driver's list, so `first` prefers them. A camera
+            // whose format of that size cannot reach 30 fps (vivid's 640x480 tops out at 25) streams it at its
+            // fastest rather than not at all.
+            let sized = video.filter { $0.video!.width == width && $0.video!.height == height }
+            return sized.first(where: atLeast30)
+                ?? sized.reduce(nil) { best, format in
+                    guard let best else { return format }
+                    return format.video!.maxFrameRate > best.video!.maxFrameRate ? format : best
+                }
         }
         switch self {
         case .high:
