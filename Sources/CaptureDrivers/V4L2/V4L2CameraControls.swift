@@ -21,6 +21,7 @@ package struct V4L2ControlSet: Sendable, Hashable {
     package var flashLEDMode: V4L2ControlInfo?
     package var flashLEDModes: Set<Int64> = []
     package var torchIntensity: V4L2ControlInfo?
+    package var flashStrobe: V4L2ControlInfo?
     package var powerLineFrequency: V4L2ControlInfo?
     package var powerLineFrequencyModes: Set<Int64> = []
 
@@ -44,6 +45,7 @@ package struct V4L2ControlSet: Sendable, Hashable {
         flashLEDMode = find(V4L2_CID_FLASH_LED_MODE)
         flashLEDModes = flashLEDMode.map(menuItems) ?? []
         torchIntensity = find(V4L2_CID_FLASH_TORCH_INTENSITY)
+        flashStrobe = find(V4L2_CID_FLASH_STROBE)
         powerLineFrequency = find(V4L2_CID_POWER_LINE_FREQUENCY)
         powerLineFrequencyModes = powerLineFrequency.map(menuItems) ?? []
     }
@@ -66,7 +68,7 @@ package struct V4L2ControlSet: Sendable, Hashable {
     }
 
     var hasTorch: Bool { flashLEDModes.contains(Int64(V4L2_FLASH_LED_MODE_TORCH.rawValue)) }
-    var hasFlash: Bool { flashLEDModes.contains(Int64(V4L2_FLASH_LED_MODE_FLASH.rawValue)) }
+    var hasFlash: Bool { flashLEDModes.contains(Int64(V4L2_FLASH_LED_MODE_FLASH.rawValue)) && flashStrobe != nil }
 
     /// What the controls let `AVCaptureDevice` do.
     package var capabilities: CameraCapabilities {
@@ -301,6 +303,9 @@ package final class V4L2CameraControls: CameraControlling {
                 let span = Double(control.maximum - control.minimum)
                 writes.append((control, control.minimum + Int64((Double(level) * span).rounded())))
             }
+        case .fireFlash:
+            // Flash mode, then the strobe (a button): the LED fires for the frame being exposed now.
+            writes = [(set.flashLEDMode, Int64(V4L2_FLASH_LED_MODE_FLASH.rawValue)), (set.flashStrobe, 1)]
         case .flashMode(let mode):
             // The flash fires for a still (the photo output strobes it); the mode is only remembered here.
             keep = { $0.flashMode = mode }
