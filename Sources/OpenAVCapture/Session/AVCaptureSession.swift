@@ -509,19 +509,33 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
     /// The closure a device's capture thread calls with every event.
     private func sink(for backend: any CaptureBackend) -> StreamSink {
         let key = ObjectIdentifier(backend)
+        // Compressed buffers (MJPEG, H.264, a movie file's packets) are decoded here, once per device stream.
+        let decodeStage = SampleDecodeStage()
         return { [weak self] event in
             guard let self else { return }
             switch event {
             case .output(let sampleBuffer, _):
-                self.route(sampleBuffer, from: key)
-            case .dropped(_, let time, let reason):
-                let format = self.routes.withLock { $0[key]?.first?.connection.inputPorts.first?.formatDescription }
-                for route in self.routes.withLock({ $0[key] ?? [] }) where route.connection.isEnabled {
-                    route.output?.receiveDrop(presentationTime: time, reason: reason, format: format, from: route.connection)
+                switch decodeStage.process(sampleBuffer) {
+                case .passThrough:
+                    self.route(sampleBuffer, from: key)
+                case .decoded(let buffers):
+                    for buffer in buffers { self.route(buffer, from: key) }
+                case .dropped(let reason):
+                    self.routeDrop(at: sampleBuffer.presentationTimeStamp, reason: reason, from: key)
                 }
+            case .dropped(_, let time, let reason):
+                self.routeDrop(at: time, reason: reason, from: key)
             case .fault(let fault):
                 self.eventQueue.async { self.deviceDidFault(key, fault) }
             }
+        }
+    }
+
+    /// Tells every enabled connection of a device that a buffer was lost. Runs on the capture thread.
+    private func routeDrop(at time: CMTime, reason: DropReason, from key: ObjectIdentifier) {
+        let format = routes.withLock { $0[key]?.first?.connection.inputPorts.first?.formatDescription }
+        for route in routes.withLock({ $0[key] ?? [] }) where route.connection.isEnabled {
+            route.output?.receiveDrop(presentationTime: time, reason: reason, format: format, from: route.connection)
         }
     }
 

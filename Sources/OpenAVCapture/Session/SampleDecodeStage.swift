@@ -1,0 +1,152 @@
+import CaptureDrivers
+import MediaCodecs
+
+/// The graph's decoder for one device stream: turns the compressed buffers a driver delivers (a camera's MJPEG or
+/// H.264, a movie file's packets) into the pixel buffers and PCM that outputs take.
+///
+/// A buffer needs decoding when it has no image buffer and its format description names a codec: a video codec type
+/// with a decoder (`'jpeg'`, `'avc1'`, `'hvc1'`, … see `VideoDecoder.decoderName(for:)`) or an audio format other
+/// than linear PCM. Everything else passes through untouched. The session runs one stage per device subscription,
+/// on the device's capture thread, before the buffers fan out to connections, so a device's stream is decoded once
+/// whatever the number of outputs, and inter-frame codecs see every packet (an output's late-frame drops happen
+/// after decoding, as they must for H.264).
+///
+/// Decoders: MJPEG through TurboJPEG (`MJPEGDecoder`, faster than FFmpeg's in the `MJPEGDecode` benchmark), falling
+/// back to FFmpeg's for the subsamplings TurboJPEG's path does not take; other video through `VideoDecoder`; audio
+/// through `AudioDecoder`. Video comes out as NV12 in the stream's range (`'420f'` for JPEG, `'420v'` otherwise);
+/// outputs convert from there as they would from a camera's NV12. A new format description (another format, new
+/// parameter sets) makes new decoders.
+///
+/// Threading: thread-bound to the capture thread of the device whose sink owns it (`@unchecked Sendable` because the
+/// sink closure that holds it is `Sendable`; only that thread calls it).
+package final class SampleDecodeStage: @unchecked Sendable {
+    /// What became of one buffer.
+    package enum Outcome {
+        /// Not compressed: deliver the buffer itself.
+        case passThrough
+        /// Decoded: deliver these (none while a decoder fills its delay, several when it drains).
+        case decoded([CMSampleBuffer])
+        /// Lost: report a drop with this reason (`OutOfBuffers` when every decoded buffer is held downstream,
+        /// `Discontinuity` for a damaged frame).
+        case dropped(DropReason)
+    }
+
+    private var videoFormat: CMFormatDescription?
+    private var jpeg: MJPEGDecoder?
+    private var video: VideoDecoder?
+    private var audioFormat: CMFormatDescription?
+    private var audio: AudioDecoder?
+    private var imageDescriptions: [ImageKey: CMFormatDescription] = [:]
+
+    private struct ImageKey: Hashable {
+        var pixelFormat: OSType
+        var width: Int
+        var height: Int
+    }
+
+    package init() {}
+
+    /// Whether `sample` is compressed media this stage decodes.
+    package static func needsDecoding(_ sample: CMSampleBuffer) -> Bool {
+        guard sample.imageBuffer == nil, let format = sample.formatDescription else { return false }
+        switch format.mediaType {
+        case .video: return VideoDecoder.decoderName(for: format.mediaSubType.rawValue) != nil
+        case .audio: return AudioDecoder.decoderName(for: format.mediaSubType.rawValue) != nil
+        default: return false
+        }
+    }
+
+    /// Decodes `sample` if it is compressed.
+    package func process(_ sample: CMSampleBuffer) -> Outcome {
+        guard Self.needsDecoding(sample), let format = sample.formatDescription, let data = sample.dataBuffer else {
+            return .passThrough
+        }
+        do {
+            return .decoded(
+                format.mediaType == .video
+                    ? try decodeVideo(sample, data: data, format: format)
+                    : try decodeAudio(sample, data: data, format: format))
+        } catch {
+            return .dropped(error.kind == .outOfBuffers ? .outOfBuffers : .discontinuity)
+        }
+    }
+
+    private func decodeVideo(_ sample: CMSampleBuffer, data: CMBlockBuffer, format: CMFormatDescription)
+        throws(MediaCodecsError) -> [CMSampleBuffer]
+    {
+        if videoFormat != format {
+            videoFormat = format
+            jpeg = nil
+            video = nil
+            if VideoDecoder.decoderName(for: format.mediaSubType.rawValue) == "mjpeg" {
+                jpeg = try MJPEGDecoder()
+            }
+        }
+        if let jpeg {
+            do {
+                let image = try jpeg.decode(data)
+                return wrap(image, like: sample, time: sample.presentationTimeStamp, duration: sample.duration)
+                    .map { [$0] } ?? []
+            } catch where error.kind == .unsupportedConversion {
+                // A subsampling TurboJPEG's path does not take: FFmpeg's decoder from now on.
+                self.jpeg = nil
+            }
+        }
+        if video == nil {
+            guard let configuration = VideoDecoder.Configuration(formatDescription: format) else { return [] }
+            video = try VideoDecoder(configuration)
+        }
+        guard let video else { return [] }
+        try video.send(
+            data, presentationTime: sample.presentationTimeStamp, decodeTime: sample.decodeTimeStamp,
+            duration: sample.duration)
+        var decoded: [CMSampleBuffer] = []
+        while case .frame(let frame) = try video.receiveFrame() {
+            let duration = frame.duration.isValid ? frame.duration : sample.duration
+            if let wrapped = wrap(frame.pixelBuffer, like: sample, time: frame.presentationTime, duration: duration) {
+                decoded.append(wrapped)
+            }
+        }
+        return decoded
+    }
+
+    private func decodeAudio(_ sample: CMSampleBuffer, data: CMBlockBuffer, format: CMFormatDescription)
+        throws(MediaCodecsError) -> [CMSampleBuffer]
+    {
+        if audioFormat != format || audio == nil {
+            audioFormat = format
+            guard let configuration = AudioDecoder.Configuration(formatDescription: format) else { return [] }
+            audio = try AudioDecoder(configuration)
+        }
+        guard let audio else { return [] }
+        try audio.send(data, presentationTime: sample.presentationTimeStamp, duration: sample.duration)
+        var decoded: [CMSampleBuffer] = []
+        while case .samples(let buffer) = try audio.receive() {
+            CMPropagateAttachments(sample, destination: buffer)
+            decoded.append(buffer)
+        }
+        return decoded
+    }
+
+    /// A sample buffer of `image` with the given timing and `sample`'s attachments; nil if one cannot be made.
+    private func wrap(_ image: CVPixelBuffer, like sample: CMSampleBuffer, time: CMTime, duration: CMTime)
+        -> CMSampleBuffer?
+    {
+        let key = ImageKey(
+            pixelFormat: CVPixelBufferGetPixelFormatType(image), width: CVPixelBufferGetWidth(image),
+            height: CVPixelBufferGetHeight(image))
+        let description: CMFormatDescription
+        if let cached = imageDescriptions[key] {
+            description = cached
+        } else {
+            guard let made = try? CMFormatDescription(imageBuffer: image) else { return nil }
+            imageDescriptions[key] = made
+            description = made
+        }
+        let timing = CMSampleTimingInfo(duration: duration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
+        guard let wrapped = try? CMSampleBuffer(imageBuffer: image, formatDescription: description, sampleTiming: timing)
+        else { return nil }
+        CMPropagateAttachments(sample, destination: wrapped)
+        return wrapped
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import MediaCodecs
+import OpenAVCapture
+import Testing
+
+/// The graph's decode stage on buffers as drivers deliver them: compressed, no image buffer, a codec format
+/// description.
+@Suite("Sample decode stage")
+struct SampleDecodeStageTests {
+    /// `frames` compressed sample buffers of `codec`, each a packet of a moving grey level.
+    private func compressed(_ codec: VideoEncoder.Codec, frames: Int) throws -> [CMSampleBuffer] {
+        let encoder = try VideoEncoder(VideoEncoder.Configuration(codec: codec, width: 160, height: 120))
+        let description = try CMFormatDescription(videoCodecType: codec.codecType, width: 160, height: 120)
+        var packets: [EncodedPacket] = []
+        for index in 0..<frames {
+            let image = try nv12(width: 160, height: 120)
+            image.withLockedPlanes { planes in
+                for (plane, layout) in planes.enumerated() {
+                    for y in 0..<layout.height {
+                        layout.row(y).initializeMemory(as: UInt8.self, repeating: plane == 0 ? UInt8(40 + index * 20) : 128)
+                    }
+                }
+            }
+            try encoder.send(image, presentationTime: CMTime(value: Int64(index), timescale: 30))
+            while case .packet(let packet) = try encoder.receivePacket() { packets.append(packet) }
+        }
+        try encoder.finish()
+        while case .packet(let packet) = try encoder.receivePacket() { packets.append(packet) }
+        var first = true
+        return try packets.map { packet in
+            var data = packet.data
+            if first && !encoder.extradata.isEmpty {
+                var bytes = encoder.extradata
+                packet.data.withUnsafeBytes { bytes.append(contentsOf: $0) }
+                data = CMBlockBuffer(copying: Data(bytes))
+            }
+            first = false
+            let timing = CMSampleTimingInfo(
+                duration: CMTime(value: 1, timescale: 30), presentationTimeStamp: packet.presentationTime,
+                decodeTimeStamp: .invalid)
+            return try CMSampleBuffer(
+                dataBuffer: data, formatDescription: description, numSamples: 1, sampleTimings: [timing],
+                sampleSizes: [data.dataLength])
+        }
+    }
+
+    private func nv12(width: Int, height: Int) throws -> CVPixelBuffer {
+        var buffer: CVPixelBuffer?
+        try #require(
+            CVPixelBufferCreate(nil, width, height, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, nil, &buffer)
+                == kCVReturnSuccess)
+        return try #require(buffer)
+    }
+
+    private func meanLuma(_ buffer: CMSampleBuffer) throws -> Double {
+        let image = try #require(buffer.imageBuffer)
+        return image.withLockedPlanes(.readOnly) { planes in
+            let row = planes[0].row(60).prefix(160)
+            return Double(row.reduce(0) { $0 + Int($1) }) / 160
+        }
+    }
+
+    @Test("MJPEG and H.264 buffers come out as NV12 frames with their times; raw frames pass through")
+    func video() throws {
+        for codec in [VideoEncoder.Codec.jpeg, .h264] {
+            let stage = SampleDecodeStage()
+            // What each frame showed, read at once so the pool's buffers go back (as a consumer's would).
+            var decoded: [(time: CMTime, format: OSType, luma: Double)] = []
+            for sample in try compressed(codec, frames: 8) {
+                #expect(SampleDecodeStage.needsDecoding(sample))
+                guard case .decoded(let buffers) = stage.process(sample) else {
+                    Issue.record("\(codec): not decoded")
+                    continue
+                }
+                for buffer in buffers {
+                    decoded.append(
+                        (buffer.presentationTimeStamp, try #require(buffer.imageBuffer).pixelFormatType, try meanLuma(buffer)))
+                }
+            }
+            try #require(decoded.count == 8, "\(codec): \(decoded.count) frames")
+            for (index, frame) in decoded.enumerated() {
+                #expect(frame.time == CMTime(value: Int64(index), timescale: 30))
+                #expect(
+                    frame.format
+                        == (codec == .jpeg
+                            ? kCVPixelFormatType_420YpCbCr8BiPlanarFullRange : kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange))
+                // Video range grey 40 + 20·index, as full range for JPEG.
+                let expected = Double(40 + index * 20)
+                let videoRange = codec == .jpeg ? frame.luma * 219 / 255 + 16 : frame.luma
+                #expect(abs(videoRange - expected) < 3, "\(codec) frame \(index): \(videoRange)")
+            }
+        }
+        let raw = try nv12(width: 16, height: 16)
+        let sample = try CMSampleBuffer(
+            imageBuffer: raw, formatDescription: try CMFormatDescription(imageBuffer: raw),
+            sampleTiming: CMSampleTimingInfo(duration: .invalid, presentationTimeStamp: .zero, decodeTimeStamp: .invalid))
+        #expect(!SampleDecodeStage.needsDecoding(sample))
+        guard case .passThrough = SampleDecodeStage().process(sample) else {
+            Issue.record("a raw frame was not passed through")
+            return
+        }
+    }
+
+    @Test("a damaged frame is a Discontinuity drop, and the stream goes on")
+    func damaged() throws {
+        let stage = SampleDecodeStage()
+        let samples = try compressed(.jpeg, frames: 2)
+        let description = try #require(samples[0].formatDescription)
+        let garbage = try CMSampleBuffer(
+            dataBuffer: CMBlockBuffer(copying: Data([0xFF, 0xD8, 1, 2, 3])), formatDescription: description,
+            numSamples: 1,
+            sampleTimings: [CMSampleTimingInfo(duration: .invalid, presentationTimeStamp: .zero, decodeTimeStamp: .invalid)],
+            sampleSizes: [5])
+        guard case .dropped(.discontinuity) = stage.process(garbage) else {
+            Issue.record("a damaged JPEG was not a discontinuity")
+            return
+        }
+        guard case .decoded(let frames) = stage.process(samples[1]) else {
+            Issue.record("the next frame did not decode")
+            return
+        }
+        #expect(frames.count == 1)
+    }
+}
