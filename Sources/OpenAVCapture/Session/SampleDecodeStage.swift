@@ -31,6 +31,15 @@ package final class SampleDecodeStage: @unchecked Sendable {
         case dropped(DropReason)
     }
 
+    /// Which decoder takes MJPEG.
+    package enum MJPEGPath: Sendable {
+        /// TurboJPEG (`MJPEGDecoder`), FFmpeg's for what it does not take: the session's choice.
+        case turboJPEG
+        /// FFmpeg's `mjpeg` (`VideoDecoder`) always: the benchmark's comparison.
+        case ffmpeg
+    }
+
+    private let mjpegPath: MJPEGPath
     private var videoFormat: CMFormatDescription?
     private var jpeg: MJPEGDecoder?
     private var video: VideoDecoder?
@@ -44,7 +53,9 @@ package final class SampleDecodeStage: @unchecked Sendable {
         var height: Int
     }
 
-    package init() {}
+    package init(mjpeg: MJPEGPath = .turboJPEG) {
+        mjpegPath = mjpeg
+    }
 
     /// Whether `sample` is compressed media this stage decodes.
     package static func needsDecoding(_ sample: CMSampleBuffer) -> Bool {
@@ -78,7 +89,7 @@ package final class SampleDecodeStage: @unchecked Sendable {
             videoFormat = format
             jpeg = nil
             video = nil
-            if VideoDecoder.decoderName(for: format.mediaSubType.rawValue) == "mjpeg" {
+            if mjpegPath == .turboJPEG && VideoDecoder.decoderName(for: format.mediaSubType.rawValue) == "mjpeg" {
                 jpeg = try MJPEGDecoder()
             }
         }
@@ -148,5 +159,27 @@ package final class SampleDecodeStage: @unchecked Sendable {
         else { return nil }
         CMPropagateAttachments(sample, destination: wrapped)
         return wrapped
+    }
+}
+
+extension SampleDecodeStage {
+    /// `image` as a compressed MJPEG sample buffer, as a camera delivers it (FFmpeg's `mjpeg` encoder, 4:2:0, quality
+    /// 0.75): input for tests and benchmarks of the decode stage.
+    package static func jpegSample(of image: CVPixelBuffer, at time: CMTime) throws -> CMSampleBuffer {
+        let width = CVPixelBufferGetWidth(image)
+        let height = CVPixelBufferGetHeight(image)
+        let encoder = try VideoEncoder(
+            VideoEncoder.Configuration(
+                codec: .jpeg, width: width, height: height, pixelFormat: CVPixelBufferGetPixelFormatType(image)))
+        try encoder.send(image, presentationTime: time)
+        try encoder.finish()
+        guard case .packet(let packet) = try encoder.receivePacket() else {
+            throw MediaCodecsError(.invalidState, while: "encoding a JPEG sample", message: "no packet")
+        }
+        let description = try CMFormatDescription(videoCodecType: .jpeg, width: width, height: height)
+        let timing = CMSampleTimingInfo(duration: .invalid, presentationTimeStamp: time, decodeTimeStamp: .invalid)
+        return try CMSampleBuffer(
+            dataBuffer: packet.data, formatDescription: description, numSamples: 1, sampleTimings: [timing],
+            sampleSizes: [packet.data.dataLength])
     }
 }
