@@ -64,6 +64,8 @@ package final class Demuxer {
         package var metadata: [String: String]
         /// The codec's out-of-band header (`avcC`, AudioSpecificConfig).
         package var extradata: [UInt8]
+        /// FFmpeg's name of a video stream's pixel format (`yuv420p` for y4m and most H.264), "" when unknown.
+        package var pixelFormatName: String
     }
 
     /// What ``readPacket()`` gives.
@@ -171,7 +173,9 @@ package final class Demuxer {
             frameRate: rate.num > 0 && rate.den > 0 ? Double(rate.num) / Double(rate.den) : 0,
             bitRate: Int(parameters.bit_rate), transform: transform,
             metadata: Dictionary(dictionaryEntries(stream.pointee.metadata).map { ($0.key, $0.value) }) { $1 },
-            extradata: extradata)
+            extradata: extradata,
+            pixelFormatName: mediaType == .video
+                ? av_get_pix_fmt_name(AVPixelFormat(parameters.format)).map { String(cString: $0) } ?? "" : "")
     }
 
     /// The next packet in file order, or `.endOfStream`.

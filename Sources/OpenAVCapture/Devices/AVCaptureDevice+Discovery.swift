@@ -109,10 +109,15 @@ extension AVCaptureDevice: _AVCaptureDeviceSharedInstance {}
 
 extension _AVCaptureDeviceSharedInstance {
     /// The device with a unique identifier (the same object discovery returns), or nil when it is not present.
+    ///
+    /// Ours: `file:PATH` is the movie at PATH played in real time as a camera (its first video track), and
+    /// `file:PATH#audio` its sound as a microphone; nil when the file cannot be read or lacks the track. Whatever
+    /// `OPENAV_DEVICES` says, since the caller named the file.
     public init?(uniqueID deviceUniqueID: String) {
-        guard let shared = DeviceDirectory.shared.devices().first(where: { $0.uniqueID == deviceUniqueID }),
-            let device = shared as? Self
-        else { return nil }
+        let shared =
+            DeviceDirectory.shared.devices().first { $0.uniqueID == deviceUniqueID }
+            ?? MovieFileDevices.backend(forUniqueID: deviceUniqueID).map(DeviceDirectory.shared.device(for:))
+        guard let device = shared as? Self else { return nil }
         self = device
     }
 }

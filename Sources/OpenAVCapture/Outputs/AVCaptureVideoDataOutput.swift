@@ -217,7 +217,10 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
     /// The format the device delivers on the video connection now.
     private var nativeVideoFormat: (pixelFormat: OSType, width: Int, height: Int)? {
         guard let description = connection(with: .video)?.inputPorts.first?.formatDescription else { return nil }
-        return (description.mediaSubType.rawValue, Int(description.dimensions.width), Int(description.dimensions.height))
+        // A compressed camera (MJPEG, H.264) or movie file delivers what the session decodes it to.
+        let subType = description.mediaSubType.rawValue
+        let pixelFormat = SampleDecodeStage.decodedPixelFormat(forCodec: subType) ?? subType
+        return (pixelFormat, Int(description.dimensions.width), Int(description.dimensions.height))
     }
 
     /// The format the settings ask for.

@@ -67,6 +67,16 @@ package final class SampleDecodeStage: @unchecked Sendable {
         }
     }
 
+    /// The pixel format frames of a compressed video format come out in (`'420f'` for JPEG, `'420v'` otherwise), or
+    /// nil when `codecType` is a pixel format (or a codec without a decoder).
+    package static func decodedPixelFormat(forCodec codecType: FourCharCode) -> OSType? {
+        switch VideoDecoder.decoderName(for: codecType) {
+        case nil: nil
+        case "mjpeg": kCVPixelFormatType_420YpCbCr8BiPlanarFullRange
+        default: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+        }
+    }
+
     /// Decodes `sample` if it is compressed.
     package func process(_ sample: CMSampleBuffer) -> Outcome {
         guard Self.needsDecoding(sample), let format = sample.formatDescription, let data = sample.dataBuffer else {

@@ -1,0 +1,72 @@
+import Foundation
+import OpenCoreMedia
+
+/// One track of a movie file as a movie-file device plays it.
+///
+/// Value type; safe to use from any thread.
+package struct MovieTrack: Sendable {
+    /// The track's index in the file, as packets name it.
+    package var index: Int
+    /// Picture or sound.
+    package var media: DeviceMedia
+    /// What its packets are: a compressed format (`'avc1'` with its `avcC`, `'jpeg'`, `'aac '` with its magic cookie)
+    /// or, for raw tracks, the pixel format or linear PCM layout of the bytes.
+    package var formatDescription: CMFormatDescription
+    /// For raw video (y4m): the pixel format of each packet's bytes, planes back to back without padding; nil for
+    /// compressed video. Only the planar 4:2:0 formats (`'y420'`, `'f420'`) are wrapped.
+    package var rawPixelFormat: OSType?
+    /// Video: the time between frames (the file's average rate); `.invalid` for sound.
+    package var frameDuration: CMTime
+    /// The track's length; `.invalid` when the file does not say.
+    package var duration: CMTime
+
+    package init(
+        index: Int, media: DeviceMedia, formatDescription: CMFormatDescription, rawPixelFormat: OSType? = nil,
+        frameDuration: CMTime, duration: CMTime
+    ) {
+        self.index = index
+        self.media = media
+        self.formatDescription = formatDescription
+        self.rawPixelFormat = rawPixelFormat
+        self.frameDuration = frameDuration
+        self.duration = duration
+    }
+}
+
+/// One packet of a movie file: a compressed frame or a run of samples, with the file's timing.
+///
+/// Value type; the block buffer is not written after the source made it.
+package struct MoviePacket: Sendable {
+    package var track: Int
+    package var data: CMBlockBuffer
+    package var presentationTime: CMTime
+    package var decodeTime: CMTime
+    package var duration: CMTime
+
+    package init(track: Int, data: CMBlockBuffer, presentationTime: CMTime, decodeTime: CMTime, duration: CMTime) {
+        self.track = track
+        self.data = data
+        self.presentationTime = presentationTime
+        self.decodeTime = decodeTime
+        self.duration = duration
+    }
+}
+
+/// What a movie-file device reads: a file's tracks and its packets in file order.
+///
+/// Drivers never import MediaCodecs, yet demuxing needs libavformat: this protocol is the seam. CaptureDrivers
+/// defines it and plays whatever implements it; OpenAVCapture implements it on MediaCodecs' `Demuxer` and passes
+/// the factory in when it makes a movie-file device. Tests of the driver alone can give packets of their own.
+///
+/// Threading: thread-bound; a device opens one source per stream and uses it only on its capture thread.
+package protocol MoviePacketSource: AnyObject {
+    /// The tracks the device can play.
+    var tracks: [MovieTrack] { get }
+    /// The whole file's length (a loop's period); `.invalid` when the file does not say.
+    var duration: CMTime { get }
+    /// The next packet in file order, or nil at the end of the file.
+    func nextPacket() throws -> MoviePacket?
+}
+
+/// Opens a movie file for reading: a fresh source at the start of the file each time (a loop reopens).
+package typealias MoviePacketSourceOpener = @Sendable (URL) throws -> any MoviePacketSource
