@@ -84,31 +84,60 @@ package struct ALSACaptureDeviceEntry: Sendable, Hashable {
 /// Threading: thread safe; a mutex guards the table of backends, so a PCM keeps its backend object for the
 /// process's life (a PCM that disappears is marked disconnected, and the same object comes back with it).
 package final class ALSADeviceDriver: CaptureDriver {
-    /// The driver `DeviceRegistry.shared` lists.
-    package static let shared = ALSADeviceDriver()
+    /// The driver `DeviceRegistry.shared` lists; it follows `sound` uevents once discovery first runs.
+    package static let shared = ALSADeviceDriver(hotPlugMonitor: .shared)
 
     private let known = Mutex<[String: ALSAMicrophone]>([:])
+    /// Where connection changes found by hot-plug rescans are reported (nil: `DeviceRegistry.shared`).
+    private let registry: DeviceRegistry?
+    private let hotPlugMonitor: DeviceHotPlugMonitor?
+    private let isMonitoring = Atomic<Bool>(false)
 
-    package init() {}
+    /// A driver whose hot-plug rescans (on `hotPlugMonitor`'s `sound` events, when given) report to `registry`.
+    package init(registry: DeviceRegistry? = nil, hotPlugMonitor: DeviceHotPlugMonitor? = nil) {
+        self.registry = registry
+        self.hotPlugMonitor = hotPlugMonitor
+    }
 
     package var origin: DeviceOrigin { .real }
 
     /// The capture PCMs ALSA's name hints list now, `default` first.
     package func discoverDevices() -> [any CaptureBackend] {
+        startMonitoring()
+        return scan().present
+    }
+
+    /// Lists the PCMs again: those gone are marked disconnected, those back connected, new ones made.
+    private func scan() -> (present: [any CaptureBackend], changes: [ConnectionEvent]) {
         let entries = ALSACaptureDeviceEntry.microphones(from: ALSANameHint.all())
         return known.withLock { known in
+            var changes: [ConnectionEvent] = []
             let present = Set(entries.map(\.hintName))
-            for (name, microphone) in known where !present.contains(name) { microphone.setConnected(false) }
-            return entries.map { entry in
+            for (name, microphone) in known where !present.contains(name) {
+                if microphone.setConnected(false) { changes.append(.disconnected(microphone)) }
+            }
+            let microphones: [any CaptureBackend] = entries.map { entry in
                 if let existing = known[entry.hintName] {
-                    existing.setConnected(true)
+                    if existing.setConnected(true) { changes.append(.connected(existing)) }
                     return existing
                 }
                 let microphone = ALSAMicrophone(
                     pcmName: entry.pcmName, localizedName: entry.localizedName, uniqueID: "alsa:\(entry.hintName)")
                 known[entry.hintName] = microphone
+                changes.append(.connected(microphone))
                 return microphone
             }
+            return (microphones, changes)
+        }
+    }
+
+    /// From the first discovery on, every `sound` uevent (a card added or removed) rescans and reports what
+    /// changed, outside the table's lock.
+    private func startMonitoring() {
+        guard let hotPlugMonitor, !isMonitoring.exchange(true, ordering: .relaxed) else { return }
+        hotPlugMonitor.addHandler(subsystem: "sound") { [weak self] _ in
+            guard let self else { return }
+            for change in scan().changes { (registry ?? DeviceRegistry.shared).report(change) }
         }
     }
 }

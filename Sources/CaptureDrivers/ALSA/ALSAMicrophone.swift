@@ -113,9 +113,13 @@ package final class ALSAMicrophone: CaptureBackend {
 
     // MARK: Driver side
 
-    /// Discovery saw the PCM (again) or no longer lists it.
-    func setConnected(_ connected: Bool) {
-        state.withLock { $0.isConnected = connected }
+    /// Discovery saw the PCM (again) or no longer lists it. Returns whether that changed anything.
+    @discardableResult
+    func setConnected(_ connected: Bool) -> Bool {
+        state.withLock { state in
+            defer { state.isConnected = connected }
+            return state.isConnected != connected
+        }
     }
 
     private func note(openFailure error: Errno) {
