@@ -217,6 +217,60 @@ struct MovieFileCameraTests {
         #expect(span < Double(positions.last! - positions.first!) / 30, "free running: faster than real time (\(span) s)")
     }
 
+    @Test("an MJPEG movie (a USB camera's format) plays through TurboJPEG into full-range NV12 with the indices")
+    func mjpegMovie() async throws {
+        let url = try writerScratchURL("movie-mjpeg.mov")
+        let writer = try AVAssetWriter(outputURL: url, fileType: .mov)
+        let input = AVAssetWriterInput(
+            mediaType: .video,
+            outputSettings: [AVVideoCodecKey: AVVideoCodecType.jpeg, AVVideoWidthKey: 640, AVVideoHeightKey: 480])
+        let adaptor = AVAssetWriterInputPixelBufferAdaptor(
+            assetWriterInput: input,
+            sourcePixelBufferAttributes: [
+                kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange,
+                kCVPixelBufferWidthKey: 640, kCVPixelBufferHeightKey: 480,
+            ])
+        writer.add(input)
+        #expect(writer.startWriting())
+        writer.startSession(atSourceTime: .zero)
+        let source = VirtualFrameSource(width: 640, height: 480)
+        let pool = try #require(adaptor.pixelBufferPool)
+        for index in 0..<30 {
+            var buffer: CVPixelBuffer?
+            CVPixelBufferPoolCreatePixelBuffer(nil, pool, &buffer)
+            let pixelBuffer = try #require(buffer)
+            source.render(frameIndex: UInt32(index), into: pixelBuffer)
+            waitUntilReady(input)
+            #expect(adaptor.append(pixelBuffer, withPresentationTime: CMTime(value: Int64(index), timescale: 30)))
+        }
+        input.markAsFinished()
+        await writer.finishWriting()
+        try #require(writer.status == .completed, "\(String(describing: writer.error))")
+
+        let movie = try MovieFileDevice(url: url)
+        let camera = try #require(movie.camera)
+        #expect(camera.activeFormat.formatDescription.mediaSubType == .jpeg, "the device delivers MJPEG")
+        let frames = MovieFrameCollector()
+        let session = try run(camera: camera, frames: frames)
+        let statistics = try #require(output(session))
+        let accounted = frames.wait(timeout: 10) { _ in
+            statistics.deliveryStatistics.delivered + statistics.deliveryStatistics.droppedLate >= 30
+        }
+        session.stopRunning()
+        try #require(accounted, "\(statistics.deliveryStatistics)")
+        let received = frames.received
+        #expect(received.count >= 20, "\(statistics.deliveryStatistics)")
+        let base = try #require(received.first { $0.index != nil }).time
+            - CMTime(value: Int64(received.first { $0.index != nil }!.index!), timescale: 30)
+        for frame in received {
+            #expect(frame.pixelFormat == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange, "JPEG decodes to 420f")
+            let position = Int(((frame.time - base).seconds * 30).rounded())
+            if !source.isFlashFrame(UInt32(position)) {
+                #expect(frame.index == UInt32(position), "frame \(position) shows \(String(describing: frame.index))")
+            }
+        }
+    }
+
     @Test("file: unique IDs give the movie's camera and microphone, the same objects each time")
     func uniqueID() async throws {
         let url = try writerScratchURL("movie-id.mov")
