@@ -1,7 +1,8 @@
 import OpenAVCapture
 
-/// Finds the device a command line names: an index from `avcapture devices`, a uniqueID, `virtual`, or a
-/// case-insensitive fragment of the name; `none` for no device of that kind.
+/// Finds the device a command line names: an index from `avcapture devices`, a uniqueID (`file:PATH` plays a
+/// movie file as a camera, and as a microphone for --audio), `virtual`, or a case-insensitive fragment of the name;
+/// `none` for no device of that kind.
 struct DeviceSelector {
     /// Every device, cameras first, in the order `avcapture devices` numbers them.
     static var allDevices: [AVCaptureDevice] {
@@ -30,10 +31,16 @@ struct DeviceSelector {
             }
             return all[index]
         }
-        if let device = candidates.first(where: { $0.uniqueID == specification })
-            ?? AVCaptureDevice(uniqueID: specification).flatMap({ $0.hasMediaType(mediaType) ? $0 : nil })
-        {
-            return device
+        // A movie file played as a device: `file:PATH` is its camera, `file:PATH#audio` its microphone.
+        let uniqueIDs =
+            specification.hasPrefix("file:") && mediaType == .audio && !specification.hasSuffix("#audio")
+            ? [specification + "#audio", specification] : [specification]
+        for uniqueID in uniqueIDs {
+            if let device = candidates.first(where: { $0.uniqueID == uniqueID })
+                ?? AVCaptureDevice(uniqueID: uniqueID).flatMap({ $0.hasMediaType(mediaType) ? $0 : nil })
+            {
+                return device
+            }
         }
         if specification.lowercased() == "virtual",
             let device = candidates.first(where: { $0.uniqueID.hasPrefix("virtual:") })

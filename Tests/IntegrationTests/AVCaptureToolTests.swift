@@ -148,6 +148,24 @@ struct AVCaptureToolTests {
         #expect(try ffmpegDecodeErrors(url).isEmpty)
     }
 
+    @Test("A movie file plays as the camera and microphone (file:PATH): the re-recorded frames keep their indices")
+    func movieFileAsDevice() throws {
+        guard MediaTool.available(for: "AVCaptureToolTests.movieFileAsDevice") else { return }
+        let source = try toolScratch("source.mov")
+        let copy = try toolScratch("copy.mov")
+        #expect(try avcapture(["record", source.path, "--duration", "2", "--preset", "320x240"]).status == 0)
+        let result = try avcapture([
+            "record", copy.path, "--video", "file:" + source.path, "--audio", "file:" + source.path, "--duration", "1",
+        ])
+        #expect(result.status == 0, "\(result.error)")
+        let report = try FFprobeReport(copy)
+        #expect(report.stream("video")?["width"] as? Int == 320)
+        #expect(report.stream("audio") != nil)
+        let indices = try decodedFrameIndices(copy)
+        #expect(indices.count == 30, "\(indices)")
+        #expect(indexSteps(indices).isEmpty, "\(indices)")
+    }
+
     @Test("audio writes the type its extension names")
     func audio() throws {
         guard MediaTool.available(for: "AVCaptureToolTests.audio") else { return }
