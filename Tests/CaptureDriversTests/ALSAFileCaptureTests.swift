@@ -22,6 +22,10 @@ struct ALSAFileCaptureTests {
         #expect(test.identity.localizedName == ALSATestConfiguration.hintDescription)
         #expect(test.identity.kind == .microphone && test.identity.media == .audio && test.identity.origin == .real)
         #expect(!devices.contains { $0.identity.uniqueID == "alsa:null" }, "null is not a microphone")
+        #expect(
+            !devices.contains { $0.identity.uniqueID == "alsa:openav_test_unopenable" },
+            "a PCM that cannot be opened has no formats and is left out")
+        #expect(ALSANameHint.all().contains { $0.name == "openav_test_unopenable" }, "though ALSA lists it")
         let again = ALSADeviceDriver.shared.discoverDevices().first { $0.identity.uniqueID == test.identity.uniqueID }
         let twice = ALSADeviceDriver.shared.discoverDevices().first { $0.identity.uniqueID == test.identity.uniqueID }
         #expect(again != nil && again === twice, "one backend object per PCM")

@@ -33,6 +33,11 @@ enum ALSATestConfiguration {
                 format "raw"
                 hint { show on description "\(hintDescription)" }
             }
+            pcm.openav_test_unopenable {
+                type hw
+                card 99
+                hint { show on description "A card that is not there" }
+            }
 
             """
         do {

@@ -101,10 +101,12 @@ package final class ALSADeviceDriver: CaptureDriver {
 
     package var origin: DeviceOrigin { .real }
 
-    /// The capture PCMs ALSA's name hints list now, `default` first.
+    /// The capture PCMs ALSA's name hints list now, `default` first, except those that cannot be opened at all (no
+    /// formats: a hint for a card that is gone, a sound server that is not running), which no device object could
+    /// stand for. Probing opens each PCM once (then cached), outside the table's lock.
     package func discoverDevices() -> [any CaptureBackend] {
         startMonitoring()
-        return scan().present
+        return scan().present.filter { !$0.formats.isEmpty }
     }
 
     /// Lists the PCMs again: those gone are marked disconnected, those back connected, new ones made.
@@ -137,7 +139,10 @@ package final class ALSADeviceDriver: CaptureDriver {
         guard let hotPlugMonitor, !isMonitoring.exchange(true, ordering: .relaxed) else { return }
         hotPlugMonitor.addHandler(subsystem: "sound") { [weak self] _ in
             guard let self else { return }
-            for change in scan().changes { (registry ?? DeviceRegistry.shared).report(change) }
+            for change in scan().changes {
+                if case .connected(let backend) = change, backend.formats.isEmpty { continue }
+                (registry ?? DeviceRegistry.shared).report(change)
+            }
         }
     }
 }

@@ -46,7 +46,9 @@ package final class ALSAMicrophone: CaptureBackend {
 
     // MARK: CaptureBackend
 
-    /// The candidate formats the PCM takes, probed once; empty when it cannot be opened (busy, gone).
+    /// The candidate formats the PCM takes, probed once. While another process holds the device, every candidate
+    /// (unprobed: a device object needs formats, and streaming reports a format the card lacks); empty when the PCM
+    /// cannot be opened at all (gone, a plugin whose server is down), which discovery leaves out.
     package var formats: [DeviceFormat] {
         if let probed = state.withLock({ $0.probedFormats }) { return probed }
         let pcm: ALSAPCM
@@ -54,7 +56,7 @@ package final class ALSAMicrophone: CaptureBackend {
             pcm = try ALSAPCM(capture: pcmName)
         } catch {
             note(openFailure: error)
-            return []
+            return error == .resourceBusy ? Self.candidateFormats.map(DeviceFormat.audio) : []
         }
         let probed = Self.candidateFormats.filter(pcm.supports).map(DeviceFormat.audio)
         state.withLock { state in
