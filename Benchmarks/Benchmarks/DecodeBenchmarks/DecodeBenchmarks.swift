@@ -16,9 +16,11 @@ import OpenAVCaptureTesting
 let benchmarks: @Sendable () -> Void = {
     let configuration = Benchmark.Configuration(
         metrics: [.wallClock, .cpuTotal, .mallocCountTotal], warmupIterations: 5, maxDuration: .seconds(5),
-        maxIterations: 400,
-        // The budget: 8 ms a frame at the 90th percentile (wall clock, one core).
-        thresholds: [.wallClock: .init(absolute: [.p90: 8_000_000])])
+        maxIterations: 400)
+    // The budget, on the path sessions take: 8 ms a frame at the 90th percentile (wall clock, one core).
+    let budgeted = Benchmark.Configuration(
+        metrics: [.wallClock, .cpuTotal, .mallocCountTotal], warmupIterations: 5, maxDuration: .seconds(5),
+        maxIterations: 400, thresholds: [.wallClock: .init(absolute: [.p90: 8_000_000])])
 
     let source = VirtualFrameSource(width: 1920, height: 1080)
     var created: CVPixelBuffer?
@@ -51,7 +53,9 @@ let benchmarks: @Sendable () -> Void = {
 
     for (name, path) in [("TurboJPEG", CompressedFrameDecoder.MJPEGDecoder.turboJPEG), ("FFmpeg mjpeg", .ffmpeg)] {
         let decoder = CompressedFrameDecoder(mjpeg: path)
-        Benchmark("MJPEG 1920x1080 decode to NV12, \(name)", configuration: configuration) { benchmark in
+        Benchmark(
+            "MJPEG 1920x1080 decode to NV12, \(name)", configuration: path == .turboJPEG ? budgeted : configuration
+        ) { benchmark in
             for _ in benchmark.scaledIterations {
                 let frames = decoder.decode(jpeg)
                 precondition(frames.count == 1 && frames[0].imageBuffer != nil, "\(name) did not decode the frame")
