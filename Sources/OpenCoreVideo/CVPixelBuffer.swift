@@ -68,7 +68,10 @@ public final class CVPixelBuffer: @unchecked Sendable {
 
     /// Allocates a buffer for `width`×`height` pixels of `pixelFormat`, rows a multiple of `bytesPerRowAlignment`
     /// (itself a multiple of 64) and planes 64-byte aligned, in one allocation.
-    init(allocatingWidth width: Int, height: Int, pixelFormat: OSType, bytesPerRowAlignment: Int = 64)
+    /// `mapped`: large buffers get pages of their own (pools, whose buffers live long and must give their memory
+    /// back when they age out); otherwise malloc, which reuses freed memory quickly for buffers made and dropped
+    /// one after another.
+    init(allocatingWidth width: Int, height: Int, pixelFormat: OSType, bytesPerRowAlignment: Int = 64, mapped: Bool = false)
         throws(CVPixelBufferCreationError)
     {
         let description = try Self.validate(width: width, height: height, pixelFormat: pixelFormat)
@@ -92,7 +95,7 @@ public final class CVPixelBuffer: @unchecked Sendable {
         let alignment = bytesPerRowAlignment.nonzeroBitCount == 1 ? bytesPerRowAlignment : Self.planeAlignment
         let memory: UnsafeMutableRawPointer
         let backing: Backing
-        if total >= Self.mappedAllocationSize && alignment <= Int(getpagesize()) {
+        if mapped && total >= Self.mappedAllocationSize && alignment <= Int(getpagesize()) {
             // Frames (a 1080p NV12 frame is 3 MB) get pages of their own, so a freed buffer's memory goes back to
             // the system at once; from malloc it would stay in the heap (glibc raises its mmap threshold after
             // the first large free) and a pool that shrinks would not shrink the process.

@@ -95,7 +95,7 @@ public final class CVPixelBufferPool: @unchecked Sendable {
             guard
                 let buffer = try? CVPixelBuffer(
                     allocatingWidth: width, height: height, pixelFormat: format,
-                    bytesPerRowAlignment: attributes.bytesPerRowAlignment)
+                    bytesPerRowAlignment: attributes.bytesPerRowAlignment, mapped: true)
             else { throw CVPixelBufferCreationError(kCVReturnPoolAllocationFailed) }
             buffers.append(buffer)
         }
@@ -173,7 +173,7 @@ public final class CVPixelBufferPool: @unchecked Sendable {
             do throws(CVPixelBufferCreationError) {
                 let buffer = try CVPixelBuffer(
                     allocatingWidth: width, height: height, pixelFormat: pixelFormatType,
-                    bytesPerRowAlignment: bytesPerRowAlignment)
+                    bytesPerRowAlignment: bytesPerRowAlignment, mapped: true)
                 slots.buffers.append(buffer)
                 slots.lastUse.append(now)
                 return .success(buffer)
