@@ -54,8 +54,10 @@ struct DeviceSelector {
         default:
             throw ToolFailure(
                 .usage,
-                "'\(specification)' matches \(matches.count) \(kind)s (\(matches.map(\.localizedName).joined(separator: ", "))); "
-                    + "name one by index or uniqueID")
+                "'\(specification)' matches \(matches.count) \(kind)s ("
+                    + matches.map { device in
+                        "\(all.firstIndex { $0 === device }.map(String.init) ?? "?") \(device.localizedName) [\(device.uniqueID)]"
+                    }.joined(separator: ", ") + "); name one by index or uniqueID")
         }
     }
 

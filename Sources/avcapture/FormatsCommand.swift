@@ -111,8 +111,11 @@ struct FormatsCommand: ParsableCommand {
         return controls
     }
 
+    /// "420v", or the number for codes that are not four printable characters (Apple's 24-bit RGB is 24).
     static func fourCharacters(_ code: FourCharCode) -> String {
-        String(decoding: [24, 16, 8, 0].map { UInt8((code >> $0) & 0xFF) }, as: UTF8.self)
+        let bytes = [24, 16, 8, 0].map { UInt8((code >> $0) & 0xFF) }
+        guard bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else { return String(code) }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func number(_ value: Double) -> String {
