@@ -61,6 +61,12 @@ package struct DeviceNodeDiagnosis: Sendable {
     package func busyAdvice(for path: String) -> String {
         let holders = holders(of: path)
         guard !holders.isEmpty else {
+            if DeviceNodeDiagnosis(processRoot: processRoot, ownProcessID: -1).holders(of: path)
+                .contains(where: { $0.processID == ownProcessID })
+            {
+                return "This process already streams from \(path) (another session or capture object has it); "
+                    + "stop that one first."
+            }
             return "Another program is using \(path); close it (`fuser -v \(path)` names it) and try again."
         }
         let names = holders.map(\.description).joined(separator: ", ")

@@ -113,6 +113,56 @@ struct V4L2KernelTests {
         #expect(frames.allSatisfy { $0.luma.0 > 150 && $0.luma.1 < 40 })
     }
 
+    @Test func anotherProcessStreamingMakesItBusyAndIsNamed() throws {
+        // v4l2-ctl streams from vivid in a child process; our start then finds the queue taken.
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/v4l2-ctl") else {
+            print("v4l2-ctl is not installed: the busy case is left to the trace tests")
+            return
+        }
+        var child: pid_t = 0
+        let words = ["/usr/bin/v4l2-ctl", "-d", camera.path, "--stream-mmap", "--stream-count=100000"]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { word in word.withCString { strdup($0) } } + [nil]
+        defer { argv.forEach { free($0) } }
+        // Its output is a pipe: v4l2-ctl prints '<' for every frame (on standard error), so the first says it streams.
+        var pipeEnds: [Int32] = [0, 0]
+        try #require(pipe(&pipeEnds) == 0)
+        defer { close(pipeEnds[0]) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 2)
+        posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
+        let spawned = posix_spawn(&child, words[0], &actions, nil, argv, environ)
+        close(pipeEnds[1])
+        try #require(spawned == 0)
+        defer {
+            kill(child, SIGKILL)
+            var status: Int32 = 0
+            waitpid(child, &status, 0)
+        }
+        var output = pollfd(fd: pipeEnds[0], events: Int16(POLLIN), revents: 0)
+        var byte: UInt8 = 0
+        var streaming = false
+        while !streaming, poll(&output, 1, 20_000) > 0, read(pipeEnds[0], &byte, 1) == 1 {
+            streaming = byte == UInt8(ascii: "<")
+        }
+        try #require(streaming, "v4l2-ctl did not start streaming")
+        let format = try #require(videoFormat(640, 480, kCVPixelFormatType_422YpCbCr8_yuvs))
+        let configuration = StreamConfiguration(format: .video(format), frameDuration: CMTime(value: 1, timescale: 25))
+        var fault: DeviceFault?
+        do {
+            try camera.start(configuration) { _ in }
+            camera.stop()
+        } catch {
+            fault = error
+        }
+        print("vivid held by v4l2-ctl: \(String(describing: fault))")
+        #expect(fault?.kind == .busy)
+        #expect(fault?.advice?.contains("v4l2-ctl (pid \(child))") == true)
+        #expect(camera.isInUseByAnotherApplication)
+    }
+
     struct StreamedFrame {
         var sequence: UInt64
         var time: CMTime
