@@ -149,7 +149,7 @@ package struct V4L2ControlSet: Sendable, Hashable {
 
     /// White balance gains of a colour temperature (K), relative to daylight (6500 K: all 1), the smallest 1:
     /// red/blue = (T / 6500)^1.2.
-    static func gains(fromTemperature kelvin: Int64) -> ColorGains {
+    package static func gains(fromTemperature kelvin: Int64) -> ColorGains {
         let ratio = Double(max(1000, kelvin)) / 6500
         let red = pow(ratio, 0.6)
         let blue = pow(1 / ratio, 0.6)
@@ -157,7 +157,7 @@ package struct V4L2ControlSet: Sendable, Hashable {
         return ColorGains(red: Float(red / smallest), green: Float(1 / smallest), blue: Float(blue / smallest))
     }
 
-    static func temperature(fromGains gains: ColorGains, _ control: V4L2ControlInfo) -> Int64 {
+    package static func temperature(fromGains gains: ColorGains, _ control: V4L2ControlInfo) -> Int64 {
         let ratio = Double(gains.red) / Double(max(gains.blue, 0.001))
         let kelvin = Int64((6500 * pow(ratio, 1 / 1.2)).rounded())
         return min(control.maximum, max(control.minimum, kelvin))
