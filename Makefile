@@ -87,9 +87,9 @@ bench: deps
 
 ## format: rewrite sources with the checked-in .swift-format; lint: report only.
 format:
-	$(SWIFT) format --in-place --recursive Sources Tests Benchmarks/Benchmarks Package.swift
+	$(SWIFT) format --in-place --recursive Sources Tests Benchmarks/Benchmarks Benchmarks/Comparisons Package.swift
 lint:
-	$(SWIFT) format lint --recursive Sources Tests Benchmarks/Benchmarks Package.swift
+	$(SWIFT) format lint --recursive Sources Tests Benchmarks/Benchmarks Benchmarks/Comparisons Package.swift
 
 clean:
 	rm -rf .build Benchmarks/.build

@@ -57,14 +57,15 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
-        /// Not a package-benchmark target: one comparison run against ffmpeg, printing CPU ratios and peak RSS.
+        /// Not package-benchmark targets (so outside Benchmarks/, where its plugin looks): comparisons run by hand.
+        /// One run against ffmpeg, printing CPU ratios and peak RSS.
         .executableTarget(
             name: "RecordingVersusFFmpeg",
             dependencies: [
                 .product(name: "OpenAVCapture", package: "OpenAVCapture"),
                 .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
             ],
-            path: "Benchmarks/RecordingVersusFFmpeg",
+            path: "Comparisons/RecordingVersusFFmpeg",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -95,7 +96,7 @@ let package = Package(
                 .product(name: "OpenAVCapture", package: "OpenAVCapture"),
                 .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
             ],
-            path: "Benchmarks/SessionInstructions",
+            path: "Comparisons/SessionInstructions",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]
