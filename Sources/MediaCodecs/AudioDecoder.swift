@@ -101,15 +101,7 @@ package final class AudioDecoder {
         self.frame = frame
         context.pointee.sample_rate = Int32(configuration.sampleRate)
         av_channel_layout_default(&context.pointee.ch_layout, Int32(max(configuration.channelCount, 1)))
-        if !configuration.extradata.isEmpty {
-            let size = configuration.extradata.count
-            guard let bytes = av_mallocz(size + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
-                throw MediaCodecsError(.allocationFailed, while: operation, message: "av_mallocz gave NULL")
-            }
-            configuration.extradata.withUnsafeBytes { bytes.copyMemory(from: $0.baseAddress!, byteCount: size) }
-            context.pointee.extradata = bytes.assumingMemoryBound(to: UInt8.self)
-            context.pointee.extradata_size = Int32(size)
-        }
+        try attachExtradata(configuration.extradata, to: context, while: operation)
         let status = avcodec_open2(context, codec, nil)
         guard status >= 0 else { throw .ffmpeg(status, while: operation) }
     }
@@ -134,15 +126,8 @@ package final class AudioDecoder {
             throw MediaCodecsError(.invalidState, while: operation, message: "the decoder was finished")
         }
         guard let context, let packet else { return }
-        let size = data.dataLength
-        let status = av_new_packet(packet, Int32(size))
-        guard status >= 0 else { throw .ffmpeg(status, while: operation) }
+        try loadPacket(packet, from: data, while: operation)
         defer { av_packet_unref(packet) }
-        if size > 0 {
-            data.withUnsafeBytes { bytes in
-                packet.pointee.data.update(from: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count: size)
-            }
-        }
         let scale = timescale ?? (presentationTime.isNumeric ? presentationTime.timescale : Int32(configuration.sampleRate))
         timescale = scale
         let timeBase = AVRational(num: 1, den: scale)

@@ -401,14 +401,7 @@ package final class Muxer {
         else {
             throw MediaCodecsError(.formatMismatch, while: operation, message: "the packet has no numeric time")
         }
-        let size = encoded.data.dataLength
-        let allocated = av_new_packet(packet, Int32(size))
-        guard allocated >= 0 else { throw .ffmpeg(allocated, while: "\(operation) (av_new_packet)") }
-        if size > 0, let destination = packet.pointee.data {
-            encoded.data.withUnsafeBytes {
-                UnsafeMutableRawPointer(destination).copyMemory(from: $0.baseAddress!, byteCount: size)
-            }
-        }
+        try loadPacket(packet, from: encoded.data, while: "\(operation) (av_new_packet)")
         packet.pointee.pts = pts
         packet.pointee.dts = dts
         packet.pointee.duration = encoded.duration.ffmpegTimestamp(in: timeBase) ?? 0
