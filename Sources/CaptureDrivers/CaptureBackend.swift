@@ -116,6 +116,32 @@ extension CaptureBackend {
     /// No advice: devices that are always accessible (virtual ones) need none.
     package var accessAdvice: String? { nil }
 
+    /// A camera's `validate`: invalid for a format the camera lacks; adjusted to the nearest allowed duration when
+    /// the frame duration is out of the format's ranges (or not a number); valid otherwise.
+    package func validateCameraConfiguration(_ configuration: StreamConfiguration) -> ConfigurationValidity {
+        guard formats.contains(configuration.format), case .video(let video) = configuration.format else {
+            return .invalid("\(identity.localizedName) has no format \(configuration.format)")
+        }
+        let duration = configuration.frameDuration
+        guard duration.isNumeric, duration > .zero else {
+            return .adjusted(defaultConfiguration(for: configuration.format))
+        }
+        if video.supports(frameDuration: duration) { return .valid }
+        let candidates = video.frameDurationRanges.map { min(max(duration, $0.minFrameDuration), $0.maxFrameDuration) }
+        let nearest = candidates.min { abs(($0 - duration).seconds) < abs(($1 - duration).seconds) } ?? duration
+        return .adjusted(StreamConfiguration(format: configuration.format, frameDuration: nearest))
+    }
+
+    /// What `start` streams: `configuration` as `validate` adjusts it. An invalid one traps, naming `caller`: the
+    /// session validates before it starts a device.
+    package func configurationToStart(_ configuration: StreamConfiguration, caller: String) -> StreamConfiguration {
+        switch validate(configuration) {
+        case .valid: return configuration
+        case .adjusted(let adjusted): return adjusted
+        case .invalid(let reason): preconditionFailure("\(caller).start: \(reason); validate first")
+        }
+    }
+
     /// The first format, or the closest one to a size when asked (presets), as a configuration at its highest
     /// frame rate up to 30 fps.
     package func defaultConfiguration(for format: DeviceFormat) -> StreamConfiguration {

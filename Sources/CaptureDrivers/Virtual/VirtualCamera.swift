@@ -151,28 +151,13 @@ package final class VirtualCamera: VirtualDevice, HighResolutionStillCapturing {
     /// Invalid for a format the camera lacks; adjusted to the nearest allowed duration when the frame duration is
     /// out of the format's ranges (or not a number); valid otherwise.
     package func validate(_ configuration: StreamConfiguration) -> ConfigurationValidity {
-        guard formats.contains(configuration.format), case .video(let video) = configuration.format else {
-            return .invalid("\(identity.localizedName) has no format \(configuration.format)")
-        }
-        let duration = configuration.frameDuration
-        guard duration.isNumeric, duration > .zero else {
-            return .adjusted(defaultConfiguration(for: configuration.format))
-        }
-        if video.supports(frameDuration: duration) { return .valid }
-        let candidates = video.frameDurationRanges.map { min(max(duration, $0.minFrameDuration), $0.maxFrameDuration) }
-        let nearest = candidates.min { abs(($0 - duration).seconds) < abs(($1 - duration).seconds) } ?? duration
-        return .adjusted(StreamConfiguration(format: configuration.format, frameDuration: nearest))
+        validateCameraConfiguration(configuration)
     }
 
     /// Starts streaming `configuration` (or what `validate` adjusts it to). Throws `.disconnected` after an unplug
     /// and `.busy` while busy; traps for a format the camera lacks, which `validate` reports first.
     package func start(_ configuration: StreamConfiguration, sink: @escaping StreamSink) throws(DeviceFault) {
-        var configuration = configuration
-        switch validate(configuration) {
-        case .valid: break
-        case .adjusted(let adjusted): configuration = adjusted
-        case .invalid(let reason): preconditionFailure("VirtualCamera.start: \(reason); validate first")
-        }
+        let configuration = configurationToStart(configuration, caller: "VirtualCamera")
         guard case .video(let format) = configuration.format else { preconditionFailure("a camera streams video") }
         let pool: CVPixelBufferPool
         let formatDescription: CMFormatDescription
