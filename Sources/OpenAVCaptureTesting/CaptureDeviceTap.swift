@@ -105,6 +105,8 @@ public final class CaptureDeviceTap: Sendable {
     public let device: AVCaptureDevice
     /// The most events the tap keeps for a slow consumer before it discards the oldest.
     public let bufferLimit: Int
+    /// Set by `init(device:handler:)`: events go to it on the capture thread instead of the queue.
+    private let handler: (@Sendable (Event) -> Void)?
     private let state = Mutex(State())
 
     /// A tap on `device` that keeps up to `bufferLimit` events (4 by default: fewer than a camera's 8 pool
@@ -114,6 +116,17 @@ public final class CaptureDeviceTap: Sendable {
         precondition(bufferLimit >= 1, "a tap keeps at least one event")
         self.device = device
         self.bufferLimit = bufferLimit
+        handler = nil
+    }
+
+    /// A tap that hands every event to `handler` on the device's capture thread as it happens, keeping nothing:
+    /// the least any consumer of a device costs, for benchmarks that need the device's own cost as a baseline.
+    /// `next`, `nextEvent` and `events` then see no events. `handler` runs while the device waits for it: return
+    /// quickly, and let go of samples (a camera lends 8 pool buffers).
+    public init(device: AVCaptureDevice, handler: @escaping @Sendable (Event) -> Void) {
+        self.device = device
+        bufferLimit = 1
+        self.handler = handler
     }
 
     deinit {
@@ -298,6 +311,11 @@ public final class CaptureDeviceTap: Sendable {
             event = .failed(Self.error(for: fault, device: device))
         }
         let isLast = if case .failed = event { true } else { false }
+        if let handler {
+            handler(event)
+            if isLast { finish(generation: generation, isRunning: true) }
+            return
+        }
         let waiter = state.withLock { state -> Waiter? in
             guard state.generation == generation, !state.isFinished else { return nil }
             if isLast { state.isFinished = true }

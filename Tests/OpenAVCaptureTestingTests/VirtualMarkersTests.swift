@@ -16,6 +16,34 @@ extension FrontCameraTests {
     /// and format are not touched here (the OpenAVCaptureTests target changes them), so the test holds for
     /// whatever format it streams.
     @Suite struct FrameMarkers {
+        /// A handler tap sees every frame on the capture thread, in sequence, with the index the picture carries;
+        /// its queue stays empty.
+        @Test func aHandlerTapGetsEveryFrameInOrder() async throws {
+            let camera = try frontCamera()
+            let seen = Mutex<[(sequence: UInt64, index: UInt32?)]>([])
+            let enough = AsyncStream<Void>.makeStream()
+            let tap = CaptureDeviceTap(device: camera) { event in
+                guard case .sample(let sample, let sequence) = event, let image = sample.imageBuffer else { return }
+                let count = seen.withLock { seen in
+                    // Flash frames carry no index code.
+                    let index = VirtualFrameReader.isFlashFrame(image) ? UInt32(truncatingIfNeeded: sequence)
+                        : VirtualFrameReader.readFrameIndex(from: image)
+                    seen.append((sequence, index))
+                    return seen.count
+                }
+                if count == 10 { enough.continuation.finish() }
+            }
+            try tap.start()
+            for await _ in enough.stream {}
+            tap.stop()
+            let frames = seen.withLock { $0 }
+            #expect(frames.count >= 10)
+            #expect(frames.map(\.sequence) == Array(frames[0].sequence..<(frames[0].sequence + UInt64(frames.count))))
+            #expect(frames.allSatisfy { $0.index == UInt32(truncatingIfNeeded: $0.sequence) })
+            // Nothing was queued: the stopped tap's queue is empty at once.
+            #expect(try await tap.nextEvent(timeout: .milliseconds(50)) == nil)
+        }
+
         @Test func theFrameIndexAndTheFlashReadBackExactly() async throws {
             let camera = try frontCamera()
             let tap = CaptureDeviceTap(device: camera)

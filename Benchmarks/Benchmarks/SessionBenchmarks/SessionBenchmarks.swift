@@ -2,9 +2,9 @@
 // "Performance"):
 //
 // 1. Framework cost per frame: the camera free-runs at 320x240 (`.qvga320x240`, so rendering is cheap) into a
-//    no-op delegate; each iteration waits for the next 1000 frames at the delegate. Framework cost = time per
-//    delivered frame − the cost of rendering the same frame, measured in the same run with `VirtualFrameSource`
-//    (budget ≤ 5 µs; 0 mallocs per frame in steady state).
+//    no-op delegate; each iteration waits for the next 1000 frames at the delegate. Framework cost = CPU per
+//    delivered frame − what the camera's own frames cost, measured in the same process (budget ≤ 5 µs; 0 mallocs
+//    per frame in steady state).
 // 2. Capture timestamp → delegate call at 30 fps in real time: host time at the delegate − the frame's
 //    presentation time (budget p99 ≤ 1 ms on an idle machine).
 // 3. `startRunning()` → first frame at the delegate, over repeated start/stop cycles (budget ≤ 50 ms).
@@ -15,11 +15,19 @@
 //   (`CLOCK_PROCESS_CPUTIME_ID`, every thread: capture thread, delegate queue, waiting benchmark thread) / frames
 //   delivered. The session runs on two threads in a pipeline, so wall time per frame is the slower stage, while CPU
 //   time per frame is what the frame costs in total; the CPU figure is the one to compare with the budget.
+// - "User CPU per frame" and "Kernel CPU per frame" split the CPU figure (`getrusage`): the kernel's share is
+//   mostly the futex that wakes the delegate's thread for each frame, which any hand-off to a queue pays.
 // - The baselines, measured in the same run on the same shared machine: rendering the frame alone
-//   (`VirtualFrameSource`, what the camera draws), and rendering plus the least a hand-off to a delegate queue can
-//   cost (a thread that renders and `DispatchQueue.async`s each frame to a serial queue that counts it, dropping
-//   when one is already in flight, as `alwaysDiscardsLateVideoFrames` does). Framework cost = session − render;
-//   session − (render + hand-off) is what the framework adds beyond the thread hop any design pays.
+//   (`VirtualFrameSource`, what the camera draws); the camera alone, free-running into a handler on its capture
+//   thread through a `CaptureDeviceTap` (rendering, its simulated exposure/focus/white balance, pacing, its pool:
+//   everything a frame costs before any framework sees it); and the camera plus the least a hand-off to a
+//   delegate queue can cost (the tap's handler `DispatchQueue.async`s each frame to a serial queue that counts it,
+//   dropping when one is already in flight, as `alwaysDiscardsLateVideoFrames` does).
+// - "Framework CPU per frame" (session benchmark only) is the figure for the budget: (process CPU − the camera's
+//   cost per frame × frames the camera made) / frames delivered, where the camera's cost per frame is measured
+//   in the rig's setup, same process, same format, just before the session starts (best of 3 × 1000 frames with a
+//   tap). "Framework user CPU per frame" is the same for user time only: what the framework's own code costs,
+//   without the kernel's thread wake-ups.
 // - "Dropped per 1000 delivered": free-running, the camera renders as fast as its sink returns, and the sink never
 //   waits for the delegate; frames that find the delegate busy are dropped (`FrameWasLate`) and still cost their
 //   rendering. The count is reported so a fast figure cannot hide drops.
@@ -56,7 +64,9 @@ let benchmarks: @Sendable () -> Void = {
     // Discovery reads this once, at first use: the default video device is then the virtual back camera.
     setenv("OPENAV_DEVICES", "virtual", 1)
 
-    let perFrame: [BenchmarkMetric] = [.wallClock, .mallocCountTotal, wallPerFrame, cpuPerFrame]
+    let perFrame: [BenchmarkMetric] = [
+        .wallClock, .mallocCountTotal, wallPerFrame, cpuPerFrame, userPerFrame, kernelPerFrame,
+    ]
     let frameRate = Benchmark.Configuration(
         metrics: perFrame + [droppedPerThousand], warmupIterations: 3, scalingFactor: .kilo,
         maxDuration: .seconds(4), maxIterations: 100)
@@ -83,23 +93,37 @@ let benchmarks: @Sendable () -> Void = {
         return (source, buffer)
     }
 
-    // Baseline: render, then the least a hand-off to a delegate queue costs (one in flight, later ones dropped).
-    let handOff = Holder<HandOffPipeline>()
-    Benchmark("Render 320x240 + bare DispatchQueue hand-off (baseline)", configuration: frameRate) {
-        (benchmark: Benchmark, pipeline: HandOffPipeline) in
-        measureFrames(benchmark, counter: pipeline.counter)
+    // Baseline: the camera alone, into a handler on its capture thread (no session, no hand-off).
+    let cameraAlone = Holder<CameraRig>()
+    Benchmark("Camera 320x240 free-running → no-op handler, no session (baseline)", configuration: frameRate) {
+        (benchmark: Benchmark, rig: CameraRig) in
+        measureFrames(benchmark, counter: rig.counter)
     } setup: {
-        handOff.hold(HandOffPipeline(width: 320, height: 240))
+        cameraAlone.hold(CameraRig(handOff: false))
+    } teardown: {
+        cameraAlone.close()
+    }
+
+    // Baseline: the camera, then the least a hand-off to a delegate queue costs (one in flight, later ones dropped).
+    let handOff = Holder<CameraRig>()
+    Benchmark("Camera 320x240 free-running + bare DispatchQueue hand-off (baseline)", configuration: frameRate) {
+        (benchmark: Benchmark, rig: CameraRig) in
+        measureFrames(benchmark, counter: rig.counter)
+    } setup: {
+        handOff.hold(CameraRig(handOff: true))
     } teardown: {
         handOff.close()
     }
 
+    var sessionRate = frameRate
+    sessionRate.metrics += [frameworkPerFrame, frameworkUserPerFrame]
     let freeRunning = Holder<SessionRig>()
-    Benchmark("Session 320x240 free-running → no-op delegate", configuration: frameRate) {
+    Benchmark("Session 320x240 free-running → no-op delegate", configuration: sessionRate) {
         (benchmark: Benchmark, rig: SessionRig) in
-        measureFrames(benchmark, counter: rig.counter)
+        measureFrames(benchmark, counter: rig.counter, cameraCost: rig.cameraCost)
     } setup: {
         let rig = SessionRig(preset: .qvga320x240, clockMode: .freeRunning)
+        rig.measureCameraAlone()
         rig.session.startRunning()
         precondition(rig.session.isRunning, "the session did not start")
         return freeRunning.hold(rig)
@@ -185,6 +209,14 @@ let benchmarks: @Sendable () -> Void = {
 let wallPerFrame = BenchmarkMetric.custom("Wall per frame (ns)", useScalingFactor: false)
 /// Process CPU time (all threads) per delivered frame, in nanoseconds.
 let cpuPerFrame = BenchmarkMetric.custom("CPU per frame (ns)", useScalingFactor: false)
+/// The user-space part of that (`getrusage`).
+let userPerFrame = BenchmarkMetric.custom("User CPU per frame (ns)", useScalingFactor: false)
+/// The kernel part of that (`getrusage`): system calls, mostly thread wake-ups.
+let kernelPerFrame = BenchmarkMetric.custom("Kernel CPU per frame (ns)", useScalingFactor: false)
+/// CPU per delivered frame beyond what the camera's own frames cost (see the header).
+let frameworkPerFrame = BenchmarkMetric.custom("Framework CPU per frame (ns)", useScalingFactor: false)
+/// User CPU per delivered frame beyond the camera's own user CPU.
+let frameworkUserPerFrame = BenchmarkMetric.custom("Framework user CPU per frame (ns)", useScalingFactor: false)
 /// Frames dropped (`deliveryStatistics`, every reason) while 1000 were delivered.
 let droppedPerThousand = BenchmarkMetric.custom("Dropped per 1000 delivered", useScalingFactor: false)
 /// Host time at the delegate − the frame's presentation time, in nanoseconds.
@@ -192,8 +224,9 @@ let latency = BenchmarkMetric.custom("PTS → delegate (ns)", useScalingFactor: 
 /// `startRunning()` called → first frame at the delegate, in nanoseconds.
 let firstFrame = BenchmarkMetric.custom("startRunning → first frame (ns)", useScalingFactor: false)
 
-/// Waits for the next `benchmark.scaledIterations.count` frames at `counter` and reports the per-frame metrics.
-func measureFrames(_ benchmark: Benchmark, counter: FrameCounter) {
+/// Waits for the next `benchmark.scaledIterations.count` frames at `counter` and reports the per-frame metrics;
+/// with the camera's own cost per frame, also the framework's share.
+func measureFrames(_ benchmark: Benchmark, counter: FrameCounter, cameraCost: CPUCost? = nil) {
     let frames = benchmark.scaledIterations.count
     let droppedBefore = counter.dropped.load(ordering: .relaxed)
     let clock = PerFrameClock()
@@ -201,19 +234,54 @@ func measureFrames(_ benchmark: Benchmark, counter: FrameCounter) {
         benchmark.error("\(frames) frames did not arrive within 10 s")
         return
     }
-    clock.report(frames: frames, to: benchmark)
+    let spent = clock.report(frames: frames, to: benchmark)
     let dropped = counter.dropped.load(ordering: .relaxed) - droppedBefore
     benchmark.measurement(droppedPerThousand, dropped * 1000 / frames)
+    guard let cameraCost else { return }
+    // Every frame the camera made cost its own share, delivered or dropped.
+    let made = Int64(frames + dropped)
+    benchmark.measurement(frameworkPerFrame, Int((spent.total - cameraCost.total * made) / Int64(frames)))
+    benchmark.measurement(frameworkUserPerFrame, Int((spent.user - cameraCost.user * made) / Int64(frames)))
+}
+
+/// CPU time in nanoseconds: all, and its user-space part.
+struct CPUCost {
+    var total: Int64
+    var user: Int64
+
+    /// This process's CPU time so far, every thread (`getrusage(RUSAGE_SELF)`).
+    static func now() -> CPUCost {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func nanoseconds(_ time: timeval) -> Int64 { Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_usec) * 1000 }
+        let user = nanoseconds(usage.ru_utime)
+        return CPUCost(total: user + nanoseconds(usage.ru_stime), user: user)
+    }
+
+    static func - (lhs: CPUCost, rhs: CPUCost) -> CPUCost {
+        CPUCost(total: lhs.total - rhs.total, user: lhs.user - rhs.user)
+    }
+
+    static func / (lhs: CPUCost, rhs: Int64) -> CPUCost {
+        CPUCost(total: lhs.total / rhs, user: lhs.user / rhs)
+    }
 }
 
 /// Wall and process CPU time since it was made, reported per frame.
 struct PerFrameClock {
     let wall = hostNanoseconds()
     let cpu = processCPUNanoseconds()
+    let usage = CPUCost.now()
 
-    func report(frames: Int, to benchmark: Benchmark) {
+    /// Reports the per-frame metrics; returns the CPU spent (`getrusage`, every thread).
+    @discardableResult
+    func report(frames: Int, to benchmark: Benchmark) -> CPUCost {
+        let spent = CPUCost.now() - usage
         benchmark.measurement(wallPerFrame, Int((hostNanoseconds() - wall) / Int64(frames)))
         benchmark.measurement(cpuPerFrame, Int((processCPUNanoseconds() - cpu) / Int64(frames)))
+        benchmark.measurement(userPerFrame, Int(spent.user / Int64(frames)))
+        benchmark.measurement(kernelPerFrame, Int((spent.total - spent.user) / Int64(frames)))
+        return spent
     }
 }
 
@@ -332,12 +400,16 @@ final class SessionRig: @unchecked Sendable {
     let delegate: CountingDelegate
     let queue = DispatchQueue(label: "SessionBenchmarks delegate")
     let camera: VirtualCameraController
+    let device: AVCaptureDevice
+    /// The camera's own CPU per frame at the session's format, from `measureCameraAlone()`.
+    private(set) var cameraCost: CPUCost?
 
     init(preset: AVCaptureSession.Preset, clockMode: VirtualDeviceClockMode) {
         guard let device = AVCaptureDevice.default(for: .video), let camera = device.virtualCamera else {
             preconditionFailure("no virtual camera: run with OPENAV_DEVICES=virtual")
         }
         self.camera = camera
+        self.device = device
         camera.restoreDefaults()
         camera.clockMode = clockMode
         delegate = CountingDelegate(counter: counter)
@@ -357,6 +429,24 @@ final class SessionRig: @unchecked Sendable {
     /// Waits until the delegate queue has run every call already queued (after `stopRunning`).
     func drain() { queue.sync {} }
 
+    /// Measures what the camera's frames cost by themselves, at the format the session gave it, before the session
+    /// starts: the least of three runs of 1000 frames into a tap's no-op handler.
+    func measureCameraAlone() {
+        var best: CPUCost?
+        for _ in 0..<3 {
+            let rig = CameraRig(device: device, handOff: false)
+            _ = rig.counter.waitForFrames(100, timeout: .seconds(10))  // warm-up
+            let start = CPUCost.now()
+            guard rig.counter.waitForFrames(1000, timeout: .seconds(10)) != nil else {
+                preconditionFailure("the camera alone did not deliver 1000 frames within 10 s")
+            }
+            let cost = (CPUCost.now() - start) / 1000
+            rig.close()
+            if best == nil || cost.total < best!.total { best = cost }
+        }
+        cameraCost = best
+    }
+
     /// Stops the session and puts the camera back as the process started it.
     func close() {
         session.stopRunning()
@@ -369,63 +459,74 @@ final class SessionRig: @unchecked Sendable {
     }
 }
 
-/// The floor under the session: a thread renders 320x240 frames like the camera and hands each to a serial queue
-/// with `DispatchQueue.async`, at most one in flight (later ones dropped), where a counter takes it.
+/// The camera without a session: the default video device (the virtual back camera) free-running at 320x240
+/// into a `CaptureDeviceTap` handler on its capture thread, which counts each frame, or with `handOff` passes it
+/// to a serial queue with `DispatchQueue.async` (at most one in flight, later ones dropped) where it is counted.
 ///
-/// Threading: the render thread is its own; releasing the pipeline stops it and waits for it.
-final class HandOffPipeline: @unchecked Sendable {
+/// Threading: the handler runs on the camera's capture thread; `close()` stops the camera and waits for the queue.
+final class CameraRig: @unchecked Sendable {
     let counter = FrameCounter()
+    private let tap: CaptureDeviceTap
     private let queue = DispatchQueue(label: "SessionBenchmarks hand-off")
-    private let inFlight = Atomic<Int>(0)
-    private let stopRequested = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    private let camera: VirtualCameraController?
 
-    init(width: Int, height: Int) {
-        // Made here, used only on the render thread from now on.
-        let source = UncheckedSendable(VirtualFrameSource(width: width, height: height))
-        let buffer = makeBuffer(width: width, height: height)
-        let thread = Thread { [self] in
-            let source = source.value
-            var frameIndex: UInt32 = 0
-            while !stopRequested.load(ordering: .relaxed) {
-                source.render(frameIndex: frameIndex, into: buffer)
-                let time = CMTime(value: Int64(frameIndex), timescale: 30)
-                frameIndex &+= 1
-                guard inFlight.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged
-                else {
-                    counter.dropped.add(1, ordering: .relaxed)
-                    continue
-                }
-                let frame = UncheckedFrame(buffer: buffer)
-                queue.async { [self] in
-                    blackHole(frame)
-                    counter.frame(presentationTime: time)
-                    inFlight.store(0, ordering: .releasing)
-                }
-            }
-            finished.signal()
+    /// A rig on the default video device at 320x240, free-running (restored on `close()`).
+    convenience init(handOff: Bool) {
+        guard let device = AVCaptureDevice.default(for: .video), let camera = device.virtualCamera else {
+            preconditionFailure("no virtual camera: run with OPENAV_DEVICES=virtual")
         }
-        thread.name = "SessionBenchmarks render"
-        thread.start()
+        camera.restoreDefaults()
+        camera.clockMode = .freeRunning
+        guard
+            let format = device.formats.first(where: {
+                $0.formatDescription.dimensions.width == 320 && $0.formatDescription.dimensions.height == 240
+                    && $0.formatDescription.mediaSubType.rawValue == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+            })
+        else { preconditionFailure("the virtual camera has no 320x240 NV12 format") }
+        do {
+            try device.lockForConfiguration()
+            device.activeFormat = format
+            device.unlockForConfiguration()
+        } catch { preconditionFailure("cannot configure the camera: \(error)") }
+        self.init(device: device, handOff: handOff, restoring: camera)
     }
 
-    /// Stops the render thread and waits for it and for the queue.
+    /// A rig on `device` as it is configured now (its format, its clock mode).
+    init(device: AVCaptureDevice, handOff: Bool, restoring camera: VirtualCameraController? = nil) {
+        self.camera = camera
+        let counter = counter
+        let queue = queue
+        let inFlight = Atomic<Int>(0)
+        tap = CaptureDeviceTap(device: device) { event in
+            guard case .sample(let sample, _) = event else { return }
+            guard handOff else {
+                counter.frame(presentationTime: sample.presentationTimeStamp)
+                return
+            }
+            guard inFlight.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged else {
+                counter.dropped.add(1, ordering: .relaxed)
+                return
+            }
+            let frame = UncheckedFrame(sample: sample)
+            queue.async {
+                counter.frame(presentationTime: frame.sample.presentationTimeStamp)
+                inFlight.store(0, ordering: .releasing)
+            }
+        }
+        do { try tap.start() } catch { preconditionFailure("cannot start the camera: \(error)") }
+    }
+
+    /// Stops the camera, waits for the queue, and puts the camera back as the process started it.
     func close() {
-        stopRequested.store(true, ordering: .relaxed)
-        finished.wait()
+        tap.stop()
         queue.sync {}
+        camera?.restoreDefaults()
     }
 }
 
-/// A pixel buffer carried to the hand-off queue, as the session carries its sample buffer.
+/// A frame carried to the hand-off queue, as the session carries its sample buffer.
 struct UncheckedFrame: @unchecked Sendable {
-    let buffer: CVPixelBuffer
-}
-
-/// A value handed to one other thread, which alone uses it from then on.
-struct UncheckedSendable<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+    let sample: CMSampleBuffer
 }
 
 /// Something a benchmark's teardown must stop.
@@ -434,7 +535,7 @@ protocol Closable: AnyObject {
 }
 
 extension SessionRig: Closable {}
-extension HandOffPipeline: Closable {}
+extension CameraRig: Closable {}
 
 /// Keeps the state of the running benchmark so its teardown can close it (teardown hooks get no state, and the
 /// harness keeps the state alive after teardown, so `deinit` would come too late).

@@ -3,7 +3,8 @@
 // frame, start-up excluded:
 //
 //   session N    free-running virtual camera (320x240) → AVCaptureVideoDataOutput → no-op delegate
-//   render N     the same frames rendered alone (VirtualFrameSource): the camera's own share
+//   camera N     the camera alone into a no-op handler on its capture thread (a CaptureDeviceTap): its own share
+//   render N     the same frames rendered alone (VirtualFrameSource): the renderer's share
 //   hop N        rendered, then handed to a serial DispatchQueue: the least any delegate hand-off costs
 //
 // Kernel time (the futex that wakes the delegate's thread) is not an instruction callgrind sees; it is what the
@@ -59,6 +60,20 @@ case "hop":
         }
     }
     counter.done.wait()
+case "camera":
+    // The camera alone at the session's format, into a handler on its capture thread: its own cost per frame.
+    let device = AVCaptureDevice.default(for: .video)!
+    device.virtualCamera!.clockMode = .freeRunning
+    let session = AVCaptureSession()
+    session.sessionPreset = .qvga320x240
+    session.addInput(try AVCaptureDeviceInput(device: device))  // sets the camera's format; never started
+    let counter = Counter(goal: frames)
+    let tap = CaptureDeviceTap(device: device) { event in
+        if case .sample = event, counter.count.add(1, ordering: .relaxed).newValue == frames { counter.done.signal() }
+    }
+    try tap.start()
+    counter.done.wait()
+    tap.stop()
 default:
     let device = AVCaptureDevice.default(for: .video)!
     device.virtualCamera!.clockMode = .freeRunning

@@ -255,8 +255,8 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
             }
             if !accepted { counters.dropped(.frameWasLate) }
         }
-        let (hasDelegate, mailboxes) = settings.withLock { ($0.weakDelegate.object != nil, $0.mailboxes) }
-        guard hasDelegate, let mailboxes else { return }
+        // Mailboxes exist only while a delegate is set; whether it is still alive is checked once, on its queue.
+        guard let mailboxes = settings.withLock({ $0.mailboxes }) else { return }
         guard shouldDeliver(sampleBuffer.presentationTimeStamp, on: connection) else { return }
         if !mailboxes.frames.post(.frame(sampleBuffer, connection)) {
             report(.drop(sampleBuffer.presentationTimeStamp, .frameWasLate, sampleBuffer.formatDescription, connection))

@@ -28,6 +28,13 @@ final class VideoOutputPipeline {
         var pixelFormat: OSType?
         var width: Int?
         var height: Int?
+
+        /// Whether `image` is already what the request asks for: the frame goes through as it is.
+        func asksNothingOf(_ image: CVPixelBuffer) -> Bool {
+            (pixelFormat == nil || pixelFormat == CVPixelBufferGetPixelFormatType(image))
+                && (width == nil || width == CVPixelBufferGetWidth(image))
+                && (height == nil || height == CVPixelBufferGetHeight(image))
+        }
     }
 
     private var transform: PixelTransform?
@@ -39,6 +46,7 @@ final class VideoOutputPipeline {
     func process(_ sample: CMSampleBuffer, request: Request, connection: AVCaptureConnection) -> CMSampleBuffer? {
         guard let source = sample.imageBuffer else { return sample }
         let settings = connection.currentSettings
+        if settings.rotationAngle == 0, !settings.isVideoMirrored, request.asksNothingOf(source) { return sample }
         let rotation = Int(settings.rotationAngle)
         let quarterTurn = rotation % 180 != 0
         if transform == nil || transform!.rotation != rotation || transform!.mirrored != settings.isVideoMirrored {

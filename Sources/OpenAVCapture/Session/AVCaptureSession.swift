@@ -36,6 +36,21 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
         let output: AVCaptureOutput?
     }
 
+    /// Where one device's buffers go, replaced whole at every configuration commit.
+    private final class RouteSlot: Sendable {
+        let routes = Mutex<[Route]>([])
+    }
+
+    /// The slot of the device with backend `key`, made on first use.
+    private func routeSlot(for key: ObjectIdentifier) -> RouteSlot {
+        routeSlots.withLock { slots in
+            if let slot = slots[key] { return slot }
+            let slot = RouteSlot()
+            slots[key] = slot
+            return slot
+        }
+    }
+
     /// A device streaming for this session.
     private struct ActiveStream {
         let input: AVCaptureDeviceInput
@@ -64,7 +79,8 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
     private var deviceObservations: [ObjectIdentifier: [NSKeyValueObservation]] = [:]
     private var registryToken: Int?
     /// Read by capture threads on every buffer; replaced whole on every change.
-    private let routes = Mutex<[ObjectIdentifier: [Route]]>([:])
+    /// Each device's routes, in a slot its capture thread's sink holds, so a frame costs no table lookup.
+    private let routeSlots = Mutex<[ObjectIdentifier: RouteSlot]>([:])
     private let stateStorage = Mutex<State>(.idle)
     /// Runs reactions to device events (faults, reconnection, format changes) off the capture threads.
     private let eventQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureSession.events")
@@ -381,7 +397,11 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
                     Route(connection: connection, output: connection.output))
             }
         }
-        routes.withLock { $0 = table }
+        let slots = routeSlots.withLock { slots in
+            for key in table.keys where slots[key] == nil { slots[key] = RouteSlot() }
+            return slots
+        }
+        for (key, slot) in slots { slot.routes.withLock { $0 = table[key] ?? [] } }
     }
 
     // MARK: Running
@@ -509,6 +529,7 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
     /// The closure a device's capture thread calls with every event.
     private func sink(for backend: any CaptureBackend) -> StreamSink {
         let key = ObjectIdentifier(backend)
+        let slot = routeSlot(for: key)
         // Compressed buffers (MJPEG, H.264, a movie file's packets) are decoded here, once per device stream.
         let decodeStage = SampleDecodeStage()
         return { [weak self] event in
@@ -517,14 +538,14 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
             case .output(let sampleBuffer, _):
                 switch decodeStage.process(sampleBuffer) {
                 case .passThrough:
-                    self.route(sampleBuffer, from: key)
+                    self.route(sampleBuffer, through: slot)
                 case .decoded(let buffers):
-                    for buffer in buffers { self.route(buffer, from: key) }
+                    for buffer in buffers { self.route(buffer, through: slot) }
                 case .dropped(let reason):
-                    self.routeDrop(at: sampleBuffer.presentationTimeStamp, reason: reason, from: key)
+                    self.routeDrop(at: sampleBuffer.presentationTimeStamp, reason: reason, through: slot)
                 }
             case .dropped(_, let time, let reason):
-                self.routeDrop(at: time, reason: reason, from: key)
+                self.routeDrop(at: time, reason: reason, through: slot)
             case .fault(let fault):
                 self.eventQueue.async { self.deviceDidFault(key, fault) }
             }
@@ -532,16 +553,17 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
     }
 
     /// Tells every enabled connection of a device that a buffer was lost. Runs on the capture thread.
-    private func routeDrop(at time: CMTime, reason: DropReason, from key: ObjectIdentifier) {
-        let format = routes.withLock { $0[key]?.first?.connection.inputPorts.first?.formatDescription }
-        for route in routes.withLock({ $0[key] ?? [] }) where route.connection.isEnabled {
+    private func routeDrop(at time: CMTime, reason: DropReason, through slot: RouteSlot) {
+        let routes = slot.routes.withLock { $0 }
+        let format = routes.first?.connection.inputPorts.first?.formatDescription
+        for route in routes where route.connection.isEnabled {
             route.output?.receiveDrop(presentationTime: time, reason: reason, format: format, from: route.connection)
         }
     }
 
     /// Hands one buffer to every enabled connection of its device. Runs on the capture thread.
-    private func route(_ sampleBuffer: CMSampleBuffer, from key: ObjectIdentifier) {
-        let targets = routes.withLock { $0[key] ?? [] }
+    private func route(_ sampleBuffer: CMSampleBuffer, through slot: RouteSlot) {
+        let targets = slot.routes.withLock { $0 }
         for route in targets where route.connection.isEnabled {
             if !route.connection.audioChannels.isEmpty { AudioLevels.measure(sampleBuffer, into: route.connection.audioChannels) }
             route.output?.receive(sampleBuffer, from: route.connection)
