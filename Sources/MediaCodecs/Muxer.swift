@@ -28,14 +28,24 @@ import Synchronization
 /// both tracks start at 0 in a player.
 ///
 /// Crash safety (``Options/fragmentInterval``, for `.mov`, `.mp4`, `.m4v`, `.m4a`): the file at `path` is written
-/// as a fragmented movie with `movflags=frag_keyframe+empty_moov+delay_moov+default_base_moof` and
-/// `min_frag_duration` = the interval (audio-only: `frag_duration`). A fragment is cut at the first video key frame
-/// after the interval has passed and written whole, then flushed to the kernel (`flush_packets=1`; libavformat's avio
-/// buffer would otherwise hold the fragment's tail). `delay_moov` writes the initial `moov` with the first fragment,
-/// when the tracks' start offsets are known, so the AAC priming edit list is in it. A process killed at any
-/// instant leaves a file that ffprobe and ffmpeg read up to its last complete fragment: at most one interval (plus
-/// one key frame interval) is lost. Fragment data waits in libavformat's memory until it is cut (about 12 MB for
-/// 10 s at 10 Mb/s).
+/// as a fragmented movie with `movflags=frag_custom+empty_moov+delay_moov+default_base_moof`, and the muxer decides
+/// where fragments end. A fragment is cut at the first video key frame once either the interval has passed since
+/// the fragment began or the media written into it (all streams) has reached ``Options/maximumFragmentBytes``;
+/// audio-only movies are cut at the first packet that meets either limit. So fragments come at least every
+/// interval (plus one key frame interval), earlier when a fragment would outgrow the cap, and each begins with a
+/// key frame. A cut drains the interleaving queue (`av_interleaved_write_frame(ctx, NULL)`), then ends the fragment
+/// (`av_write_frame(ctx, NULL)`, which with `frag_custom` writes the `moof` and `mdat` whole), and is flushed to the
+/// kernel at once (`flush_packets=1`; libavformat's avio buffer would otherwise hold the fragment's tail).
+/// `delay_moov` writes the initial `moov` at the first cut, when the tracks' start offsets are known, so the AAC
+/// priming edit list is in it; that first `av_write_frame(ctx, NULL)` writes only the `moov`, so the first cut
+/// calls it twice (as libavformat's own cuts do), and it waits until every track has a packet. A process killed at
+/// any instant leaves a file that ffprobe and ffmpeg read up to its last complete fragment: at most one fragment
+/// (one interval plus one key frame interval, less at high bit rates) is lost.
+///
+/// Memory: libavformat keeps the current fragment's media in memory until it is cut (per-track growing buffers,
+/// enlarged by 1.5×). The cap bounds it whatever the bit rate: at most the cap plus one key frame interval of media
+/// (about 5.5 MB at the 10 Mb/s of 1080p30 with the default 4 MiB cap, instead of 12.5 MB for 10 s; at 50 Mb/s about
+/// 10 MB instead of 60 MB). Below about 3.4 Mb/s (4 MiB in 10 s) the interval governs, as before.
 ///
 /// Clean finish: ``finish()`` writes the fragmented trailer (`mfra`), then remuxes the file with a stream copy
 /// (`av_read_frame` → `av_interleaved_write_frame`, timestamps unchanged) into a conventional movie
@@ -114,9 +124,14 @@ package final class Muxer {
     ///
     /// Threading: a value; `Sendable`.
     package struct Options: Sendable {
-        /// Movie fragments at least this far apart (crash safety; Apple's `movieFragmentInterval`), or `nil` for
-        /// a conventional movie written directly. Ignored for WAVE, AIFF and CAF.
+        /// The longest time between movie fragments (crash safety; Apple's `movieFragmentInterval`): a fragment is
+        /// cut at the first key frame after it, or earlier when ``maximumFragmentBytes`` is reached; `nil` for a
+        /// conventional movie written directly. Ignored for WAVE, AIFF and CAF.
         package var fragmentInterval: CMTime?
+        /// The media bytes (all streams) after which a fragment is cut at the next video key frame even before
+        /// ``fragmentInterval`` has passed, so the memory libavformat holds for a fragment stays bounded at any
+        /// bit rate (see ``Muxer``). Default ``defaultMaximumFragmentBytes``.
+        package var maximumFragmentBytes: Int
         /// Whether a conventional movie written directly gets its `moov` first (`movflags=faststart`). A
         /// fragmented movie always ends as a fast-start movie.
         package var fastStart: Bool
@@ -125,12 +140,22 @@ package final class Muxer {
         /// Whether an existing file at the path may be replaced.
         package var overwrite: Bool
 
-        /// Fragments every 10 s (Apple's default `movieFragmentInterval`), fast start, no metadata, no overwrite.
+        /// 4 MiB: about 3.4 s of 1080p30 at 10 Mb/s, so with one key frame interval on top a fragment holds at most
+        /// about 5.5 MB there (and under 9 MB of libavformat's buffers, which grow by 1.5×), a small share of a
+        /// recording's 100 MB memory budget; large enough that fragment headers (a few kilobytes) stay negligible
+        /// and that at usual camera rates up to about 3.4 Mb/s (640x480, 720p at low rates) the 10 s interval
+        /// alone decides, as before.
+        package static let defaultMaximumFragmentBytes = 4 << 20
+
+        /// Fragments every 10 s (Apple's default `movieFragmentInterval`) or every 4 MiB, fast start, no metadata,
+        /// no overwrite.
         package init(
-            fragmentInterval: CMTime? = CMTime(value: 10, timescale: 1), fastStart: Bool = true,
+            fragmentInterval: CMTime? = CMTime(value: 10, timescale: 1),
+            maximumFragmentBytes: Int = Options.defaultMaximumFragmentBytes, fastStart: Bool = true,
             metadata: [(key: String, value: String)] = [], overwrite: Bool = false
         ) {
             self.fragmentInterval = fragmentInterval
+            self.maximumFragmentBytes = maximumFragmentBytes
             self.fastStart = fastStart
             self.metadata = metadata
             self.overwrite = overwrite
@@ -192,7 +217,16 @@ package final class Muxer {
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var sessionStart: CMTime = .invalid
     private var state: State = .configuring
-    private var hasVideo = false
+    /// The video streams: fragments begin at their key frames.
+    private var videoStreams: Set<Int> = []
+    private var hasVideo: Bool { !videoStreams.isEmpty }
+    /// The streams that have had a packet (the first cut waits for all: its `moov` needs every track's start).
+    private var streamsWritten: Set<Int> = []
+    /// The fragment being written: the time of its first packet (session time) and the media bytes given to it.
+    private var fragmentStart: CMTime = .invalid
+    private var fragmentBytes = 0
+    /// Whether a cut has written the initial `moov` (`delay_moov`).
+    private var wroteMovieHeader = false
     /// The transform of each stream, re-applied in the remux.
     private var transforms: [Int: TrackTransform] = [:]
     #if DEBUG
@@ -206,7 +240,7 @@ package final class Muxer {
     /// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/fileAlreadyExists`` when the file exists and
     ///   ``Options/overwrite`` is false, ``MediaCodecsError/Kind/ffmpeg`` (or ``MediaCodecsError/Kind/diskFull``)
     ///   when it cannot be created, ``MediaCodecsError/Kind/unsupportedConfiguration`` for a fragment interval
-    ///   that is not a positive time.
+    ///   that is not a positive time or a fragment cap that is not positive.
     package init(path: String, fileType: FileType, options: Options = Options()) throws(MediaCodecsError) {
         FFmpegLogging.configured
         let operation = "creating \(path) as \(fileType.rawValue)"
@@ -216,6 +250,10 @@ package final class Muxer {
         if let interval = options.fragmentInterval, !(interval.isNumeric && interval > .zero) {
             throw MediaCodecsError(
                 .unsupportedConfiguration, while: operation, message: "the fragment interval must be positive")
+        }
+        guard options.maximumFragmentBytes > 0 else {
+            throw MediaCodecsError(
+                .unsupportedConfiguration, while: operation, message: "the fragment cap must be positive")
         }
         // Claim the path atomically: O_EXCL fails if anything is there. avio_open then truncates our own file.
         let descriptor = open(path, O_WRONLY | O_CREAT | (options.overwrite ? O_TRUNC : O_EXCL), 0o644)
@@ -266,7 +304,7 @@ package final class Muxer {
         stream.pointee.avg_frame_rate = AVRational(num: Int32(encoder.configuration.frameRate), den: 1)
         try setTransform(transform, on: stream)
         transforms[index] = transform
-        hasVideo = true
+        videoStreams.insert(index)
         return index
     }
 
@@ -358,15 +396,9 @@ package final class Muxer {
         guard fileType.isMovie else { return nil }
         var flags: [String] = []
         if fileType == .mov { flags.append("use_metadata_tags") }
-        if let interval = options.fragmentInterval {
-            flags += ["empty_moov", "delay_moov", "default_base_moof"]
-            let microseconds = String(interval.ffmpegTimestamp(in: AVRational(num: 1, den: 1_000_000)) ?? 10_000_000)
-            if hasVideo {
-                flags.append("frag_keyframe")
-                setOption(&dictionary, "min_frag_duration", microseconds)
-            } else {
-                setOption(&dictionary, "frag_duration", microseconds)
-            }
+        if options.fragmentInterval != nil {
+            // frag_custom: libavformat cuts no fragment itself; write(_:stream:) cuts them (see Muxer).
+            flags += ["frag_custom", "empty_moov", "delay_moov", "default_base_moof"]
             setOption(&dictionary, "flush_packets", "1")
         } else if options.fastStart {
             flags.append("faststart")
@@ -376,7 +408,8 @@ package final class Muxer {
     }
 
     /// Writes `packet` to stream `stream` at its time minus the session start, interleaved with the other
-    /// streams (`av_interleaved_write_frame`).
+    /// streams (`av_interleaved_write_frame`). In a fragmented movie, the fragment is cut first when the packet may
+    /// begin one and the fragment is due (see ``Muxer``).
     ///
     /// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/diskFull``, ``MediaCodecsError/Kind/ffmpeg``
     ///   (a timestamp out of order, an I/O error), ``MediaCodecsError/Kind/invalidState`` outside
@@ -401,6 +434,7 @@ package final class Muxer {
         else {
             throw MediaCodecsError(.formatMismatch, while: operation, message: "the packet has no numeric time")
         }
+        if isFragmented { try cutFragmentIfDue(before: encoded, stream: stream, at: decodeTime - sessionStart) }
         try loadPacket(packet, from: encoded.data, while: "\(operation) (av_new_packet)")
         packet.pointee.pts = pts
         packet.pointee.dts = dts
@@ -410,6 +444,34 @@ package final class Muxer {
         let status = av_interleaved_write_frame(context, packet)
         av_packet_unref(packet)
         guard status >= 0 else { throw .ffmpegIO(status, while: operation) }
+        fragmentBytes += encoded.data.dataLength
+        streamsWritten.insert(stream)
+    }
+
+    /// Ends the current fragment before `encoded` (at session time `time` on `stream`) when it may begin one (a
+    /// video key frame; any packet of an audio-only movie) and the fragment has reached its interval or its cap.
+    private func cutFragmentIfDue(before encoded: EncodedPacket, stream: Int, at time: CMTime) throws(MediaCodecsError) {
+        guard let interval = options.fragmentInterval, let context else { return }
+        guard hasVideo ? videoStreams.contains(stream) && encoded.isKeyFrame : true else { return }
+        guard fragmentStart.isNumeric else {
+            fragmentStart = time
+            return
+        }
+        guard fragmentBytes > 0, streamsWritten.count == Int(context.pointee.nb_streams),
+            time - fragmentStart >= interval || fragmentBytes >= options.maximumFragmentBytes
+        else { return }
+        let operation = "cutting a movie fragment of \(path)"
+        // Every packet given so far goes into this fragment: the interleaving queue is drained first.
+        let drained = av_interleaved_write_frame(context, nil)
+        guard drained >= 0 else { throw .ffmpegIO(drained, while: operation) }
+        // With delay_moov the first cut writes only the moov; a second one writes the fragment.
+        for _ in 0..<(wroteMovieHeader ? 1 : 2) {
+            let cut = av_write_frame(context, nil)
+            guard cut >= 0 else { throw .ffmpegIO(cut, while: operation) }
+        }
+        wroteMovieHeader = true
+        fragmentStart = time
+        fragmentBytes = 0
     }
 
     /// Replaces the format-level metadata while writing. It reaches the file's final form: the movie header a

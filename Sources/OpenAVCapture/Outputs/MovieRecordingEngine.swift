@@ -1,4 +1,5 @@
 import Foundation
+import MediaCodecs
 import Synchronization
 
 /// The recording machinery behind ``AVCaptureMovieFileOutput`` and ``AVCaptureAudioFileOutput``: turns requests and sample buffers into
@@ -62,6 +63,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
         var bitRate = 0
         /// The movie fragment interval in seconds (1 for files written without fragments).
         var fragmentSeconds = 1.0
+        /// The longest time between video key frames in seconds (a fragment can run over its cap by that much).
+        var keyFrameSeconds = 1.0
         var lastDiskCheck: CMTime = .zero
         /// While draining: the error to finish with, and the written time audio must reach.
         var finishError: AVError?
@@ -339,9 +342,14 @@ final class MovieRecordingEngine: @unchecked Sendable {
         if (end - recording.lastDiskCheck).seconds >= 1 {
             recording.lastDiskCheck = end
             // Whatever minFreeDiskSpaceLimit says, a recording stops while the disk still holds its next
-            // fragments (two fragment intervals at 1.5 × the bit rate, and 1 MiB), so it ends in a finished file
-            // instead of a failed write.
-            let reserve = Int64(2 * recording.fragmentSeconds * Double(recording.bitRate) * 1.5 / 8) + 1 << 20
+            // fragments, so it ends in a finished file instead of a failed write: two fragments at 1.5 × the bit
+            // rate, and 1 MiB. A fragment lasts one fragment interval, or holds at most the muxer's cap plus one key
+            // frame interval when that is less (high bit rates).
+            let bytesPerSecond = Double(recording.bitRate) * 1.5 / 8
+            let fragment = min(
+                recording.fragmentSeconds * bytesPerSecond,
+                Double(Muxer.Options.defaultMaximumFragmentBytes) + recording.keyFrameSeconds * bytesPerSecond)
+            let reserve = Int64(2 * fragment) + 1 << 20
             let floor = max(limits.minFreeDiskSpace, reserve)
             if let free = Self.freeSpace(at: recording.request.url), free < floor {
                 finishForLimit(
@@ -472,6 +480,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 properties?[AVVideoExpectedSourceFrameRateKey] = max(1, Int((1 / frameDuration.seconds).rounded()))
                 settings[AVVideoCompressionPropertiesKey] = properties
             }
+            recording.keyFrameSeconds = Self.keyFrameSeconds(properties, frameDuration: frameDuration)
             bitRate +=
                 (properties?[AVVideoAverageBitRateKey] as? Int)
                 ?? CVPixelBufferGetWidth(image) * CVPixelBufferGetHeight(image) * 30 * 2
@@ -504,6 +513,20 @@ final class MovieRecordingEngine: @unchecked Sendable {
             return false
         }
         return true
+    }
+
+    /// The longest time between key frames that video compression properties give: one second unless
+    /// `AVVideoMaxKeyFrameIntervalKey` (frames) or `AVVideoMaxKeyFrameIntervalDurationKey` (seconds) say otherwise,
+    /// as the encoder resolves them.
+    private static func keyFrameSeconds(_ properties: [String: Any]?, frameDuration: CMTime) -> Double {
+        var seconds = 1.0
+        if let frames = properties?[AVVideoMaxKeyFrameIntervalKey] as? Int, frames > 0, frameDuration.isNumeric {
+            seconds = Double(frames) * frameDuration.seconds
+        }
+        if let limit = properties?[AVVideoMaxKeyFrameIntervalDurationKey] as? Double, limit > 0 {
+            seconds = min(seconds, limit)
+        }
+        return seconds
     }
 
     // MARK: Callbacks
