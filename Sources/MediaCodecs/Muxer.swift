@@ -44,7 +44,7 @@ import Synchronization
 ///
 /// Memory: libavformat keeps the current fragment's media in memory until it is cut (per-track growing buffers,
 /// enlarged by 1.5×). The cap bounds it whatever the bit rate: at most the cap plus one key frame interval of media
-/// (about 5.5 MB at the 10 Mb/s of 1080p30 with the default 4 MiB cap, instead of 12.5 MB for 10 s; at 50 Mb/s about
+/// (about 5 MB at the 10 Mb/s of 1080p30 with the default 4 MiB cap, instead of 12.5 MB for 10 s; at 50 Mb/s about
 /// 10 MB instead of 60 MB). Below about 3.4 Mb/s (4 MiB in 10 s) the interval governs, as before.
 ///
 /// Clean finish: ``finish()`` writes the fragmented trailer (`mfra`), then remuxes the file with a stream copy
@@ -141,10 +141,10 @@ package final class Muxer {
         package var overwrite: Bool
 
         /// 4 MiB: about 3.4 s of 1080p30 at 10 Mb/s, so with one key frame interval on top a fragment holds at most
-        /// about 5.5 MB there (and under 9 MB of libavformat's buffers, which grow by 1.5×), a small share of a
-        /// recording's 100 MB memory budget; large enough that fragment headers (a few kilobytes) stay negligible
-        /// and that at usual camera rates up to about 3.4 Mb/s (640x480, 720p at low rates) the 10 s interval
-        /// alone decides, as before.
+        /// about 5.5 MB there (measured: 5 MB, four one-second GOPs; under 9 MB of libavformat's buffers, which grow
+        /// by 1.5×), a small share of a recording's 100 MB memory budget. Large enough that fragment headers (a few
+        /// kilobytes) stay negligible, and that up to about 3.4 Mb/s (640x480 at 1.5 Mb/s, for one) the 10 s
+        /// interval alone decides, as before.
         package static let defaultMaximumFragmentBytes = 4 << 20
 
         /// Fragments every 10 s (Apple's default `movieFragmentInterval`) or every 4 MiB, fast start, no metadata,
@@ -450,7 +450,9 @@ package final class Muxer {
 
     /// Ends the current fragment before `encoded` (at session time `time` on `stream`) when it may begin one (a
     /// video key frame; any packet of an audio-only movie) and the fragment has reached its interval or its cap.
-    private func cutFragmentIfDue(before encoded: EncodedPacket, stream: Int, at time: CMTime) throws(MediaCodecsError) {
+    private func cutFragmentIfDue(
+        before encoded: EncodedPacket, stream: Int, at time: CMTime
+    ) throws(MediaCodecsError) {
         guard let interval = options.fragmentInterval, let context else { return }
         guard hasVideo ? videoStreams.contains(stream) && encoded.isKeyFrame : true else { return }
         guard fragmentStart.isNumeric else {
