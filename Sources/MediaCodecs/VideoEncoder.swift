@@ -45,9 +45,9 @@ import Synchronization
 /// - JPEG: quality 0…1 (default 0.75) mapped to the qscale 31…2 (`AV_CODEC_FLAG_QSCALE`, `global_quality`).
 /// - ProRes 422: prores_ks profile `standard`, vendor `apl0`; its bit rate follows from the profile.
 /// - A key frame every second (``Configuration/maxKeyFrameInterval``), and for H.264 none elsewhere (x264
-///   `scenecut=0`): a fixed GOP, so a movie fragment (cut at the first key frame after `movieFragmentInterval`)
-///   runs over its interval by at most a second. (With scene-cut key frames a few frames apart, FFmpeg 5.1's mov
-///   demuxer read every sample of our fragments back as a key frame.)
+///   `scenecut=0`): a fixed GOP, so a movie fragment (cut at the first key frame after `movieFragmentInterval`
+///   or after the muxer's byte cap) runs over its interval or cap by at most a second. (With scene-cut key
+///   frames a few frames apart, FFmpeg 5.1's mov demuxer read every sample of our fragments back as a key frame.)
 /// - `AV_CODEC_FLAG_GLOBAL_HEADER`: parameter sets go to ``extradata``, out of band, as QuickTime and MP4 need.
 ///
 /// Colour: BT.709 for HD (1280 wide or 720 high and up), BT.601 (SMPTE 170M) below, tagged on the stream; range

@@ -24,7 +24,9 @@ struct RecordCommand: ParsableCommand {
     @Option(name: .customLong("max-size"), help: "Stop before the file passes this many bytes.") var maxSize: Int64?
     @Option(name: .customLong("min-free"), help: "Stop when the disk has fewer free bytes than this.")
     var minFree: Int64?
-    @Option(name: .customLong("fragment-interval"), help: "Seconds between movie fragments (crash safety); 0 for none.")
+    @Option(
+        name: .customLong("fragment-interval"),
+        help: "Longest time in seconds between movie fragments (crash safety; sooner at high bit rates); 0 for none.")
     var fragmentInterval: Double = 10
     @Option(help: "Orientation of the picture: portrait, portrait-upside-down, landscape-left, landscape-right.")
     var orientation: String?

@@ -23,7 +23,9 @@ import Synchronization
 ///
 /// Crash safety: with a numeric ``movieFragmentInterval`` a movie is written as fragments, and the file is
 /// readable up to its last fragment if the process dies; a clean finish turns it into a conventional fast-start
-/// movie, replaced atomically. The default is `.invalid` (no fragments), as Apple's writer.
+/// movie, replaced atomically. The default is `.invalid` (no fragments), as Apple's writer. A fragment is cut at
+/// the first key frame after the interval, or earlier, once it holds 4 MiB of media: the memory a fragment
+/// waits in stays bounded at high bit rates.
 ///
 /// Timestamps: the file's time 0 is the session's source time; video samples before it are dropped, and samples
 /// appended after ``endSession(atSourceTime:)`` at or past its time are dropped. (Apple also trims samples already
@@ -184,6 +186,11 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
     /// How often a movie fragment is written (crash safety), or `.invalid` (the default, as Apple's) for a
     /// conventional movie written once at the end. Ignored by audio files that are not MPEG-4. Set it before
     /// ``startWriting()``.
+    ///
+    /// The interval is the longest time between fragments: a fragment ends at the first video key frame after it
+    /// (audio-only movies: the first packet), or earlier, at the first key frame once the fragment holds 4 MiB of
+    /// media, so that at high bit rates the memory a fragment waits in stays small (about 5 MB at 10 Mb/s). Apple
+    /// documents no such cap.
     public var movieFragmentInterval: CMTime {
         get { state.withLock { $0.movieFragmentInterval } }
         set {
