@@ -23,8 +23,9 @@ import Synchronization
 /// Timestamps: one continuous timeline in 1/``Configuration/sampleRate``. The first buffer's presentation time,
 /// rounded to the nearest sample, is the anchor; every frame sent has the PTS anchor + samples sent before it.
 /// A later buffer that starts more than ``discontinuityTolerance`` after where the timeline expects it (a dropped
-/// period) is preceded by silence up to its own time, so audio stays in sync with video; one that starts early
-/// (an overlap, clock drift) is appended as it is.
+/// period) is preceded by silence up to its own time, so audio stays in sync with video, up to
+/// ``longestSilenceFill``: beyond that the timeline jumps to the buffer (the file's audio has a gap there). One
+/// that starts early (an overlap, clock drift) is appended as it is.
 ///
 /// Priming: AAC's encoder delay is ``primingFrameCount`` samples (1024, FFmpeg's `initial_padding`). Its first
 /// packet's PTS is the anchor − 1024 samples; a muxer given these packets with the session starting at the anchor
@@ -106,6 +107,10 @@ package final class AudioEncoder {
     package let primingFrameCount: Int
     /// The codec's out-of-band header (the AAC AudioSpecificConfig, the ALAC magic cookie); empty for PCM.
     package let extradata: [UInt8]
+    /// The longest gap filled with silence (10 s); a buffer further ahead moves the timeline to itself, so a
+    /// source whose clock jumps costs neither memory nor encoding time in proportion to the jump.
+    package static let longestSilenceFill = CMTime(value: 10, timescale: 1)
+
     /// How far a buffer may start after where the timeline expects it before the gap is filled with silence.
     package let discontinuityTolerance: CMTime
 
@@ -256,7 +261,12 @@ package final class AudioEncoder {
         if let anchor {
             let expected = anchor + samplesQueued
             let tolerance = discontinuityTolerance.ffmpegTimestamp(in: timeBase) ?? 0
-            if start - expected > tolerance {
+            let longestFill = Self.longestSilenceFill.ffmpegTimestamp(in: timeBase) ?? 0
+            if start - expected > longestFill {
+                // Not a lost period but a jump of the source's clock (a free-running device, a stream resumed
+                // much later): the timeline moves to the buffer instead of growing by hours of silence.
+                self.anchor = start - samplesQueued
+            } else if start - expected > tolerance {
                 let gap = Int(start - expected)
                 fifo.appendSilence(gap, isUnsigned: false)
                 samplesQueued += Int64(gap)

@@ -357,3 +357,27 @@ struct AVCaptureMovieFileOutputTests {
         #expect(indexSteps(indices).isEmpty, "frames lost or duplicated at the switch: \(indexSteps(indices))")
     }
 }
+
+@Suite("A device faster than the encoder", .serialized)
+struct FasterThanTheEncoderTests {
+    @Test("A free-running microphone: the recording finishes readable and counts the audio it left out")
+    func freeRunningMicrophone() throws {
+        guard MediaTool.available(for: "FasterThanTheEncoderTests.freeRunningMicrophone") else { return }
+        let url = try movieScratchURL("free-running-microphone.mov")
+        let microphone = try #require(VirtualDevices.microphone.virtualMicrophone)
+        microphone.clockMode = .freeRunning
+        defer { microphone.clockMode = .realTime }
+        let output = AVCaptureMovieFileOutput()
+        let session = try makeMovieSession(output)
+        session.startRunning()
+        defer { session.stopRunning() }
+        let delegate = MovieRecordingDelegate()
+        output.startRecording(to: url, recordingDelegate: delegate)
+        Thread.sleep(forTimeInterval: 2)
+        output.stopRecording()
+        #expect(delegate.waitForFinish(timeout: 30), "didFinish never came")
+        #expect(output.recordingStatistics.droppedAudioBuffers > 0)
+        let probe = try FFprobeReport(url)
+        #expect(probe.stream("video") != nil)
+    }
+}

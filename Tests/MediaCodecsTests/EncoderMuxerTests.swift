@@ -469,6 +469,23 @@ struct EncoderAPITests {
         }
     }
 
+    @Test("A buffer hours ahead moves the timeline to it instead of filling hours of silence")
+    func audioClockJump() throws {
+        let encoder = try AudioEncoder(AudioEncoder.Configuration(codec: .aac))
+        let start = CMTime(value: 1000, timescale: 1)
+        try encoder.send(try makeSine(first: 0, count: 2048, at: start))
+        // A free-running source's next buffer, three hours on: filling that would be 518 million samples.
+        let jump = start + CMTime(value: 3 * 3600, timescale: 1)
+        try encoder.send(try makeSine(first: 2048, count: 2048, at: jump))
+        try encoder.finish()
+        var times: [CMTime] = []
+        while case .packet(let packet) = try encoder.receivePacket() { times.append(packet.presentationTime) }
+        // 4096 samples are four frames and the priming packet: nothing was added for the gap.
+        #expect(times.count == 5)
+        #expect(times.first == start - CMTime(value: 1024, timescale: 48000))
+        #expect(times.last.map { $0 >= jump && $0 < jump + CMTime(value: 2048, timescale: 48000) } == true)
+    }
+
     @Test("AAC reports its priming; a gap in the input is filled with silence so timestamps stay exact")
     func audioTimeline() throws {
         let encoder = try AudioEncoder(AudioEncoder.Configuration(codec: .aac))

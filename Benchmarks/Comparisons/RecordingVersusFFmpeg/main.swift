@@ -8,7 +8,7 @@
 // Also the peak resident set size of each, and with --minutes M a long recording whose RSS is sampled every 10 s
 // (flat means no growth with time).
 //
-// Run: swift run -c release RecordingVersusFFmpeg [--seconds 10] [--rounds 2] [--minutes M]
+// Run: swift run -c release RecordingVersusFFmpeg [--seconds 10] [--rounds 2] [--minutes M [--free-running] [--no-huge-pages]]
 
 import Foundation
 import OpenAVCapture
@@ -275,6 +275,21 @@ try FileManager.default.createDirectory(at: directory, withIntermediateDirectori
 defer { try? FileManager.default.removeItem(at: directory) }
 
 if minutes > 0 {
+    if arguments.contains("--no-huge-pages") {
+        // What an application that prefers memory to TLB hits can do (docs/architecture.md): libx264 then gets
+        // no transparent huge pages.
+        // prctl(2) is variadic in C, so Swift's Glibc module leaves it out: call it through its address.
+        typealias Prctl = @convention(c) (Int32, UInt, UInt, UInt, UInt) -> Int32
+        let prSetTHPDisable: Int32 = 41  // PR_SET_THP_DISABLE, <linux/prctl.h>
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "prctl"),
+            unsafeBitCast(symbol, to: Prctl.self)(prSetTHPDisable, 1, 0, 0, 0) == 0
+        else { fatalError("prctl(PR_SET_THP_DISABLE) failed") }
+    }
+    if arguments.contains("--free-running") {
+        // Both devices as fast as the recording takes them: minutes of media in less wall time.
+        AVCaptureDevice.default(for: .video)!.virtualCamera!.clockMode = .freeRunning
+        AVCaptureDevice.default(for: .audio)!.virtualMicrophone!.clockMode = .freeRunning
+    }
     print(String(format: "RSS before any capture: %.1f MiB", memory("VmRSS")))
     do {
         let session = makeSession(outputs: [])

@@ -272,13 +272,22 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     }
     func setActive(_ active: Bool) { isActive.store(active, ordering: .sequentiallyConsistent) }
     func videoHandled() { videoInFlight.subtract(1, ordering: .relaxed) }
+    /// The engine left a buffer out because the encoder had too many waiting.
+    func encoderWasBehind(isVideo: Bool) {
+        if isVideo {
+            countDrop(DropReason.frameWasLate.rawValue)
+        } else {
+            statistics.withLock { $0.droppedAudioBuffers += 1 }
+        }
+    }
 
     // MARK: Graph hooks
 
     override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         guard isActive.load(ordering: .relaxed) || hasFileDelegate.load(ordering: .relaxed) else { return }
         let isVideo = sampleBuffer.imageBuffer != nil
-        // At most 8 video frames wait for the encoder; more are dropped (it is behind). Audio is never dropped.
+        // At most 8 video frames wait for the engine; more are dropped (it is behind). The engine bounds what waits
+        // for the encoder (video and audio) in turn.
         if isVideo {
             guard videoInFlight.add(1, ordering: .relaxed).newValue <= 8 else {
                 videoInFlight.subtract(1, ordering: .relaxed)
@@ -292,6 +301,8 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         } else if isVideo {
             videoInFlight.subtract(1, ordering: .relaxed)
             countDrop(DropReason.frameWasLate.rawValue)
+        } else {
+            statistics.withLock { $0.droppedAudioBuffers += 1 }
         }
     }
 
@@ -325,6 +336,9 @@ public struct AVCaptureRecordingStatistics: Sendable, Hashable {
     /// Video frames that never reached the recording, by `kCMSampleBufferDroppedFrameReason_…` value:
     /// `FrameWasLate` (the encoder was behind), `OutOfBuffers` and `Discontinuity` (the device's).
     public var droppedVideoFrames: [String: Int] = [:]
+    /// Audio buffers left out because the recording was behind (only a device faster than real time, such as a
+    /// free-running virtual microphone, outruns the encoder).
+    public var droppedAudioBuffers = 0
 
     public init() {}
 

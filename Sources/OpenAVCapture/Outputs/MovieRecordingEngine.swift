@@ -273,8 +273,19 @@ final class MovieRecordingEngine: @unchecked Sendable {
         }
     }
 
+    /// The most buffers an input may hold waiting for the encoder before the next is dropped as late: a device
+    /// that runs faster than the encoder (a free-running virtual one, a movie file read at full speed) would
+    /// otherwise fill memory. Video: 8 frames, as many as a camera lends. Audio: 100 buffers, a second or two of
+    /// periods, so a real-time recording whose encoder stalls briefly loses nothing.
+    static let maximumVideoBacklog = 8
+    static let maximumAudioBacklog = 100
+
     private func appendVideo(_ buffer: CMSampleBuffer, duration: CMTime, to recording: Recording) {
         guard let input = recording.videoInput else { return }
+        guard input.pendingBufferCount < Self.maximumVideoBacklog else {
+            output?.encoderWasBehind(isVideo: true)
+            return
+        }
         let written = buffer.presentationTimeStamp - recording.offset
         guard let retimed = Self.retimed(buffer, to: written, sampleDuration: duration), input.append(retimed) else {
             writerFailed(recording)
@@ -286,6 +297,10 @@ final class MovieRecordingEngine: @unchecked Sendable {
 
     private func appendAudio(_ buffer: CMSampleBuffer, to recording: Recording) {
         guard let input = recording.audioInput, recording.start.isNumeric else { return }
+        guard input.pendingBufferCount < Self.maximumAudioBacklog else {
+            output?.encoderWasBehind(isVideo: false)
+            return
+        }
         let written = buffer.presentationTimeStamp - recording.offset
         // Before the file's start, or overlapping what was written before a pause: left out.
         guard written >= recording.start else { return }

@@ -100,6 +100,10 @@ public final class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked 
     /// finished and few buffers are pending. Key-value observable.
     public var isReadyForMoreMediaData: Bool { state.withLock { $0.isReady } }
 
+    /// Buffers appended and not yet encoded (the file outputs bound it: a device faster than the encoder must not
+    /// grow memory without end).
+    var pendingBufferCount: Int { state.withLock { $0.pending } }
+
     private func setBeforeWriting(_ name: String, _ change: (inout State) -> Void) {
         let status = state.withLock { $0.writer?.status } ?? .unknown
         precondition(
