@@ -113,6 +113,8 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
         if !drops.isEmpty {
             print("dropped frames: " + drops.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))
         }
+        let audioDrops = output.recordingStatistics.droppedAudioBuffers
+        if audioDrops > 0 { print("dropped audio buffers: \(audioDrops) (the encoder was behind)") }
         if let status { throw ToolFailure(status, "the recording ended early: \(why); the file is finalized") }
     }
 
