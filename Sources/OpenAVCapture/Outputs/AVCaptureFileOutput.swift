@@ -199,6 +199,15 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         statistics.withLock { $0.droppedVideoFrames[reason, default: 0] += 1 }
     }
 
+    /// Counts a buffer left out because the recording was behind: a late video frame or an audio buffer.
+    private func countLate(isVideo: Bool) {
+        if isVideo {
+            countDrop(DropReason.frameWasLate.rawValue)
+        } else {
+            statistics.withLock { $0.droppedAudioBuffers += 1 }
+        }
+    }
+
     // MARK: What each file output decides (overridden)
 
     /// The container a recording to `url` is written as.
@@ -273,13 +282,7 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     func setActive(_ active: Bool) { isActive.store(active, ordering: .sequentiallyConsistent) }
     func videoHandled() { videoInFlight.subtract(1, ordering: .relaxed) }
     /// The engine left a buffer out because the encoder had too many waiting.
-    func encoderWasBehind(isVideo: Bool) {
-        if isVideo {
-            countDrop(DropReason.frameWasLate.rawValue)
-        } else {
-            statistics.withLock { $0.droppedAudioBuffers += 1 }
-        }
-    }
+    func encoderWasBehind(isVideo: Bool) { countLate(isVideo: isVideo) }
 
     // MARK: Graph hooks
 
@@ -291,18 +294,16 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         if isVideo {
             guard videoInFlight.add(1, ordering: .relaxed).newValue <= 8 else {
                 videoInFlight.subtract(1, ordering: .relaxed)
-                countDrop(DropReason.frameWasLate.rawValue)
+                countLate(isVideo: true)
                 return
             }
         }
         let recorded = isVideo ? sampleBuffer : AudioChannelGain.apply(to: sampleBuffer, channels: connection.audioChannels)
         if mailbox.post(.sample(recorded, connection, isVideo: isVideo)) {
             statistics.withLock { isVideo ? ($0.videoFramesReceived += 1) : ($0.audioBuffersReceived += 1) }
-        } else if isVideo {
-            videoInFlight.subtract(1, ordering: .relaxed)
-            countDrop(DropReason.frameWasLate.rawValue)
         } else {
-            statistics.withLock { $0.droppedAudioBuffers += 1 }
+            if isVideo { videoInFlight.subtract(1, ordering: .relaxed) }
+            countLate(isVideo: isVideo)
         }
     }
 

@@ -397,11 +397,9 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
                     Route(connection: connection, output: connection.output))
             }
         }
-        let slots = routeSlots.withLock { slots in
-            for key in table.keys where slots[key] == nil { slots[key] = RouteSlot() }
-            return slots
-        }
-        for (key, slot) in slots { slot.routes.withLock { $0 = table[key] ?? [] } }
+        // Every device with routes gets its slot now, so a sink made afterwards finds its routes in it.
+        for key in table.keys { _ = routeSlot(for: key) }
+        for (key, slot) in routeSlots.withLock({ $0 }) { slot.routes.withLock { $0 = table[key] ?? [] } }
     }
 
     // MARK: Running
