@@ -50,7 +50,7 @@ import TestSupport
             guard frames.withLock({ ($0[name]?.count ?? 0) < limit }), let sampler = PictureSampler(image) else { return }
             guard let index = sampler.frameIndex else {
                 // A flash frame carries no code; anything else unreadable is a failure the test reports.
-                if !VirtualFrameReader.isFlashFrame(luma: sampler.luma, width: sampler.width, height: sampler.height) {
+                if !sampler.isFlash {
                     unreadable.withLock { $0[name, default: 0] += 1 }
                 }
                 return
@@ -223,7 +223,7 @@ import TestSupport
         try photoData.write(to: photoURL)
         let decodedPhoto = try decodeFrames(photoURL)
         #expect(decodedPhoto.count == 1)
-        #expect(decodedPhoto.first.map { $0.frameIndex != nil || isFlash($0) } == true, "the photo's index is unreadable")
+        #expect(decodedPhoto.first.map { $0.frameIndex != nil || $0.isFlash } == true, "the photo's index is unreadable")
     }
 
     private func checkMovie(
@@ -234,7 +234,7 @@ import TestSupport
         let decoded = try decodeFrames(url, toRGB: decodeToRGB)
         #expect(decoded.count >= minimumFrames, "\(name): \(decoded.count) frames")
         let indices = decoded.map { $0.frameIndex }
-        #expect(indices.compactMap { $0 }.count + decoded.filter(isFlash).count == decoded.count, "\(name): unreadable frames")
+        #expect(indices.compactMap { $0 }.count + decoded.filter(\.isFlash).count == decoded.count, "\(name): unreadable frames")
         // Written frames are consecutive (a data output may leave some out as late; their adaptor movies then skip).
         let readable = indices.compactMap { $0 }
         #expect(zip(readable, readable.dropFirst()).allSatisfy { $0 < $1 }, "\(name): indices out of order")
@@ -250,10 +250,6 @@ import TestSupport
             compared += 1
         }
         #expect(compared > 0, "\(name): no decoded frame in common with the reference")
-    }
-
-    private func isFlash(_ frame: PictureSampler) -> Bool {
-        VirtualFrameReader.isFlashFrame(luma: frame.luma, width: frame.width, height: frame.height)
     }
 
     /// Every frame of `url` decoded by ffmpeg to 4:2:0 planes in the file's own range, or to RGB (ffmpeg reads the

@@ -114,11 +114,16 @@ struct PictureSampler {
 
     func sample(x: Int, y: Int) -> Sample { read(x, y) }
 
-    /// The luma plane, tightly packed, for the frame-index reader.
+    /// The luma plane, tightly packed, for the frame-index reader: only the frame-index code's corner is filled
+    /// (the reader looks nowhere else), so large frames cost little.
     var luma: [UInt8] {
         var bytes = [UInt8](repeating: 0, count: width * height)
-        for y in 0..<height {
-            for x in 0..<width { bytes[y * width + x] = UInt8(max(0, min(255, sample(x: x, y: y).y.rounded()))) }
+        let code = VirtualSceneLayout(width: width, height: height).frameIndexCode
+        // A margin around the code, as the reader searches for its frame.
+        let maxX = min(width, code.x + code.width + code.width / 2 + 8)
+        let maxY = min(height, code.y + code.height + code.height / 2 + 8)
+        for y in 0..<maxY {
+            for x in 0..<maxX { bytes[y * width + x] = UInt8(max(0, min(255, sample(x: x, y: y).y.rounded()))) }
         }
         return bytes
     }
@@ -126,14 +131,27 @@ struct PictureSampler {
     /// The frame index the virtual camera wrote into the picture (nil for a flash frame or an unreadable code).
     var frameIndex: UInt32? { VirtualFrameReader.readFrameIndex(fromLuma: luma, width: width, height: height) }
 
-    /// The mean Y'CbCr of each colour bar the layout shows at this size.
+    /// Whether this is a flash frame: white all over (mean luma of a sparse grid at 225 or more).
+    var isFlash: Bool {
+        var sum = 0.0
+        var count = 0.0
+        for y in stride(from: 0, to: height, by: 8) {
+            for x in stride(from: 0, to: width, by: 8) {
+                sum += sample(x: x, y: y).y
+                count += 1
+            }
+        }
+        return sum / count >= 225
+    }
+
+    /// The mean Y'CbCr of each colour bar the layout shows at this size (a grid of about 40 × 40 points in each).
     var barMeans: [Sample] {
         let layout = VirtualSceneLayout(width: width, height: height)
         return (0..<7).compactMap { layout.colorBar($0) }.map { region in
             var sum = Sample(y: 0, cb: 0, cr: 0)
             var count = 0.0
-            for y in region.y..<(region.y + region.height) {
-                for x in region.x..<(region.x + region.width) {
+            for y in stride(from: region.y, to: region.y + region.height, by: max(1, region.height / 40)) {
+                for x in stride(from: region.x, to: region.x + region.width, by: max(1, region.width / 40)) {
                     let pixel = sample(x: x, y: y)
                     sum.y += pixel.y
                     sum.cb = pixel.cb.map { $0 + (sum.cb ?? 0) }
