@@ -26,6 +26,8 @@ package final class V4L2Camera: CaptureBackend {
     package let pixelFormats: [V4L2PixelFormat]
     /// The node, `/dev/videoN`.
     package let path: String
+    /// The node's queue frames come from: single-planar, or multi-planar (most SoC and ISP drivers).
+    package let bufferType: V4L2BufferType
     package let cameraControls: V4L2CameraControls
     private let system: SystemCalls
     private let diagnosis: DeviceNodeDiagnosis
@@ -46,6 +48,7 @@ package final class V4L2Camera: CaptureBackend {
         diagnosis: DeviceNodeDiagnosis = DeviceNodeDiagnosis(), registry: DeviceRegistry? = nil
     ) {
         self.path = path
+        self.bufferType = description.bufferType
         self.identity = description.identity
         self.system = system
         self.diagnosis = diagnosis
@@ -98,7 +101,8 @@ package final class V4L2Camera: CaptureBackend {
         let stream: V4L2CaptureStream
         do {
             stream = try V4L2CaptureStream(
-                path: path, system: system, pixelFormat: pixelFormat, width: video.width, height: video.height,
+                path: path, system: system, type: bufferType, pixelFormat: pixelFormat, width: video.width,
+                height: video.height,
                 frameDuration: configuration.frameDuration, sink: sink,
                 onFault: { [weak self] fault in self?.streamDidFault(fault) })
         } catch {
