@@ -178,7 +178,17 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
     package func close(_ descriptor: Int32) -> (result: Int32, errno: Int32) {
         withState { state in
             if recordsTrace { state.trace.append("close") }
-            return state.openDescriptors.remove(descriptor) == nil ? (-1, EBADF) : (0, 0)
+            guard state.openDescriptors.remove(descriptor) != nil else { return (-1, EBADF) }
+            // The last descriptor closed frees the queue (vb2 does, for its owner): a start that failed after
+            // REQBUFS leaves nothing behind. Buffers still mapped stay, orphaned.
+            if state.openDescriptors.isEmpty && !state.buffers.isEmpty {
+                if state.mappedCount == 0 { for buffer in state.buffers.joined() { buffer.deallocate() } }
+                state.buffers = []
+                state.queued = []
+                state.done = []
+                state.isStreaming = false
+            }
+            return (0, 0)
         }
     }
 
