@@ -72,7 +72,9 @@ struct V4L2MultiplanarRecordingKernelTests {
                     "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
                     "stream=codec_name,width,height,nb_read_frames", "-of", "default=noprint_wrappers=1", url.path,
                 ]))
-        print("multi-planar vivid recording: \(probe.split(separator: "\n").joined(separator: ", "))")
+        print(
+            "multi-planar vivid recording: \(probe.split(separator: "\n").joined(separator: ", ")); "
+                + "\(output.recordingStatistics)")
         #expect(probe.contains("codec_name=h264"))
         #expect(probe.contains("width=640") && probe.contains("height=480"))
         let frames = probe.split(separator: "\n").first { $0.hasPrefix("nb_read_frames=") }

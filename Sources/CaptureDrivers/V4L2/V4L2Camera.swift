@@ -8,8 +8,9 @@ import SystemPackage
 ///
 /// Formats are what the node offered when it was discovered (ENUM_FMT × ENUM_FRAMESIZES × ENUM_FRAMEINTERVALS),
 /// one `DeviceFormat` per pixel format and size, the formats we deliver without conversion first. Streaming is
-/// `V4L2CaptureStream`'s: mmap buffers, one capture thread, raw frames as pixel buffers wrapping the kernel's memory
-/// and compressed ones (MJPEG, H.264) as block buffers.
+/// `V4L2CaptureStream`'s: mmap buffers (each memory plane mapped on its own on a multi-planar node), one capture
+/// thread, raw frames as pixel buffers wrapping the kernel's memory and compressed ones (MJPEG, H.264) as block
+/// buffers.
 ///
 /// Failures say what to do (`DeviceFault.explained`): EBUSY names the process holding the node, EACCES the group
 /// to join, ENOSPC on STREAMON explains USB bandwidth; ENODEV, ENOENT and EIO mean the camera is gone.
