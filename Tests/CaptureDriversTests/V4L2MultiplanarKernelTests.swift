@@ -85,7 +85,9 @@ struct V4L2MultiplanarKernelTests {
             let luma = image.withUnsafePlane(0) { bytes, bytesPerRow in
                 (bytes[240 * bytesPerRow + 20], bytes[240 * bytesPerRow + 620])
             }
-            let cb = image.withUnsafePlane(1) { bytes, bytesPerRow in [bytes[120 * bytesPerRow + 10], bytes[120 * bytesPerRow + 60]] }
+            let cb = image.withUnsafePlane(1) { bytes, bytesPerRow in
+                [bytes[120 * bytesPerRow + 10], bytes[120 * bytesPerRow + 60]]
+            }
             let cr = image.withUnsafePlane(2) { bytes, bytesPerRow in bytes[120 * bytesPerRow + 10] }
             return Bars(white: luma.0, black: luma.1, chroma: cb + [cr])
         }

@@ -91,7 +91,8 @@ struct V4L2MultiplanarRecordingKernelTests {
                     "-",
                 ]))
         try #require(gray.count == 640 * 480)
-        #expect(gray[240 * 640 + 20] > 150 && gray[240 * 640 + 620] < 40, "\(gray[240 * 640 + 20]) \(gray[240 * 640 + 620])")
+        let (white, black) = (gray[240 * 640 + 20], gray[240 * 640 + 620])
+        #expect(white > 150 && black < 40, "white bar \(white), black bar \(black)")
     }
 }
 

@@ -319,10 +319,9 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
             guard !state.isStreaming, state.buffers.isEmpty else { return (-1, EBUSY) }
             let format = argument.assumingMemoryBound(to: v4l2_format.self)
             guard format.pointee.type == bufferType else { return (-1, EINVAL) }
+            let (pix, pixMP) = (format.pointee.fmt.pix, format.pointee.fmt.pix_mp)
             let requested =
-                multiplanar
-                ? (format.pointee.fmt.pix_mp.pixelformat, format.pointee.fmt.pix_mp.width, format.pointee.fmt.pix_mp.height)
-                : (format.pointee.fmt.pix.pixelformat, format.pointee.fmt.pix.width, format.pointee.fmt.pix.height)
+                multiplanar ? (pixMP.pixelformat, pixMP.width, pixMP.height) : (pix.pixelformat, pix.width, pix.height)
             guard let offered = formats.first(where: { $0.pixelFormat.rawValue == requested.0 }),
                 multiplanar || offered.pixelFormat.memoryPlaneCount == 1
             else { return (-1, EINVAL) }
@@ -386,7 +385,8 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
         case CLinuxMedia_VIDIOC_QBUF:
             let buffer = argument.assumingMemoryBound(to: v4l2_buffer.self).pointee
             let index = Int(buffer.index)
-            guard planesArray(buffer, state) != nil, state.buffers.indices.contains(index), !state.queued.contains(index),
+            guard planesArray(buffer, state) != nil, state.buffers.indices.contains(index),
+                !state.queued.contains(index),
                 !state.done.contains(where: { $0.index == index })
             else { return (-1, EINVAL) }
             state.queued.append(index)
@@ -480,7 +480,8 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
     {
         switch pixelFormat {
         case .nv12m: return [(width, width * height), (width, width * height / 2)]
-        case .yuv420m: return [(width, width * height), (width / 2, width * height / 4), (width / 2, width * height / 4)]
+        case .yuv420m:
+            return [(width, width * height), (width / 2, width * height / 4), (width / 2, width * height / 4)]
         case .nv12, .yuv420: return [(width, width * height * 3 / 2)]
         case .mjpeg, .jpeg, .h264: return [(0, width * height)]
         case .yuyv, .uyvy: return [(width * 2, width * 2 * height)]
