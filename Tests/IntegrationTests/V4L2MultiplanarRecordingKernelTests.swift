@@ -33,18 +33,22 @@ enum MultiplanarVividDevice {
 struct V4L2MultiplanarRecordingKernelTests {
     @Test func aMultiplanarCameraRecordsAMovieFFmpegDecodes() throws {
         let device = try #require(MultiplanarVividDevice.device)
-        // NV12 at 640x480, the format SoC pipelines deliver most, at vivid's fastest rate there.
+        // NV12, the format SoC pipelines deliver most, small and slow enough (320x180, the rate nearest 10 fps)
+        // that libx264 keeps up on the VM's emulated CPU: at 640x480 and 25 fps most frames were left out for want
+        // of buffers, and timestamps that far apart made `ffmpeg -f null` complain of the null muxer's rounding.
         let format = try #require(
             device.formats.first { format in
                 let dimensions = CMVideoFormatDescriptionGetDimensions(format.formatDescription)
-                return dimensions.width == 640 && dimensions.height == 480
+                return dimensions.width == 320 && dimensions.height == 180
                     && CMFormatDescriptionGetMediaSubType(format.formatDescription)
                         == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
             })
+        let rate = try #require(
+            format.videoSupportedFrameRateRanges.min { abs($0.maxFrameRate - 10) < abs($1.maxFrameRate - 10) })
         try device.lockForConfiguration()
         device.activeFormat = format
-        device.activeVideoMinFrameDuration = CMTime(value: 1, timescale: 25)
-        device.activeVideoMaxFrameDuration = CMTime(value: 1, timescale: 25)
+        device.activeVideoMinFrameDuration = rate.minFrameDuration
+        device.activeVideoMaxFrameDuration = rate.minFrameDuration
         device.unlockForConfiguration()
 
         let output = AVCaptureMovieFileOutput()
@@ -73,10 +77,10 @@ struct V4L2MultiplanarRecordingKernelTests {
                     "stream=codec_name,width,height,nb_read_frames", "-of", "default=noprint_wrappers=1", url.path,
                 ]))
         print(
-            "multi-planar vivid recording: \(probe.split(separator: "\n").joined(separator: ", ")); "
-                + "\(output.recordingStatistics)")
+            "multi-planar vivid recording at \(rate.maxFrameRate) fps: "
+                + "\(probe.split(separator: "\n").joined(separator: ", ")); \(output.recordingStatistics)")
         #expect(probe.contains("codec_name=h264"))
-        #expect(probe.contains("width=640") && probe.contains("height=480"))
+        #expect(probe.contains("width=320") && probe.contains("height=180"))
         let frames = probe.split(separator: "\n").first { $0.hasPrefix("nb_read_frames=") }
             .flatMap { Int($0.dropFirst("nb_read_frames=".count)) }
         #expect((frames ?? 0) > 0, "frames decoded: \(String(describing: frames))")
@@ -90,8 +94,8 @@ struct V4L2MultiplanarRecordingKernelTests {
                     "-nostdin", "-v", "error", "-i", url.path, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray",
                     "-",
                 ]))
-        try #require(gray.count == 640 * 480)
-        let (white, black) = (gray[240 * 640 + 20], gray[240 * 640 + 620])
+        try #require(gray.count == 320 * 180)
+        let (white, black) = (gray[90 * 320 + 10], gray[90 * 320 + 310])
         #expect(white > 150 && black < 40, "white bar \(white), black bar \(black)")
     }
 }
