@@ -101,6 +101,15 @@ struct CaptureSetup {
         }
     }
 
+    /// Whether a device is a movie file (`file:`) that played to its end: such a device reports itself
+    /// disconnected at the end of its input, and stays so.
+    var movieFileReachedEnd: Bool {
+        [video, audio].contains { device in
+            guard let device else { return false }
+            return device.uniqueID.hasPrefix("file:") && !device.isConnected
+        }
+    }
+
     static func describe(_ error: any Error) -> String {
         let info = (error as NSError).userInfo
         let description = info[NSLocalizedDescriptionKey] as? String ?? "\(error)"

@@ -7,6 +7,7 @@ struct FormatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "formats", abstract: "List a device's formats, frame rates and controls.")
 
+    @OptionGroup var logging: LoggingOptions
     @Argument(help: "An index from 'avcapture devices', a uniqueID, 'virtual', or part of the name.")
     var device: String
     @Flag(help: "Print JSON instead of text.") var json = false

@@ -101,6 +101,9 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
         case .diskFull?:
             why = "the disk is nearly full (--min-free)"
             status = .ioError
+        case .deviceWasDisconnected? where setup.movieFileReachedEnd:
+            // A movie file reports its end as a disconnect (see AVCaptureDevice.movieFileDevices(url:loop:)).
+            why = "end of input"
         case .deviceWasDisconnected?:
             why = "the device was disconnected"
             status = .unavailable
