@@ -24,14 +24,20 @@ final class MoviePlaybackClock: Sendable {
         var anchor: Int64?
         var users = 0
         var ended = 0
+        var isVideoPlaying = false
+        var hasVideoReportedEnd = false
     }
 
     private let state = Mutex(State())
 
     /// Host nanoseconds of file time 0, set now if no track of the file is playing.
-    func join() -> Int64 {
+    func join(_ media: DeviceMedia) -> Int64 {
         state.withLock { state in
             state.users += 1
+            if media == .video {
+                state.isVideoPlaying = true
+                state.hasVideoReportedEnd = false
+            }
             if let anchor = state.anchor { return anchor }
             let anchor = CMClock.hostNanosecondsNow()
             state.anchor = anchor
@@ -44,14 +50,26 @@ final class MoviePlaybackClock: Sendable {
         state.withLock { $0.ended += 1 }
     }
 
-    /// Whether every playing track of the file has reached its end.
-    var allTracksEnded: Bool { state.withLock { $0.ended >= $0.users } }
+    /// Whether a track that reached its end may report it now: once every playing track of the file has ended,
+    /// the picture first, so that its last frames (a decoder's delay drained as it reports) reach a recording
+    /// before the sound's end finishes the file.
+    func mayReportEnd(of media: DeviceMedia) -> Bool {
+        state.withLock { state in
+            state.ended >= state.users && (media == .video || !state.isVideoPlaying || state.hasVideoReportedEnd)
+        }
+    }
+
+    /// The picture has reported its end.
+    func videoReportedEnd() {
+        state.withLock { $0.hasVideoReportedEnd = true }
+    }
 
     /// A track stops playing; `ended` says whether it had reported its end.
-    func leave(ended: Bool) {
+    func leave(_ media: DeviceMedia, ended: Bool) {
         state.withLock { state in
             state.users = max(0, state.users - 1)
             if ended { state.ended = max(0, state.ended - 1) }
+            if media == .video { state.isVideoPlaying = false }
             if state.users == 0 { state.anchor = nil }
         }
     }
@@ -225,9 +243,9 @@ private struct MovieTrackPlayer: Sendable {
     let sink: StreamSink
 
     func run(from opened: any MoviePacketSource, on thread: VirtualCaptureThread) {
-        let anchor = CMClock.hostTime(nanoseconds: clock.join())
+        let anchor = CMClock.hostTime(nanoseconds: clock.join(track.media))
         var ended = false
-        defer { clock.leave(ended: ended) }
+        defer { clock.leave(track.media, ended: ended) }
         var source = opened
         var passOffset = CMTime.zero
         var passEnd = CMTime.zero
@@ -290,10 +308,12 @@ private struct MovieTrackPlayer: Sendable {
     }
 
     /// The end of the input: waits (in short slices, so `stop` is prompt) until every playing track of the file has
-    /// delivered its last packet, then reports the device gone.
+    /// delivered its last packet (and the picture has reported its end), then reports the device gone.
     private func finish(on thread: VirtualCaptureThread) {
+        // Played out from now on, even if stopped while waiting for the file's other track.
+        endOfInput()
         clock.trackEnded()
-        while !clock.allTracksEnded {
+        while !clock.mayReportEnd(of: track.media) {
             guard thread.sleep(untilHostNanoseconds: CMClock.hostNanosecondsNow() + 5_000_000) else { break }
         }
         if let fault = thread.takeFault() {
@@ -301,8 +321,8 @@ private struct MovieTrackPlayer: Sendable {
             return
         }
         guard !thread.isInterrupted else { return }
-        endOfInput()
         sink(.fault(MovieFileDevice.endOfInputFault(name: name)))
+        if track.media == .video { clock.videoReportedEnd() }
     }
 
     /// What became of one packet.
