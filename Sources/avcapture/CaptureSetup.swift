@@ -21,6 +21,8 @@ struct CaptureSetup {
         self.audio = audio
         session.beginConfiguration()
         defer { session.commitConfiguration() }
+        // A movie file plays its own size and rate (a 25 fps or 320x240 clip meets no preset) unless told otherwise.
+        if format == nil, video?.uniqueID.hasPrefix("file:") == true { session.sessionPreset = .inputPriority }
         for device in [video, audio].compactMap({ $0 }) {
             if device.isInUseByAnotherApplication {
                 throw ToolFailure(
