@@ -43,12 +43,14 @@ struct FramesCommand: ParsableCommand {
                 video: camera, audio: nil, format: .preset(RecordCommand.parsePreset(preset)!), outputs: [output])
             let frameDuration = camera?.activeVideoMinFrameDuration ?? CMTime(value: 1, timescale: 30)
             let writer = FrameWriter(isY4M: format.lowercased() == "y4m", frameDuration: frameDuration, limit: count)
-            output.setSampleBufferDelegate(writer, queue: DispatchQueue(label: "avcapture.frames"))
+            let frameQueue = DispatchQueue(label: "avcapture.frames")
+            output.setSampleBufferDelegate(writer, queue: frameQueue)
             let signals = SignalWatcher(stop: { _ in writer.finish() })
-            // A movie file's end (a disconnect) or a device failure ends the stream too.
+            // A movie file's end (a disconnect) or a device failure ends the stream too, after the frames already
+            // handed to the delegate's queue (the device sent them before its fault).
             let endOfStream = NotificationCenter.default.addObserver(
                 forName: .AVCaptureSessionRuntimeError, object: setup.session, queue: nil
-            ) { _ in writer.finish() }
+            ) { _ in frameQueue.async { writer.finish() } }
             defer { NotificationCenter.default.removeObserver(endOfStream) }
             try setup.start()
             writer.waitUntilDone()

@@ -210,6 +210,36 @@ struct AVCaptureToolTests {
         #expect(Array(loopIndices.dropFirst(sourceIndices.count).prefix(sourceIndices.count)) == sourceIndices, "the second pass")
     }
 
+    @Test("frames --video file:clip.y4m writes every frame of the file and ends with it")
+    func framesFromMovieFile() throws {
+        guard MediaTool.available(for: "AVCaptureToolTests.framesFromMovieFile") else { return }
+        let source = try toolScratch("frames-source.y4m")
+        let made = try MediaTool.ffmpeg.run([
+            "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-frames:v", "20",
+            "-pix_fmt", "yuv420p", source.path,
+        ])
+        try #require(made.status == 0, "\(made.error)")
+        let copy = try toolScratch("frames-copy.y4m")
+        _ = FileManager.default.createFile(atPath: copy.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: copy)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: toolPath!)
+        process.arguments = ["frames", "--video", "file:" + source.path, "--preset", "320x240"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["OPENAV_DEVICES": "virtual"]) { $1 }
+        process.standardOutput = handle
+        try process.run()
+        process.waitUntilExit()
+        try handle.close()
+        #expect(process.terminationStatus == 0)
+        // Frame for frame the same pictures: ffmpeg compares them (PSNR of identical frames is "inf").
+        let compared = try MediaTool.ffmpeg.run([
+            "-nostdin", "-v", "error", "-i", copy.path, "-i", source.path, "-lavfi", "psnr=stats_file=-", "-f", "null", "-",
+        ])
+        let lines = compared.outputText.split(separator: "\n").filter { $0.contains("psnr_avg") }
+        #expect(lines.count == 20, "\(compared.outputText) \(compared.error)")
+        #expect(lines.allSatisfy { $0.contains("psnr_avg:inf") }, "\(lines.prefix(3))")
+    }
+
     @Test("file: sources that cannot play: a missing file is 66 with the OS's reason, a text file 65, paths as given")
     func movieFileErrors() throws {
         let directory = try toolScratch("errors-dir").deletingLastPathComponent()
