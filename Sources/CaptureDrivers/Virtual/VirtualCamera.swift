@@ -496,14 +496,19 @@ final class VirtualStreamCompression: @unchecked Sendable {
 
     /// Compresses `frame` into a free slot.
     func compress(_ frame: CVPixelBuffer, presentationTime: CMTime) -> Outcome {
-        var outcome = Outcome.dropped(.discontinuity)
+        guard let slot = slots.reserve() else { return .dropped(.outOfBuffers) }
+        var block: CMBlockBuffer?
         do {
             try compressor.compress(frame, presentationTime: presentationTime) { bytes in
-                outcome = slots.lend(bytes).map { .compressed($0) } ?? .dropped(.outOfBuffers)
+                block = slots.fill(slot, with: bytes)
             }
         } catch {
+            block = nil
+        }
+        guard let block else {
+            slots.cancel(slot)
             return .dropped(.discontinuity)
         }
-        return outcome
+        return .compressed(block)
     }
 }

@@ -61,8 +61,8 @@ package typealias VirtualFrameCompressorFactory = @Sendable (VirtualCompressedFo
 /// frame's `CMBlockBuffer` and taken back when the last holder lets go, so streaming reuses its memory as a
 /// camera's mmap buffers are reused (only the small block and sample buffer objects are made per frame).
 ///
-/// Threading: thread safe. `lend` is for the capture thread; slots come back on whichever thread releases the
-/// block buffer (a mutex guards which are out).
+/// Threading: thread safe. `reserve`, `fill` and `cancel` are for the capture thread; slots come back on whichever
+/// thread releases the block buffer (a mutex guards which are out).
 final class VirtualBitstreamSlots: Sendable {
     /// One slot's memory. `@unchecked Sendable`: the bytes are written only by the capture thread while the slot is
     /// not lent, and read by consumers only while it is.
@@ -82,15 +82,23 @@ final class VirtualBitstreamSlots: Sendable {
         isLent = Mutex([Bool](repeating: false, count: count))
     }
 
-    /// `bytes` copied into a free slot, as a block buffer that returns the slot when released; nil when every slot
-    /// is held downstream.
-    func lend(_ bytes: UnsafeRawBufferPointer) -> CMBlockBuffer? {
-        let free = isLent.withLock { lent -> Int? in
+    /// Takes a free slot for the next frame; nil when every slot is held downstream. Reserving before compressing
+    /// spares the encoder a frame that could not be delivered.
+    func reserve() -> Int? {
+        isLent.withLock { lent in
             guard let index = lent.firstIndex(of: false) else { return nil }
             lent[index] = true
             return index
         }
-        guard let index = free else { return nil }
+    }
+
+    /// Gives back a reserved slot that was not filled.
+    func cancel(_ index: Int) {
+        isLent.withLock { $0[index] = false }
+    }
+
+    /// `bytes` copied into the reserved slot `index`, as a block buffer that frees the slot when released.
+    func fill(_ index: Int, with bytes: UnsafeRawBufferPointer) -> CMBlockBuffer {
         let slot = slots[index]
         if slot.capacity < bytes.count {
             slot.memory?.deallocate()
@@ -102,11 +110,6 @@ final class VirtualBitstreamSlots: Sendable {
         guard let memory = slot.memory else { preconditionFailure("a slot with capacity has memory") }
         if let source = bytes.baseAddress { memory.copyMemory(from: source, byteCount: bytes.count) }
         // The block buffer holds `self`, so the slots outlive every frame lent from them.
-        return CMBlockBuffer(wrapping: memory, length: bytes.count) { [self] _ in
-            isLent.withLock { $0[index] = false }
-        }
+        return CMBlockBuffer(wrapping: memory, length: bytes.count) { [self] _ in cancel(index) }
     }
-
-    /// How many slots are lent now.
-    var lentCount: Int { isLent.withLock { $0.filter { $0 }.count } }
 }
