@@ -172,13 +172,13 @@ func splitChroma(
 
 /// A 16.16 fixed-point value rounded and clamped to a byte.
 @inline(__always)
-func clampedByte(_ fixed: Int32) -> UInt8 {
+private func clampedByte(_ fixed: Int32) -> UInt8 {
     let value = (fixed &+ 0x8000) >> 16
     return UInt8(truncatingIfNeeded: value < 0 ? 0 : (value > 255 ? 255 : value))
 }
 
-/// The lookup tables of one source encoding (range and matrix) to JFIF, shared with `MJPEGEncoder`'s 4:2:2 pass.
-struct ConversionTables {
+/// The lookup tables of one source encoding (range and matrix) to JFIF.
+private struct ConversionTables {
     struct Key: Equatable {
         var fullRange: Bool
         var matrix: YCbCrMatrix
