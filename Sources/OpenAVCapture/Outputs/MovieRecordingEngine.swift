@@ -499,7 +499,9 @@ final class MovieRecordingEngine: @unchecked Sendable {
             bitRate +=
                 (properties?[AVVideoAverageBitRateKey] as? Int)
                 ?? CVPixelBufferGetWidth(image) * CVPixelBufferGetHeight(image) * 30 * 2
-            let input = AVAssetWriterInput(mediaType: .video, outputSettings: settings)
+            // The encoder is made for the frames' own pixel format (the conversion stage delivers one it takes).
+            let input = AVAssetWriterInput(
+                mediaType: .video, outputSettings: settings, sourceFormatHint: firstVideo.formatDescription)
             input.expectsMediaDataInRealTime = true
             input.transform = CGAffineTransform(rotationAngle: video.videoRotationAngle * .pi / 180)
             writer.add(input)
