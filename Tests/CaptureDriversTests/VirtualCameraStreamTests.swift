@@ -8,7 +8,7 @@ import Testing
 struct VirtualCameraStreamTests {
     // MARK: Identity and formats
 
-    @Test("the driver lists the back camera, the front camera, the USB webcam and the microphone, with their identities")
+    @Test("the driver lists the back camera, the front camera, the USB webcam and the microphone, with identities")
     func driverDevices() {
         let driver = VirtualDeviceDriver(registry: DeviceRegistry(drivers: [], selection: .all))
         let devices = driver.discoverDevices()

@@ -48,7 +48,9 @@ struct VirtualWebcamTests {
 
     @Test(
         "compressed formats arrive compressed: no image buffer, the codec's description, the compressor's bytes",
-        arguments: [(Int32(1280), Int32(720), VirtualCompressedFormat.mjpeg), (1920, 1080, VirtualCompressedFormat.h264)])
+        arguments: [
+            (Int32(1280), Int32(720), VirtualCompressedFormat.mjpeg), (1920, 1080, VirtualCompressedFormat.h264),
+        ])
     func compressedDelivery(width: Int32, height: Int32, codec: FourCharCode) throws {
         let made = Mutex<[VirtualCompressedFormat]>([])
         let webcam = VirtualCamera.usbWebcam(compressors: { format in
@@ -93,7 +95,8 @@ struct VirtualWebcamTests {
         #expect(!webcam.hasFrameCompressors)
         webcam.clockMode = .freeRunning
         let recorder = StreamRecorder()
-        try webcam.start(webcam.configuration(640, 480, fps: 30, kCVPixelFormatType_422YpCbCr8_yuvs), sink: recorder.sink)
+        let yuyv = webcam.configuration(640, 480, fps: 30, kCVPixelFormatType_422YpCbCr8_yuvs)
+        try webcam.start(yuyv, sink: recorder.sink)
         let arrived = recorder.wait(forEvents: 5)
         webcam.stop()
         #expect(arrived)
@@ -165,7 +168,8 @@ struct VirtualWebcamTests {
         #expect(sink.faults == [.disconnected])
         #expect(!webcam.isConnected && !webcam.isStreaming)
         #expect(throws: DeviceFault.disconnected) {
-            try webcam.start(webcam.configuration(320, 240, fps: 30, kCVPixelFormatType_422YpCbCr8_yuvs), sink: { _ in })
+            try webcam.start(
+                webcam.configuration(320, 240, fps: 30, kCVPixelFormatType_422YpCbCr8_yuvs), sink: { _ in })
         }
         webcam.simulateReplug()
         #expect(webcam.isConnected)

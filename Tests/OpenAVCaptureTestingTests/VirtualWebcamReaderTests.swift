@@ -51,7 +51,8 @@ extension WebcamTests {
                 webcam.formats.first { format in
                     let size = format.formatDescription.dimensions
                     let code = format.formatDescription.mediaSubType.rawValue
-                    let fourCC = String(decoding: [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: code >> $0) }, as: UTF8.self)
+                    let fourCC = String(
+                        decoding: [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: code >> $0) }, as: UTF8.self)
                     return "\(size.width)x\(size.height) \(fourCC)" == name
                 })
             try webcam.configure { device in

@@ -170,9 +170,7 @@ package final class VirtualCamera: VirtualDevice, HighResolutionStillCapturing {
     /// 1920x1080, H.264 1920x1080. Each offers 30 and 15 fps as two fixed rates, as a UVC camera's discrete frame
     /// intervals become two ranges.
     package static func usbWebcamFormats() -> [DeviceFormat] {
-        let rates = [
-            FrameDurationRange(minFrameRate: 30, maxFrameRate: 30), FrameDurationRange(minFrameRate: 15, maxFrameRate: 15),
-        ]
+        let rates = [Int32(30), 15].map { FrameDurationRange(minFrameRate: $0, maxFrameRate: $0) }
         let formats: [(Int32, Int32, FourCharCode)] = [
             (320, 240, kCVPixelFormatType_422YpCbCr8_yuvs), (640, 480, kCVPixelFormatType_422YpCbCr8_yuvs),
             (1280, 720, VirtualCompressedFormat.mjpeg), (1920, 1080, VirtualCompressedFormat.mjpeg),

@@ -55,7 +55,8 @@ package protocol VirtualFrameCompressor: AnyObject {
 }
 
 /// Makes a compressor for one stream of a compressed format; throws when the codec cannot be set up.
-package typealias VirtualFrameCompressorFactory = @Sendable (VirtualCompressedFormat) throws -> any VirtualFrameCompressor
+package typealias VirtualFrameCompressorFactory =
+    @Sendable (VirtualCompressedFormat) throws -> any VirtualFrameCompressor
 
 /// The memory the webcam's compressed frames are delivered in: a few growable byte slots, each lent out as one
 /// frame's `CMBlockBuffer` and taken back when the last holder lets go, so streaming reuses its memory as a
