@@ -171,6 +171,10 @@ struct VirtualWebcamTests {
             try webcam.start(
                 webcam.configuration(320, 240, fps: 30, kCVPixelFormatType_422YpCbCr8_yuvs), sink: { _ in })
         }
+        // A compressed format too: the disconnection, not an encoder, is what start reports.
+        #expect(throws: DeviceFault.disconnected) {
+            try webcam.start(webcam.configuration(1280, 720, fps: 30, VirtualCompressedFormat.mjpeg), sink: { _ in })
+        }
         webcam.simulateReplug()
         #expect(webcam.isConnected)
         #expect(connections.kinds(for: webcam) == ["disconnected", "connected"])

@@ -237,6 +237,10 @@ package final class VirtualCamera: VirtualDevice, HighResolutionStillCapturing {
     package func start(_ configuration: StreamConfiguration, sink: @escaping StreamSink) throws(DeviceFault) {
         let configuration = configurationToStart(configuration, caller: "VirtualCamera")
         guard case .video(let format) = configuration.format else { preconditionFailure("a camera streams video") }
+        // An unplugged or taken camera says so before an encoder is set up (`lifecycle.start` checks again,
+        // atomically).
+        guard isConnected else { throw .disconnected }
+        guard !isInUseByAnotherApplication else { throw .busy }
         let compression = try makeCompression(format, frameDuration: configuration.frameDuration)
         let pool: CVPixelBufferPool
         let formatDescription: CMFormatDescription
