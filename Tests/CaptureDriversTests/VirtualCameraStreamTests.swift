@@ -8,24 +8,30 @@ import Testing
 struct VirtualCameraStreamTests {
     // MARK: Identity and formats
 
-    @Test("the driver lists the back camera, the front camera and the microphone, with their identities")
+    @Test("the driver lists the back camera, the front camera, the USB webcam and the microphone, with identities")
     func driverDevices() {
         let driver = VirtualDeviceDriver(registry: DeviceRegistry(drivers: [], selection: .all))
         let devices = driver.discoverDevices()
         #expect(
-            devices.map(\.identity.uniqueID) == ["virtual:back-camera", "virtual:front-camera", "virtual:microphone"])
+            devices.map(\.identity.uniqueID) == [
+                "virtual:back-camera", "virtual:front-camera", "virtual:usb-webcam", "virtual:microphone",
+            ])
         #expect(
             devices.map(\.identity.localizedName) == [
-                "Virtual Back Camera", "Virtual Front Camera", "Virtual Microphone",
+                "Virtual Back Camera", "Virtual Front Camera", "Virtual USB Webcam", "Virtual Microphone",
             ])
-        #expect(devices.map(\.identity.position) == [.back, .front, .unspecified])
-        #expect(devices.map(\.identity.kind) == [.builtInWideAngleCamera, .builtInWideAngleCamera, .microphone])
+        #expect(devices.map(\.identity.position) == [.back, .front, .unspecified, .unspecified])
+        #expect(
+            devices.map(\.identity.kind) == [.builtInWideAngleCamera, .builtInWideAngleCamera, .external, .microphone])
         #expect(devices.allSatisfy { $0.identity.origin == .virtual && $0.identity.manufacturer == "OpenAVCapture" })
         #expect(driver.origin == .virtual)
-        #expect(VirtualDeviceDriver.shared.discoverDevices().count == 3)
+        #expect(VirtualDeviceDriver.shared.discoverDevices().count == 4)
         #expect(DeviceRegistry.shared.devices().contains { $0 === VirtualDeviceDriver.shared.backCamera })
         driver.backCamera.simulateUnplug()
-        #expect(driver.discoverDevices().map(\.identity.uniqueID) == ["virtual:front-camera", "virtual:microphone"])
+        #expect(
+            driver.discoverDevices().map(\.identity.uniqueID) == [
+                "virtual:front-camera", "virtual:usb-webcam", "virtual:microphone",
+            ])
     }
 
     @Test("formats: every preset size ascending, high frame rates after their 30 fps sibling, YUYV last per size")

@@ -42,9 +42,12 @@ struct AVCaptureToolTests {
         let result = try avcapture(["devices", "--json"])
         #expect(result.status == 0, "\(result.error)")
         let entries = try #require(try JSONSerialization.jsonObject(with: result.output) as? [[String: Any]])
-        #expect(entries.map { $0["uniqueID"] as? String } == ["virtual:back-camera", "virtual:front-camera", "virtual:microphone"])
-        #expect(entries.map { $0["isDefault"] as? Bool } == [true, false, true])
-        #expect(entries.map { $0["index"] as? Int } == [0, 1, 2])
+        #expect(
+            entries.map { $0["uniqueID"] as? String } == [
+                "virtual:back-camera", "virtual:front-camera", "virtual:usb-webcam", "virtual:microphone",
+            ])
+        #expect(entries.map { $0["isDefault"] as? Bool } == [true, false, false, true])
+        #expect(entries.map { $0["index"] as? Int } == [0, 1, 2, 3])
     }
 
     @Test("formats --json gives the formats with frame rates and the controls with ranges")
