@@ -388,6 +388,11 @@ private struct VirtualCameraStream: Sendable {
                 if case .success(let buffer) = pool.pixelBuffer(
                     allocationThreshold: VirtualCamera.poolAllocationThreshold)
                 {
+                    // The renderer encodes BT.709 at every size; say so once per pool buffer (it stays on reuse).
+                    if CVBufferCopyAttachment(buffer, kCVImageBufferYCbCrMatrixKey, nil) == nil {
+                        CVBufferSetAttachment(
+                            buffer, kCVImageBufferYCbCrMatrixKey, kCVImageBufferYCbCrMatrix_ITU_R_709_2, .shouldPropagate)
+                    }
                     return buffer
                 }
                 guard clockMode == .freeRunning, CMClock.hostNanosecondsNow() < deadline else { return nil }

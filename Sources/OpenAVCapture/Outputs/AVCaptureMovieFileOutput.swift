@@ -167,7 +167,7 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
             case .hevc: VideoEncoder.nativePixelFormats(for: .hevc)
             default: []
             }
-        return formats.isEmpty ? nil : VideoFormatDemand(pixelFormats: formats)
+        return formats.isEmpty ? nil : VideoFormatDemand(pixelFormats: formats, evenDimensions: true)
     }
 
     override func encoderDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? {

@@ -286,7 +286,7 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
             return (state.inputs, options)
         }
         precondition(!inputs.isEmpty, "AVAssetWriter.startWriting(): the writer has no inputs")
-        let tracks = inputs.map { ($0.settings, $0.encoderPixelFormat, $0.trackTransform) }
+        let tracks = inputs.map { ($0.encoderSettings, $0.encoderPixelFormat, $0.trackTransform) }
         let path = outputURL.path
         let fileType = muxerFileType
         let failure: MediaCodecsError? = queue.sync {

@@ -104,9 +104,10 @@ final class WriterPipeline {
         let target = PixelBufferConverter.Format(
             pixelFormatType: configuration.pixelFormat, width: configuration.width, height: configuration.height)
         if source == target { return pixelBuffer }
-        if track.pixelConverter?.source != source {
+        let matrix = configuration.matrix ?? YCbCrMatrix.of(pixelBuffer)
+        if track.pixelConverter?.source != source || track.pixelConverter?.matrix != matrix {
             // The encoder holds a few pictures (x264's lookahead is off, but frame threads keep theirs): no limit.
-            track.pixelConverter = try PixelBufferConverter(from: source, to: target, matrix: .itu709)
+            track.pixelConverter = try PixelBufferConverter(from: source, to: target, matrix: matrix)
         }
         return try track.pixelConverter!.convert(pixelBuffer)
     }
