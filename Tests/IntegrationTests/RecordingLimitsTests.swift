@@ -1,0 +1,198 @@
+// maxRecordedFileSize and minFreeDiskSpaceLimit hold on the finished file, close to the limit, at a low and a high
+// bit rate; and a recording that fails leaves no debris: no file before any media, the playable part after.
+
+import Foundation
+import OpenAVCapture
+import OpenAVCaptureTesting
+import Testing
+import TestSupport
+
+/// A 640x480 30 fps H.264 clip of moving noise (4 s, a key frame a second), made once per process with ffmpeg.
+/// Re-encoded, it spends whatever bit rate it is given, as a busy camera's picture does; the virtual camera's
+/// picture compresses to a fraction of a megabit whatever the setting.
+func noisyClip() throws -> URL {
+    let directory = NSTemporaryDirectory() + "recording-limits-\(getpid())"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let url = URL(fileURLWithPath: directory + "/noise-640x480.mp4")
+    if FileManager.default.fileExists(atPath: url.path) { return url }
+    let result = try MediaTool.ffmpeg.run([
+        "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x480:rate=30,noise=alls=40:allf=t+u",
+        "-t", "4", "-c:v", "libx264", "-preset", "ultrafast", "-qp", "8", "-g", "30", "-pix_fmt", "yuv420p",
+        url.path + ".part.mp4",
+    ])
+    try #require(result.status == 0, "ffmpeg could not make the clip: \(result.error)")
+    try FileManager.default.moveItem(atPath: url.path + ".part.mp4", toPath: url.path)
+    return url
+}
+
+/// The files in `directory` whose names start with `name` or `.name` (a hidden sibling of the movie's).
+func siblings(of url: URL) -> [String] {
+    let name = url.lastPathComponent
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)) ?? []
+    return entries.filter { $0 != name && ($0.hasPrefix(name) || $0.hasPrefix("." + name)) }
+}
+
+func fileSize(_ url: URL) -> Int64? {
+    (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
+}
+
+/// Records the noisy clip, looped and read as fast as it decodes, into `output` (video only, H.264 at `bitRate`,
+/// a key frame a second) until the recording ends by itself; returns the delegate after `didFinish`.
+func recordNoise(
+    _ output: AVCaptureMovieFileOutput, bitRate: Int, to url: URL, timeout: TimeInterval = 120
+) throws -> MovieRecordingDelegate {
+    let movie = try MovieFileDevice(url: try noisyClip(), loop: true, clock: .freeRunning)
+    let session = AVCaptureSession()
+    session.beginConfiguration()
+    session.sessionPreset = .inputPriority
+    session.addInput(try AVCaptureDeviceInput(device: try #require(movie.camera)))
+    try #require(session.canAddOutput(output))
+    session.addOutput(output)
+    session.commitConfiguration()
+    let connection = try #require(output.connection(with: .video))
+    output.setOutputSettings(
+        [
+            AVVideoCodecKey: AVVideoCodecType.h264,
+            AVVideoCompressionPropertiesKey: [AVVideoAverageBitRateKey: bitRate, AVVideoMaxKeyFrameIntervalKey: 30],
+        ], for: connection)
+    session.startRunning()
+    defer { session.stopRunning() }
+    let delegate = MovieRecordingDelegate()
+    output.startRecording(to: url, recordingDelegate: delegate)
+    try #require(delegate.waitForFinish(timeout: timeout), "didFinish never came")
+    return delegate
+}
+
+/// The video's bit rate as ffprobe reads it from the file.
+func probedVideoBitRate(_ url: URL) throws -> Double {
+    let video = try #require(try FFprobeReport(url).stream("video"))
+    return try #require(FFprobeReport.number(video["bit_rate"]))
+}
+
+@Suite("Recording limits hold on the finished file", .serialized)
+struct RecordingLimitsTests {
+    @Test(
+        "maxRecordedFileSize: the finished file is within the limit and at least 90 % of it",
+        arguments: [500_000, 10_000_000], [300_000, 1_000_000, 5_000_000] as [Int64])
+    func maxFileSize(bitRate: Int, limit: Int64) throws {
+        guard MediaTool.available(for: "RecordingLimitsTests.maxFileSize") else { return }
+        let url = try scratchURL("limit-\(bitRate)-\(limit).mov", suite: "recording-limits")
+        let output = AVCaptureMovieFileOutput()
+        output.maxRecordedFileSize = limit
+        let delegate = try recordNoise(output, bitRate: bitRate, to: url)
+        #expect(delegate.avError?.code == .maximumFileSizeReached, "\(String(describing: delegate.error))")
+        #expect(delegate.successfullyFinished == true)
+        let size = try #require(fileSize(url))
+        let rate = try probedVideoBitRate(url)
+        print("maxRecordedFileSize \(limit) at \(bitRate) b/s: \(size) B (\(size * 100 / limit) %), video \(Int(rate)) b/s")
+        #expect(size <= limit, "\(size) B is over the limit of \(limit)")
+        let duration = try #require(FFprobeReport.number(try FFprobeReport(url).format["duration"]))
+        if Double(limit) * 8 >= Double(bitRate) * 0.75 {
+            #expect(size * 10 >= limit * 9, "\(size) B is under 90 % of \(limit)")
+            // The content really is at the rate (x264 keeps its average within a few tens of percent).
+            #expect(rate > Double(bitRate) * 0.6 && rate < Double(bitRate) * 1.5, "the video runs at \(rate) b/s")
+        } else {
+            // Less than 0.75 s of the rate: x264's first frames decide. Its rate control starts with a full
+            // buffer (1.5 s of the average), so after the key frame (110 kB here) come P-frames of up to 190 kB,
+            // and the file ends at the last whole frame that fits: at least the key frame.
+            #expect(duration > 0, "not one frame was kept")
+        }
+        #expect(output.recordedFileSize <= limit)
+        #expect(try ffmpegDecodeErrors(url) == "")
+        #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
+    }
+
+    @Test("minFreeDiskSpaceLimit: the recording stops with the volume still holding the limit, the file near all that fits")
+    func minFreeDiskSpace() throws {
+        guard MediaTool.available(for: "RecordingLimitsTests.minFreeDiskSpace"),
+            let disk = SmallFileSystem(megabytes: 16, for: "RecordingLimitsTests.minFreeDiskSpace")
+        else { return }
+        defer { disk.unmount() }
+        let keep: Int64 = 6 << 20
+        let url = URL(fileURLWithPath: disk.path + "/kept-free.mov")
+        let fits = disk.freeBytes - keep
+        let output = AVCaptureMovieFileOutput()
+        output.minFreeDiskSpaceLimit = keep
+        output.movieFragmentInterval = CMTime(value: 1, timescale: 1)
+        let delegate = try recordNoise(output, bitRate: 10_000_000, to: url)
+        #expect(delegate.avError?.code == .diskFull, "\(String(describing: delegate.error))")
+        #expect(delegate.successfullyFinished == true)
+        let size = try #require(fileSize(url))
+        print("minFreeDiskSpaceLimit \(keep) on \(fits + keep) B free: \(size) B of the \(fits) that fit, \(disk.freeBytes) B free after")
+        #expect(disk.freeBytes >= keep, "the volume kept \(disk.freeBytes) B, less than the limit")
+        #expect(size <= fits && size * 10 >= fits * 9, "\(size) B of the \(fits) that fit")
+        #expect(try ffmpegDecodeErrors(url) == "")
+        #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
+    }
+}
+
+@Suite("A failed recording leaves no debris", .serialized)
+struct RecordingDebrisTests {
+    @Test("AVAssetWriter failing at its first sample (a buffer of another size) leaves no file and no sibling")
+    func writerFailsBeforeMedia() async throws {
+        let url = try scratchURL("failed-first.mov", suite: "recording-debris")
+        let writer = try AVAssetWriter(outputURL: url, fileType: .mov)
+        writer.movieFragmentInterval = CMTime(value: 1, timescale: 1)
+        let input = AVAssetWriterInput(
+            mediaType: .video,
+            outputSettings: [AVVideoCodecKey: AVVideoCodecType.h264, AVVideoWidthKey: 320, AVVideoHeightKey: 240])
+        let adaptor = AVAssetWriterInputPixelBufferAdaptor(assetWriterInput: input, sourcePixelBufferAttributes: nil)
+        writer.add(input)
+        #expect(writer.startWriting())
+        writer.startSession(atSourceTime: .zero)
+        var buffer: CVPixelBuffer?
+        CVPixelBufferCreate(nil, 640, 480, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, nil, &buffer)
+        _ = adaptor.append(try #require(buffer), withPresentationTime: .zero)
+        await writer.finishWriting()
+        #expect(writer.status == .failed)
+        #expect(!FileManager.default.fileExists(atPath: url.path), "a file with no media was left")
+        #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
+    }
+
+    @Test("A recording on a full disk ends before any media: diskFull, not finished, no file")
+    func fullDiskBeforeMedia() throws {
+        guard MediaTool.available(for: "RecordingDebrisTests.fullDiskBeforeMedia"),
+            let disk = SmallFileSystem(megabytes: 4, for: "RecordingDebrisTests.fullDiskBeforeMedia")
+        else { return }
+        defer { disk.unmount() }
+        try disk.fill(leaving: 64 << 10)
+        let url = URL(fileURLWithPath: disk.path + "/full.mov")
+        let output = AVCaptureMovieFileOutput()
+        let delegate = try recordNoise(output, bitRate: 1_000_000, to: url, timeout: 30)
+        #expect(delegate.avError?.code == .diskFull, "\(String(describing: delegate.error))")
+        #expect(delegate.successfullyFinished == false)
+        #expect(!FileManager.default.fileExists(atPath: url.path), "a file with no media was left")
+        #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
+    }
+
+    @Test("A recording whose encoder fails later (the camera's size changes) keeps what it recorded, finished")
+    func encoderFailsLater() throws {
+        guard MediaTool.available(for: "RecordingDebrisTests.encoderFailsLater") else { return }
+        let url = try scratchURL("failed-later.mov", suite: "recording-debris")
+        let output = AVCaptureMovieFileOutput()
+        output.movieFragmentInterval = CMTime(value: 1, timescale: 1)
+        let session = try makeMovieSession(output, audio: true)
+        session.startRunning()
+        defer { session.stopRunning() }
+        let delegate = MovieRecordingDelegate()
+        output.startRecording(to: url, recordingDelegate: delegate)
+        #expect(delegate.waitForStart())
+        // Recorded frames are written on; wait until half a second of them is in the file's encoder.
+        let deadline = Date().addingTimeInterval(10)
+        while output.recordedDuration.seconds < 0.5, Date() < deadline { usleep(20_000) }
+        // A larger picture than the encoder was opened for: the writer fails at its first frame.
+        session.beginConfiguration()
+        session.sessionPreset = .vga640x480
+        session.commitConfiguration()
+        #expect(delegate.waitForFinish(), "didFinish never came")
+        let error = try #require(delegate.avError, "the recording cannot have ended cleanly")
+        #expect(delegate.successfullyFinished == true, "\(error)")
+        #expect(try ffmpegDecodeErrors(url) == "")
+        let indices = try decodedFrameIndices(url)
+        #expect(indices.count >= 15, "\(indices.count) frames kept")
+        #expect(indexSteps(indices).isEmpty, "the frames kept are consecutive")
+        let video = try #require(try FFprobeReport(url).stream("video"))
+        #expect(video["width"] as? Int == 320)
+        #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
+    }
+}
