@@ -113,6 +113,17 @@ func recordUntilFinished(
     return delegate.waitForFinish(timeout: timeout) ? delegate : nil
 }
 
+/// Waits until `condition` holds, checking every 10 ms, up to `timeout` seconds; returns whether it held. Tests
+/// wait for what they need (a length recorded, a count reached) rather than sleeping and hoping it happened.
+func waitUntil(timeout: TimeInterval = 15, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        guard Date() < deadline else { return false }
+        usleep(10_000)
+    }
+    return true
+}
+
 func movieScratchURL(_ name: String) throws -> URL {
     let directory = NSTemporaryDirectory() + "moviefileoutput-tests-\(getpid())"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -275,7 +286,7 @@ struct AVCaptureMovieFileOutputTests {
         let delegate = MovieRecordingDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
         #expect(delegate.waitForStart())
-        Thread.sleep(forTimeInterval: 0.5)
+        #expect(waitUntil { output.recordedDuration.seconds >= 0.5 }, "half a second was never recorded")
         camera.unplug()
         #expect(delegate.waitForFinish())
         #expect(delegate.events == ["didStart", "willFinish", "didFinish"])
@@ -297,7 +308,7 @@ struct AVCaptureMovieFileOutputTests {
         let delegate = MovieRecordingDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
         #expect(delegate.waitForStart())
-        Thread.sleep(forTimeInterval: 0.4)
+        #expect(waitUntil { output.recordedDuration.seconds >= 0.4 }, "0.4 s was never recorded")
         session.stopRunning()
         #expect(delegate.waitForFinish())
         #expect(delegate.events == ["didStart", "willFinish", "didFinish"])
@@ -337,11 +348,11 @@ struct AVCaptureMovieFileOutputTests {
         let two = MovieRecordingDelegate()
         output.startRecording(to: first, recordingDelegate: one)
         #expect(one.waitForStart())
-        Thread.sleep(forTimeInterval: 0.8)
+        #expect(waitUntil { output.recordedDuration.seconds >= 0.8 }, "0.8 s was never recorded")
         output.startRecording(to: second, recordingDelegate: two)
         #expect(one.waitForFinish())
         #expect(output.isRecording && output.outputFileURL == second)
-        Thread.sleep(forTimeInterval: 0.8)
+        #expect(waitUntil { output.outputFileURL == second && output.recordedDuration.seconds >= 0.8 })
         output.stopRecording()
         #expect(two.waitForFinish())
         #expect(one.events == ["didStart", "willFinish", "didFinish"] && one.error == nil)
@@ -369,7 +380,7 @@ struct FasterThanTheEncoderTests {
         defer { session.stopRunning() }
         let delegate = MovieRecordingDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
-        Thread.sleep(forTimeInterval: 2)
+        #expect(waitUntil(timeout: 30) { output.recordingStatistics.droppedAudioBuffers > 0 }, "no audio was left out")
         output.stopRecording()
         #expect(delegate.waitForFinish(timeout: 30), "didFinish never came")
         #expect(output.recordingStatistics.droppedAudioBuffers > 0)

@@ -178,8 +178,7 @@ struct RecordingDebrisTests {
         output.startRecording(to: url, recordingDelegate: delegate)
         #expect(delegate.waitForStart())
         // Recorded frames are written on; wait until half a second of them is in the file's encoder.
-        let deadline = Date().addingTimeInterval(10)
-        while output.recordedDuration.seconds < 0.5, Date() < deadline { usleep(20_000) }
+        #expect(waitUntil { output.recordedDuration.seconds >= 0.5 }, "half a second was never recorded")
         // A larger picture than the encoder was opened for: the writer fails at its first frame.
         session.beginConfiguration()
         session.sessionPreset = .vga640x480
