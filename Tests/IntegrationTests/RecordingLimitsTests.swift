@@ -195,3 +195,49 @@ struct RecordingDebrisTests {
         #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
     }
 }
+
+/// The avcapture binary beside the test bundle (`swift build --build-tests` builds both), if it is there.
+private let limitsToolPath: String? = {
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    let candidate = executable.deletingLastPathComponent().appendingPathComponent("avcapture").path
+    return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
+}()
+
+@Suite(
+    "avcapture record within limits and without debris", .serialized,
+    .enabled(if: limitsToolPath != nil, "the avcapture binary is not built beside the tests"))
+struct RecordingLimitsToolTests {
+    private func avcapture(_ arguments: [String]) throws -> ToolResult {
+        var environment = ProcessInfo.processInfo.environment
+        environment["OPENAV_DEVICES"] = "virtual"
+        return try ToolResult.run(executable: limitsToolPath!, arguments, environment: environment)
+    }
+
+    @Test("--max-size 300000 on a file source: exit 0, stopped at the limit, the movie within it and near it")
+    func maxSize() throws {
+        guard MediaTool.available(for: "RecordingLimitsToolTests.maxSize") else { return }
+        let url = try scratchURL("tool-limit.mov", suite: "recording-limits")
+        let result = try avcapture([
+            "record", url.path, "--video", "file:" + (try noisyClip()).path, "--audio", "none", "--max-size", "300000",
+        ])
+        #expect(result.status == 0, "\(result.error)")
+        #expect(String(decoding: result.output, as: UTF8.self).contains("stopped: reached --max-size"))
+        let size = try #require(fileSize(url))
+        #expect(size <= 300_000 && size >= 270_000, "\(size) B")
+        #expect(try ffmpegDecodeErrors(url) == "")
+        #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
+    }
+
+    @Test("On a full disk: the recording fails before any media, exit 74, no file and no sibling")
+    func fullDisk() throws {
+        guard let disk = SmallFileSystem(megabytes: 4, for: "RecordingLimitsToolTests.fullDisk") else { return }
+        defer { disk.unmount() }
+        try disk.fill(leaving: 64 << 10)
+        let url = URL(fileURLWithPath: disk.path + "/full.mov")
+        let result = try avcapture(["record", url.path, "--video", "virtual", "--audio", "none", "--duration", "5"])
+        #expect(result.status == 74, "exit \(result.status): \(result.error)")
+        #expect(result.error.contains("disk"), "\(result.error)")
+        #expect(!FileManager.default.fileExists(atPath: url.path), "a file with no media was left")
+        #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
+    }
+}
