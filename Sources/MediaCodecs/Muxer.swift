@@ -46,6 +46,15 @@ import Synchronization
 /// enlarged by 1.5×). The cap bounds it whatever the bit rate: at most the cap plus one key frame interval of media
 /// (about 5 MB at the 10 Mb/s of 1080p30 with the default 4 MiB cap, instead of 12.5 MB for 10 s; at 50 Mb/s about
 /// 10 MB instead of 60 MB). Below about 3.4 Mb/s (4 MiB in 10 s) the interval governs, as before.
+/// ``heldMediaBytes`` and ``largestHeldMediaBytes`` count those bytes.
+///
+/// Size: ``finishedSizeBound`` is never below the size of the finished file (or of the fragments on disk), and
+/// ``finishedSizeBound(afterWriting:stream:)`` tells a writer that must stay under a size whether the next packet
+/// fits (see ``FileSizeBound``); a movie finishing on a nearly full volume keeps its fragmented form rather than
+/// start a rewrite that would leave less than ``Options/minimumFreeBytesAfterRewrite`` free.
+///
+/// After a failure, ``abandon()`` keeps only what plays: a fragmented movie cut back to its last complete
+/// fragment, or nothing.
 ///
 /// Clean finish: ``finish()`` writes the fragmented trailer (`mfra`), then remuxes the file with a stream copy
 /// (`av_read_frame` → `av_interleaved_write_frame`, timestamps unchanged) into a conventional movie

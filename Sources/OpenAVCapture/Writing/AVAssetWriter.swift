@@ -19,7 +19,10 @@ import Synchronization
 /// Encoding: each input's output settings make a libavcodec encoder at ``startWriting()`` (H.264 with libx264,
 /// HEVC, JPEG, ProRes 422; AAC, ALAC, linear PCM), and the file is written with libavformat. Appended buffers are
 /// encoded and muxed on the writer's own serial queue, not on the caller's thread: `append` only enqueues.
-/// Errors found there put the writer in `.failed`; the next `append` returns `false`.
+/// Errors found there put the writer in `.failed`; the next `append` returns `false`. A failure leaves what plays
+/// and nothing else (ours; Apple leaves the file as it stands): when an encoder failed, the file is finished with
+/// what was written before; when writing the file failed, a fragmented movie is cut back to its last complete
+/// fragment; a file with nothing playable in it is removed.
 ///
 /// Crash safety: with a numeric ``movieFragmentInterval`` a movie is written as fragments, and the file is
 /// readable up to its last fragment if the process dies; a clean finish turns it into a conventional fast-start
