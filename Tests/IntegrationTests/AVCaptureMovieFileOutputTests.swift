@@ -252,23 +252,32 @@ struct AVCaptureMovieFileOutputTests {
         #expect(abs(videoDuration - Double(indices.count) / 30) <= 1.5 / 30, "a gap in the timestamps")
     }
 
-    @Test("A size limit ends with maximumFileSizeReached and a file no larger than the limit")
+    @Test("A size limit ends with maximumFileSizeReached, the file within it and near it, both tracks ending together")
     func maxFileSize() throws {
         guard MediaTool.available(for: "AVCaptureMovieFileOutputTests.maxFileSize") else { return }
         let url = try movieScratchURL("size.mov")
         let output = AVCaptureMovieFileOutput()
-        output.maxRecordedFileSize = 120_000
-        let session = try makeMovieSession(output)
+        output.maxRecordedFileSize = 300_000
+        // 640x480: the virtual picture's H.264 and AAC reach 300 kB in a few seconds.
+        let session = try makeSession(
+            preset: .vga640x480, devices: [VirtualDevices.back, VirtualDevices.microphone], outputs: [output])
         session.startRunning()
         defer { session.stopRunning() }
         let delegate = MovieRecordingDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(delegate.waitForFinish())
+        #expect(delegate.waitForFinish(timeout: 60))
         #expect(delegate.avError?.code == .maximumFileSizeReached, "\(String(describing: delegate.error))")
         #expect(delegate.successfullyFinished == true)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int)
-        #expect(size <= 120_000 && size > 10_000, "\(size) bytes")
+        #expect(size <= 300_000 && size >= 270_000, "\(size) bytes")
         #expect(try ffmpegDecodeErrors(url) == "")
+        // The writer stops every track at the packet that did not fit: the sound ends with the picture, within
+        // one AAC packet and one frame.
+        let probe = try FFprobeReport(url)
+        let video = try #require(FFprobeReport.number(probe.stream("video")?["duration"]))
+        let audio = try #require(FFprobeReport.number(probe.stream("audio")?["duration"]))
+        #expect(abs(audio - video) <= 1024.0 / 48_000 + 1.0 / 30 + 1e-3, "video \(video) s, audio \(audio) s")
+        #expect(indexSteps(try decodedFrameIndices(url)).isEmpty)
     }
 
     @Test("Unplugging the camera ends with deviceWasDisconnected and a playable file")

@@ -13,6 +13,7 @@ final class WriterPipeline {
     /// One input's encoder and stream.
     final class Track {
         let stream: Int
+        let isVideo: Bool
         /// Released once flushed at the finish, so the encoder's frames are not held through the muxer's rewrite.
         private(set) var video: VideoEncoder?
         private(set) var audio: AudioEncoder?
@@ -22,6 +23,7 @@ final class WriterPipeline {
 
         init(stream: Int, video: VideoEncoder?, audio: AudioEncoder?) {
             self.stream = stream
+            self.isVideo = video != nil
             self.video = video
             self.audio = audio
         }
@@ -48,6 +50,9 @@ final class WriterPipeline {
     private(set) var sealedAt: CMTime?
     /// Whether the muxer threw: the file as it stands is all there is (see ``keepPlayablePart()``).
     private(set) var muxerFailed = false
+    /// Per audio stream, its last packet written: where it ends, how long it lasts and its size. A video packet
+    /// is written only with room left for the audio still to come up to its end (see ``audioRoom(until:)``).
+    private var lastAudio: [Int: (end: CMTime, duration: CMTime, bytes: Int)] = [:]
 
     /// Makes every encoder and the muxer with its streams; claims the file (created exclusively).
     init(
@@ -199,8 +204,11 @@ final class WriterPipeline {
     private func write(_ packet: EncodedPacket, stream: Int) throws(MediaCodecsError) {
         let time = packet.presentationTime.isNumeric ? packet.presentationTime : packet.decodeTime
         if let sealedAt, !(time < sealedAt) { return }
+        let isVideo = tracks.contains { $0.stream == stream && $0.isVideo }
         if let (limit, reason) = limits.tightest(),
-            Int64(muxer.finishedSizeBound(afterWriting: packet, stream: stream)) > limit
+            Int64(
+                muxer.finishedSizeBound(afterWriting: packet, stream: stream)
+                    + (isVideo ? audioRoom(until: time + packet.duration) : 0)) > limit
         {
             // A later packet of another track may still come from before this one (the audio encoder's delay):
             // it is written if it fits, so the tracks end together.
@@ -215,6 +223,22 @@ final class WriterPipeline {
             throw error
         }
         encodedBytes.count.add(Int64(packet.data.dataLength), ordering: .relaxed)
+        if !isVideo, time.isNumeric, packet.duration.isNumeric, packet.duration > .zero {
+            lastAudio[stream] = (time + packet.duration, packet.duration, packet.data.dataLength)
+        }
+    }
+
+    /// The bytes the audio packets still to come up to `end` will take, judged by each audio stream's last packet:
+    /// the audio encoder delivers later than the video encoder, so without this room a recording stopped by a
+    /// video frame could lose the sound of its last frames.
+    private func audioRoom(until end: CMTime) -> Int {
+        guard end.isNumeric else { return 0 }
+        var room = 0
+        for (_, last) in lastAudio where last.end < end {
+            let packets = ((end - last.end).seconds / last.duration.seconds).rounded(.up)
+            room += Int(packets) * (last.bytes + 40)  // 40: its index entries, and a timing change
+        }
+        return room
     }
 }
 
