@@ -275,13 +275,20 @@ struct AVCaptureToolTests {
             let disk = SmallFileSystem(megabytes: 8, for: "AVCaptureToolTests.diskFull")
         else { return }
         defer { disk.unmount() }
-        try disk.fill(leaving: 900 * 1024)
+        // A recording keeps 1 MiB free without --min-free: 300 kB of room, filled in a few seconds by a busy picture.
+        try disk.fill(leaving: (1 << 20) + 300_000)
+        let room = disk.freeBytes - (1 << 20)
         let path = disk.path + "/full.mov"
-        let result = try avcapture(["record", path, "--preset", "320x240", "--fragment-interval", "1", "--duration", "20"])
+        let result = try avcapture([
+            "record", path, "--video", "file:" + (try noisyClip()).path, "--audio", "none", "--fragment-interval", "1",
+            "--duration", "20",
+        ])
         #expect(result.status == 74, "\(result.error)")
         #expect(result.error.contains("disk"), "\(result.error)")
         #expect(result.outputText.contains("Wrote"), "\(result.outputText)")
         #expect(try ffmpegDecodeErrors(URL(fileURLWithPath: path)).isEmpty)
+        let size = try #require(fileSize(URL(fileURLWithPath: path)))
+        #expect(size <= room && size * 10 >= room * 9, "\(size) B of the \(room) B of room")
     }
 
     @Test("--overwrite replaces an existing file only once the new one is finished")
