@@ -60,6 +60,11 @@ let package = Package(
         /// Not package-benchmark targets (so outside Benchmarks/, where its plugin looks): comparisons run by hand.
         /// One run against ffmpeg, printing CPU ratios and peak RSS.
         .executableTarget(
+            name: "FileRecordingVersusFFmpeg",
+            path: "Comparisons/FileRecordingVersusFFmpeg",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
             name: "RecordingVersusFFmpeg",
             dependencies: [
                 .product(name: "OpenAVCapture", package: "OpenAVCapture"),

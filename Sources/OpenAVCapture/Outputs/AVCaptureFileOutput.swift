@@ -309,6 +309,15 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         }
     }
 
+    /// While recording (or while a file output delegate watches), frames in a format the encoder takes.
+    override package func videoDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? {
+        guard isActive.load(ordering: .relaxed) || hasFileDelegate.load(ordering: .relaxed) else { return nil }
+        return encoderDemand(for: connection)
+    }
+
+    /// The pixel formats the encoder of `connection`'s media takes as they are; nil takes any (subclasses).
+    func encoderDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? { nil }
+
     override package func receiveDrop(
         presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection
     ) {

@@ -1,4 +1,5 @@
 import Foundation
+import MediaCodecs
 import Synchronization
 
 /// Records a session's video and audio into a QuickTime movie (`.mov`; an MPEG-4 file when the URL ends in `.mp4`
@@ -61,7 +62,12 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
         var movieFragmentInterval = CMTime(value: 10, timescale: 1)
         var metadata: [AVMetadataItem] = []
         var outputSettings: [ObjectIdentifier: [String: Any]] = [:]
+        /// What each video connection's encoder takes, worked out when its settings are set (absent: H.264's).
+        var encoderDemands: [ObjectIdentifier: VideoFormatDemand?] = [:]
     }
+
+    /// H.264's input formats, the default codec's.
+    private static let h264Demand = encoderDemand(for: .h264)
 
     private let settings = Mutex(Settings())
 
@@ -157,7 +163,26 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
                     "AVCaptureMovieFileOutput: codec \(codec) is not one of availableVideoCodecTypes")
             }
         }
-        settings.withLock { $0.outputSettings[ObjectIdentifier(connection)] = outputSettings }
+        let demand = Self.encoderDemand(for: Self.codec(outputSettings?[AVVideoCodecKey]) ?? .h264)
+        settings.withLock { settings in
+            settings.outputSettings[ObjectIdentifier(connection)] = outputSettings
+            settings.encoderDemands[ObjectIdentifier(connection)] = demand
+        }
+    }
+
+    /// The pixel formats `codec`'s encoder takes as they are (nil: the encoder converts whatever comes).
+    private static func encoderDemand(for codec: AVVideoCodecType) -> VideoFormatDemand? {
+        let formats: [OSType] =
+            switch codec {
+            case .h264: VideoEncoder.nativePixelFormats(for: .h264)
+            case .hevc: VideoEncoder.nativePixelFormats(for: .hevc)
+            default: []
+            }
+        return formats.isEmpty ? nil : VideoFormatDemand(pixelFormats: formats)
+    }
+
+    override func encoderDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? {
+        settings.withLock { $0.encoderDemands[ObjectIdentifier(connection)] } ?? Self.h264Demand
     }
 
     private static func codec(_ value: Any?) -> AVVideoCodecType? {

@@ -41,6 +41,12 @@ public class AVCaptureOutput: NSObject, @unchecked Sendable {
     /// A sample buffer for one of the output's connections, on the capture thread. Must not block.
     package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {}
 
+    /// What the output takes from a video connection now, read on the capture thread for every frame before
+    /// `receive(_:from:)`: the session's `FrameConversionStage` converts frames in other formats or sizes (once per
+    /// target, shared by outputs that ask the same). nil takes frames as the device delivers them, or asks for
+    /// nothing because the output would not use the frame. Must not block.
+    package func videoDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? { nil }
+
     /// A frame the device dropped, on the capture thread. Must not block.
     package func receiveDrop(
         presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection

@@ -217,9 +217,11 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
     /// The format the device delivers on the video connection now.
     private var nativeVideoFormat: (pixelFormat: OSType, width: Int, height: Int)? {
         guard let description = connection(with: .video)?.inputPorts.first?.formatDescription else { return nil }
-        // A compressed camera (MJPEG, H.264) or movie file delivers what the session decodes it to.
+        // A compressed camera (MJPEG, H.264) or movie file delivers what the session decodes it to; a format the
+        // output cannot deliver is converted to the first it can.
         let subType = description.mediaSubType.rawValue
-        let pixelFormat = SampleDecodeStage.decodedPixelFormat(forCodec: subType) ?? subType
+        var pixelFormat = SampleDecodeStage.decodedPixelFormat(forCodec: subType) ?? subType
+        if !availableVideoPixelFormatTypes.contains(pixelFormat) { pixelFormat = availableVideoPixelFormatTypes[0] }
         return (pixelFormat, Int(description.dimensions.width), Int(description.dimensions.height))
     }
 
@@ -262,6 +264,24 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
             report(.drop(sampleBuffer.presentationTimeStamp, .frameWasLate, sampleBuffer.formatDescription, connection))
         }
     }
+
+    /// The pixel format and size the settings ask for (every available format when none is asked, so a device
+    /// format outside `availableVideoPixelFormatTypes` is converted to `'420v'`), before the connection's rotation;
+    /// nil while nobody takes frames, or when the pipeline must do the conversion itself (packed 4:2:2 turned).
+    override package func videoDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? {
+        let (request, hasDelegate) = settings.withLock { ($0.request, $0.mailboxes != nil) }
+        guard hasDelegate || streams.isActive else { return nil }
+        let current = connection.currentSettings
+        let turned = current.rotationAngle != 0 || current.isVideoMirrored
+        if turned, let format = request.pixelFormat, !PixelTransform.canTurn(format) { return nil }
+        let quarterTurn = Int(current.rotationAngle) % 180 != 0
+        return VideoFormatDemand(
+            pixelFormats: request.pixelFormat.map { [$0] } ?? Self.deliverablePixelFormats,
+            width: quarterTurn ? request.height : request.width, height: quarterTurn ? request.width : request.height)
+    }
+
+    /// Formats delivered as the device gives them when the settings name none: every available one.
+    private static let deliverablePixelFormats = VideoOutputPipeline.supportedPixelFormats
 
     override package func receiveDrop(
         presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection

@@ -524,7 +524,9 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 properties?[AVVideoExpectedSourceFrameRateKey] = max(1, Int((1 / frameDuration.seconds).rounded()))
                 settings[AVVideoCompressionPropertiesKey] = properties
             }
-            let input = AVAssetWriterInput(mediaType: .video, outputSettings: settings)
+            // The encoder is made for the frames' own pixel format (the conversion stage delivers one it takes).
+            let input = AVAssetWriterInput(
+                mediaType: .video, outputSettings: settings, sourceFormatHint: firstVideo.formatDescription)
             input.expectsMediaDataInRealTime = true
             input.transform = CGAffineTransform(rotationAngle: video.videoRotationAngle * .pi / 180)
             writer.add(input)

@@ -25,8 +25,13 @@ package final class PixelTransform {
 
     /// Whether a buffer of this pixel format can be transformed.
     package func supports(_ pixelFormat: OSType) -> Bool {
+        guard PixelFormatDescription.describing(pixelFormat) != nil else { return false }
+        return isIdentity || Self.canTurn(pixelFormat)
+    }
+
+    /// Whether frames of `pixelFormat` can be rotated and mirrored as they are.
+    package static func canTurn(_ pixelFormat: OSType) -> Bool {
         guard let description = PixelFormatDescription.describing(pixelFormat) else { return false }
-        if isIdentity { return true }
         let packed422 = pixelFormat == kCVPixelFormatType_422YpCbCr8_yuvs || pixelFormat == kCVPixelFormatType_422YpCbCr8
         // Each packed 4:2:2 group holds two lumas in order; moving groups would swap them. Convert first.
         return !packed422 && !description.planes.isEmpty

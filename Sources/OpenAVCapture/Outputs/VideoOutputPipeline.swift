@@ -39,7 +39,7 @@ final class VideoOutputPipeline {
 
     private var transform: PixelTransform?
     private var converters = FrameConverterCache()
-    private var formatDescriptions: [Target: CMFormatDescription] = [:]
+    private var wrapper = ImageSampleWrapper()
 
     /// The frame as the delegate should see it, or nil when a buffer pool is exhausted (the delegate holds
     /// every converted buffer) or the conversion failed: a drop with reason `OutOfBuffers`.
@@ -75,27 +75,6 @@ final class VideoOutputPipeline {
         }
         guard let image else { return nil }
         if image === source { return sample }
-        return wrap(image, like: sample)
-    }
-
-    private func wrap(_ image: CVPixelBuffer, like sample: CMSampleBuffer) -> CMSampleBuffer? {
-        let key = Target(
-            pixelFormat: CVPixelBufferGetPixelFormatType(image), width: CVPixelBufferGetWidth(image),
-            height: CVPixelBufferGetHeight(image))
-        let description: CMFormatDescription
-        if let cached = formatDescriptions[key] {
-            description = cached
-        } else {
-            guard let made = try? CMFormatDescription(imageBuffer: image) else { return nil }
-            formatDescriptions[key] = made
-            description = made
-        }
-        let timing = CMSampleTimingInfo(
-            duration: sample.duration, presentationTimeStamp: sample.presentationTimeStamp,
-            decodeTimeStamp: sample.decodeTimeStamp)
-        guard let wrapped = try? CMSampleBuffer(imageBuffer: image, formatDescription: description, sampleTiming: timing)
-        else { return nil }
-        CMPropagateAttachments(sample, destination: wrapped)
-        return wrapped
+        return wrapper.wrap(image, like: sample)
     }
 }

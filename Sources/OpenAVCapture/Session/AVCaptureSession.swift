@@ -528,23 +528,27 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
     private func sink(for backend: any CaptureBackend) -> StreamSink {
         let key = ObjectIdentifier(backend)
         let slot = routeSlot(for: key)
-        // Compressed buffers (MJPEG, H.264, a movie file's packets) are decoded here, once per device stream.
+        // Compressed buffers (MJPEG, H.264, a movie file's packets) are decoded here, once per device stream, and
+        // frames are converted here for the outputs that take another format or size, once per target.
         let decodeStage = SampleDecodeStage()
+        let conversionStage = FrameConversionStage()
         return { [weak self] event in
             guard let self else { return }
             switch event {
             case .output(let sampleBuffer, _):
                 switch decodeStage.process(sampleBuffer) {
                 case .passThrough:
-                    self.route(sampleBuffer, through: slot)
+                    self.route(sampleBuffer, through: slot, converting: conversionStage)
                 case .decoded(let buffers):
-                    for buffer in buffers { self.route(buffer, through: slot) }
+                    for buffer in buffers { self.route(buffer, through: slot, converting: conversionStage) }
                 case .dropped(let reason):
                     self.routeDrop(at: sampleBuffer.presentationTimeStamp, reason: reason, through: slot)
                 }
             case .dropped(_, let time, let reason):
                 self.routeDrop(at: time, reason: reason, through: slot)
             case .fault(let fault):
+                // The device's last words: frames its decoder held back (a movie file's end) go out before the fault.
+                for buffer in decodeStage.drain() { self.route(buffer, through: slot, converting: conversionStage) }
                 self.eventQueue.async { self.deviceDidFault(key, fault) }
             }
         }
@@ -559,12 +563,26 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
         }
     }
 
-    /// Hands one buffer to every enabled connection of its device. Runs on the capture thread.
-    private func route(_ sampleBuffer: CMSampleBuffer, through slot: RouteSlot) {
+    /// Hands one buffer to every enabled connection of its device, each frame in the format its output takes.
+    /// Runs on the capture thread.
+    private func route(_ sampleBuffer: CMSampleBuffer, through slot: RouteSlot, converting stage: FrameConversionStage) {
         let targets = slot.routes.withLock { $0 }
+        let isVideo = sampleBuffer.imageBuffer != nil
+        defer { if isVideo { stage.endFrame() } }
         for route in targets where route.connection.isEnabled {
+            guard let output = route.output else { continue }
             if !route.connection.audioChannels.isEmpty { AudioLevels.measure(sampleBuffer, into: route.connection.audioChannels) }
-            route.output?.receive(sampleBuffer, from: route.connection)
+            guard isVideo, let demand = output.videoDemand(for: route.connection) else {
+                output.receive(sampleBuffer, from: route.connection)
+                continue
+            }
+            if let converted = stage.sample(sampleBuffer, for: demand) {
+                output.receive(converted, from: route.connection)
+            } else {
+                output.receiveDrop(
+                    presentationTime: sampleBuffer.presentationTimeStamp, reason: .outOfBuffers,
+                    format: sampleBuffer.formatDescription, from: route.connection)
+            }
         }
     }
 

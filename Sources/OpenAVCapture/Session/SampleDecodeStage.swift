@@ -45,13 +45,9 @@ package final class SampleDecodeStage: @unchecked Sendable {
     private var video: VideoDecoder?
     private var audioFormat: CMFormatDescription?
     private var audio: AudioDecoder?
-    private var imageDescriptions: [ImageKey: CMFormatDescription] = [:]
-
-    private struct ImageKey: Hashable {
-        var pixelFormat: OSType
-        var width: Int
-        var height: Int
-    }
+    private var wrapper = ImageSampleWrapper()
+    /// The last compressed video buffer decoded: what frames drained at the end are wrapped like.
+    private var lastVideoSample: CMSampleBuffer?
 
     package init(mjpeg: MJPEGPath = .turboJPEG) {
         mjpegPath = mjpeg
@@ -77,6 +73,29 @@ package final class SampleDecodeStage: @unchecked Sendable {
         }
     }
 
+    /// The frames the video decoder still holds back (an inter-frame codec's delay, B-frame reordering), for the
+    /// end of a stream: a movie file that ended, a device that faulted. The decoder is told no more packets come;
+    /// a later compressed buffer starts a new one.
+    package func drain() -> [CMSampleBuffer] {
+        guard let video, let like = lastVideoSample else { return [] }
+        self.video = nil
+        videoFormat = nil
+        lastVideoSample = nil
+        var drained: [CMSampleBuffer] = []
+        do {
+            try video.finish()
+            while case .frame(let frame) = try video.receiveFrame() {
+                let duration = frame.duration.isValid ? frame.duration : like.duration
+                if let wrapped = wrapper.wrap(frame.pixelBuffer, like: like, time: frame.presentationTime, duration: duration) {
+                    drained.append(wrapped)
+                }
+            }
+        } catch {
+            // A frame that fails to decode at the very end is lost, as it would be mid-stream.
+        }
+        return drained
+    }
+
     /// Decodes `sample` if it is compressed.
     package func process(_ sample: CMSampleBuffer) -> Outcome {
         guard Self.needsDecoding(sample), let format = sample.formatDescription, let data = sample.dataBuffer else {
@@ -100,13 +119,13 @@ package final class SampleDecodeStage: @unchecked Sendable {
             jpeg = nil
             video = nil
             if mjpegPath == .turboJPEG && VideoDecoder.decoderName(for: format.mediaSubType.rawValue) == "mjpeg" {
-                jpeg = try MJPEGDecoder()
+                jpeg = try MJPEGDecoder(bufferLimit: FrameConversionStage.downstreamBufferLimit)
             }
         }
         if let jpeg {
             do {
                 let image = try jpeg.decode(data)
-                return wrap(image, like: sample, time: sample.presentationTimeStamp, duration: sample.duration)
+                return wrapper.wrap(image, like: sample, time: sample.presentationTimeStamp, duration: sample.duration)
                     .map { [$0] } ?? []
             } catch where error.kind == .unsupportedConversion {
                 // A subsampling TurboJPEG's path does not take: FFmpeg's decoder from now on.
@@ -114,17 +133,19 @@ package final class SampleDecodeStage: @unchecked Sendable {
             }
         }
         if video == nil {
-            guard let configuration = VideoDecoder.Configuration(formatDescription: format) else { return [] }
+            guard var configuration = VideoDecoder.Configuration(formatDescription: format) else { return [] }
+            configuration.bufferLimit = FrameConversionStage.downstreamBufferLimit
             video = try VideoDecoder(configuration)
         }
         guard let video else { return [] }
+        lastVideoSample = sample
         try video.send(
             data, presentationTime: sample.presentationTimeStamp, decodeTime: sample.decodeTimeStamp,
             duration: sample.duration)
         var decoded: [CMSampleBuffer] = []
         while case .frame(let frame) = try video.receiveFrame() {
             let duration = frame.duration.isValid ? frame.duration : sample.duration
-            if let wrapped = wrap(frame.pixelBuffer, like: sample, time: frame.presentationTime, duration: duration) {
+            if let wrapped = wrapper.wrap(frame.pixelBuffer, like: sample, time: frame.presentationTime, duration: duration) {
                 decoded.append(wrapped)
             }
         }
@@ -147,28 +168,6 @@ package final class SampleDecodeStage: @unchecked Sendable {
             decoded.append(buffer)
         }
         return decoded
-    }
-
-    /// A sample buffer of `image` with the given timing and `sample`'s attachments; nil if one cannot be made.
-    private func wrap(_ image: CVPixelBuffer, like sample: CMSampleBuffer, time: CMTime, duration: CMTime)
-        -> CMSampleBuffer?
-    {
-        let key = ImageKey(
-            pixelFormat: CVPixelBufferGetPixelFormatType(image), width: CVPixelBufferGetWidth(image),
-            height: CVPixelBufferGetHeight(image))
-        let description: CMFormatDescription
-        if let cached = imageDescriptions[key] {
-            description = cached
-        } else {
-            guard let made = try? CMFormatDescription(imageBuffer: image) else { return nil }
-            imageDescriptions[key] = made
-            description = made
-        }
-        let timing = CMSampleTimingInfo(duration: duration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
-        guard let wrapped = try? CMSampleBuffer(imageBuffer: image, formatDescription: description, sampleTiming: timing)
-        else { return nil }
-        CMPropagateAttachments(sample, destination: wrapped)
-        return wrapped
     }
 }
 

@@ -19,6 +19,9 @@ final class WriterPipeline {
         private(set) var audio: AudioEncoder?
         /// Resamples audio whose rate differs from the settings; made for the first buffer that needs it.
         var converter: AudioConverter?
+        /// Converts pictures whose pixel format or size differs from the encoder's (a pixel buffer adaptor takes
+        /// every format, as Apple's does); made for the first buffer that needs it.
+        var pixelConverter: PixelBufferConverter?
         var isFlushed = false
 
         init(stream: Int, video: VideoEncoder?, audio: AudioEncoder?) {
@@ -32,6 +35,7 @@ final class WriterPipeline {
             video = nil
             audio = nil
             converter = nil
+            pixelConverter = nil
         }
     }
 
@@ -101,8 +105,24 @@ final class WriterPipeline {
         guard let encoder = track.video, !track.isFlushed else { return }
         if let sessionStart, time < sessionStart { return }
         if let sessionEnd, time >= sessionEnd { return }
-        try encoder.send(pixelBuffer, presentationTime: time)
+        try encoder.send(try Self.picture(pixelBuffer, for: encoder, track: track), presentationTime: time)
         try drain(track)
+    }
+
+    /// `pixelBuffer` in the pixel format and size `encoder` was made for, converted when it is not.
+    private static func picture(_ pixelBuffer: CVPixelBuffer, for encoder: VideoEncoder, track: Track)
+        throws(MediaCodecsError) -> CVPixelBuffer
+    {
+        let configuration = encoder.configuration
+        let source = PixelBufferConverter.Format(of: pixelBuffer)
+        let target = PixelBufferConverter.Format(
+            pixelFormatType: configuration.pixelFormat, width: configuration.width, height: configuration.height)
+        if source == target { return pixelBuffer }
+        if track.pixelConverter?.source != source {
+            // The encoder holds a few pictures (x264's lookahead is off, but frame threads keep theirs): no limit.
+            track.pixelConverter = try PixelBufferConverter(from: source, to: target, matrix: .itu709)
+        }
+        return try track.pixelConverter!.convert(pixelBuffer)
     }
 
     /// Encodes one buffer of PCM of track `index`, resampled first when its rate is not the encoder's.
