@@ -136,24 +136,34 @@ struct RecordingLimitsTests {
 
 @Suite("A failed recording leaves no debris", .serialized)
 struct RecordingDebrisTests {
-    @Test("AVAssetWriter failing at its first sample (a buffer of another size) leaves no file and no sibling")
-    func writerFailsBeforeMedia() async throws {
-        let url = try scratchURL("failed-first.mov", suite: "recording-debris")
-        let writer = try AVAssetWriter(outputURL: url, fileType: .mov)
-        writer.movieFragmentInterval = CMTime(value: 1, timescale: 1)
-        let input = AVAssetWriterInput(
-            mediaType: .video,
-            outputSettings: [AVVideoCodecKey: AVVideoCodecType.h264, AVVideoWidthKey: 320, AVVideoHeightKey: 240])
-        let adaptor = AVAssetWriterInputPixelBufferAdaptor(assetWriterInput: input, sourcePixelBufferAttributes: nil)
-        writer.add(input)
-        #expect(writer.startWriting())
-        writer.startSession(atSourceTime: .zero)
-        var buffer: CVPixelBuffer?
-        CVPixelBufferCreate(nil, 640, 480, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, nil, &buffer)
-        _ = adaptor.append(try #require(buffer), withPresentationTime: .zero)
-        await writer.finishWriting()
-        #expect(writer.status == .failed)
+    @Test("AVAssetWriter on a full disk: the first fragment cannot be written, the writer fails, no file is left")
+    func writerFailsBeforeMedia() throws {
+        guard let disk = SmallFileSystem(megabytes: 4, for: "RecordingDebrisTests.writerFailsBeforeMedia") else {
+            return
+        }
+        defer { disk.unmount() }
+        try disk.fill(leaving: 0)
+        let url = URL(fileURLWithPath: disk.path + "/no-room.mov")
+        let status = try writeNoise(to: url, seconds: 3)
+        #expect(status == .failed)
         #expect(!FileManager.default.fileExists(atPath: url.path), "a file with no media was left")
+        #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
+    }
+
+    @Test("AVAssetWriter whose disk fills up mid-movie fails, leaving its complete fragments, readable to the end")
+    func writerFailsLater() throws {
+        guard MediaTool.available(for: "RecordingDebrisTests.writerFailsLater"),
+            let disk = SmallFileSystem(megabytes: 4, for: "RecordingDebrisTests.writerFailsLater")
+        else { return }
+        defer { disk.unmount() }
+        // Room for two or three 1 s fragments at 2 Mb/s (about 250 kB each), not for 6 s.
+        try disk.fill(leaving: 700 << 10)
+        let url = URL(fileURLWithPath: disk.path + "/filled-up.mov")
+        let status = try writeNoise(to: url, seconds: 6)
+        #expect(status == .failed)
+        #expect(try ffmpegDecodeErrors(url) == "", "the file is not cut at a fragment's end")
+        let duration = try #require(FFprobeReport.number(try FFprobeReport(url).format["duration"]))
+        #expect(duration >= 1 && duration < 6, "the file holds \(duration) s")
         #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
     }
 
@@ -173,34 +183,47 @@ struct RecordingDebrisTests {
         #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
     }
 
-    @Test("A recording whose encoder fails later (the camera's size changes) keeps what it recorded, finished")
-    func encoderFailsLater() throws {
-        guard MediaTool.available(for: "RecordingDebrisTests.encoderFailsLater") else { return }
-        let url = try scratchURL("failed-later.mov", suite: "recording-debris")
-        let output = AVCaptureMovieFileOutput()
-        output.movieFragmentInterval = CMTime(value: 1, timescale: 1)
-        let session = try makeMovieSession(output, audio: true)
-        session.startRunning()
-        defer { session.stopRunning() }
-        let delegate = MovieRecordingDelegate()
-        output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(delegate.waitForStart())
-        // Recorded frames are written on; wait until half a second of them is in the file's encoder.
-        #expect(waitUntil { output.recordedDuration.seconds >= 0.5 }, "half a second was never recorded")
-        // A larger picture than the encoder was opened for: the writer fails at its first frame.
-        session.beginConfiguration()
-        session.sessionPreset = .vga640x480
-        session.commitConfiguration()
-        #expect(delegate.waitForFinish(), "didFinish never came")
-        let error = try #require(delegate.avError, "the recording cannot have ended cleanly")
-        #expect(delegate.successfullyFinished == true, "\(error)")
-        #expect(try ffmpegDecodeErrors(url) == "")
-        let indices = try decodedFrameIndices(url)
-        #expect(indices.count >= 15, "\(indices.count) frames kept")
-        #expect(indexSteps(indices).isEmpty, "the frames kept are consecutive")
-        let video = try #require(try FFprobeReport(url).stream("video"))
-        #expect(video["width"] as? Int == 320)
-        #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
+    /// Writes `seconds` of 320x240 noise at 30 fps as H.264 at 2 Mb/s with 1 s fragments through AVAssetWriter
+    /// until done or the writer fails; returns its status after finishing.
+    private func writeNoise(to url: URL, seconds: Int) throws -> AVAssetWriter.Status {
+        let writer = try AVAssetWriter(outputURL: url, fileType: .mov)
+        writer.movieFragmentInterval = CMTime(value: 1, timescale: 1)
+        let input = AVAssetWriterInput(
+            mediaType: .video,
+            outputSettings: [
+                AVVideoCodecKey: AVVideoCodecType.h264, AVVideoWidthKey: 320, AVVideoHeightKey: 240,
+                AVVideoCompressionPropertiesKey: [AVVideoAverageBitRateKey: 2_000_000, AVVideoMaxKeyFrameIntervalKey: 30],
+            ])
+        let adaptor = AVAssetWriterInputPixelBufferAdaptor(assetWriterInput: input, sourcePixelBufferAttributes: nil)
+        writer.add(input)
+        try #require(writer.startWriting())
+        writer.startSession(atSourceTime: .zero)
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for index in 0..<seconds * 30 {
+            var created: CVPixelBuffer?
+            CVPixelBufferCreate(nil, 320, 240, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, nil, &created)
+            let frame = try #require(created)
+            frame.withLockedPlanes { planes in
+                for plane in planes {
+                    let words = plane.bytes.bindMemory(to: UInt64.self)
+                    for word in words.indices {
+                        state ^= state << 13
+                        state ^= state >> 7
+                        state ^= state << 17
+                        words[word] = state
+                    }
+                }
+            }
+            #expect(waitUntil { input.isReadyForMoreMediaData || writer.status != .writing })
+            guard writer.status == .writing,
+                adaptor.append(frame, withPresentationTime: CMTime(value: Int64(index), timescale: 30))
+            else { break }
+        }
+        if writer.status == .writing { input.markAsFinished() }
+        let finished = DispatchSemaphore(value: 0)
+        writer.finishWriting { finished.signal() }
+        #expect(finished.wait(timeout: .now() + 30) == .success)
+        return writer.status
     }
 }
 
