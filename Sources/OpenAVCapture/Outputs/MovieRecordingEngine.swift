@@ -524,9 +524,11 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 properties?[AVVideoExpectedSourceFrameRateKey] = max(1, Int((1 / frameDuration.seconds).rounded()))
                 settings[AVVideoCompressionPropertiesKey] = properties
             }
-            // The encoder is made for the frames' own pixel format (the conversion stage delivers one it takes).
+            // The encoder is made for the frames' own pixel format (the conversion stage delivers one it takes) and
+            // tags the stream with their Y'CbCr matrix: a description of the picture itself carries both.
             let input = AVAssetWriterInput(
-                mediaType: .video, outputSettings: settings, sourceFormatHint: firstVideo.formatDescription)
+                mediaType: .video, outputSettings: settings,
+                sourceFormatHint: (try? CMFormatDescription(imageBuffer: image)) ?? firstVideo.formatDescription)
             input.expectsMediaDataInRealTime = true
             input.transform = CGAffineTransform(rotationAngle: video.videoRotationAngle * .pi / 180)
             writer.add(input)
