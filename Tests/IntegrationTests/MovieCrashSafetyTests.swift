@@ -34,7 +34,8 @@ import TestSupport
     }
 }
 
-/// The child process's side: record with 1 s fragments for a random 2.5–4 s, note how much was recorded, then die.
+/// The child process's side: record with 1 s fragments for 2.5 s and a random part of 1.5 s more, note how much was
+/// recorded, then die.
 enum CrashingRecorder {
     final class StartWatcher: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked Sendable {
         let started = DispatchSemaphore(value: 0)
@@ -61,8 +62,12 @@ enum CrashingRecorder {
         let watcher = StartWatcher()
         output.startRecording(to: url, recordingDelegate: watcher)
         guard watcher.started.wait(timeout: .now() + 5) == .success else { exit(3) }
-        // The kill instant is what is random here, not a wait for something to happen.
-        Thread.sleep(forTimeInterval: Double.random(in: 2.5...4.0))
+        // First 2.5 s of the recording's own progress (so its first fragments are complete however loaded the
+        // machine is: a kill before the first fragment may leave nothing readable, which the promise allows but
+        // this test does not probe), then a kill at a random instant up to 1.5 s later.
+        let deadline = Date().addingTimeInterval(60)
+        while output.recordedDuration.seconds < 2.5, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        Thread.sleep(forTimeInterval: Double.random(in: 0...1.5))
         try String(output.recordedDuration.seconds).write(toFile: elapsedFile, atomically: true, encoding: .utf8)
         raise(SIGKILL)
     }
