@@ -209,6 +209,35 @@ struct MovieFileSourceTests {
         #expect(try FFprobeReport(url).stream("audio") != nil)
     }
 
+    @Test("An odd-sized source (321x241) records: the movie output's frames are brought down to an even size")
+    func oddSizedSourceRecords() async throws {
+        guard MediaTool.available(for: "MovieFileSourceTests.oddSizedSourceRecords") else { return }
+        let clip = try await virtualClip("odd-base.mov", frames: 20, audio: false)
+        let odd = try transcode(clip, to: "odd-source.nut", ["-vf", "scale=321:241", "-c:v", "rawvideo", "-pix_fmt", "yuv420p"])
+        let movie = try MovieFileDevice(url: odd)
+        let session = AVCaptureSession()
+        session.beginConfiguration()
+        session.sessionPreset = .inputPriority
+        session.addInput(try AVCaptureDeviceInput(device: try #require(movie.camera)))
+        let output = AVCaptureMovieFileOutput()
+        session.addOutput(output)
+        session.commitConfiguration()
+        let url = try writerScratchURL("odd-recorded.mov")
+        try? FileManager.default.removeItem(at: url)
+        let delegate = MovieRecordingDelegate()
+        output.startRecording(to: url, recordingDelegate: delegate)
+        session.startRunning()
+        let finished = delegate.waitForFinish(timeout: 20)
+        session.stopRunning()
+        try #require(finished, "the recording did not end with the input")
+        #expect(delegate.successfullyFinished == true, "\(String(describing: delegate.error))")
+        let video = try #require(try FFprobeReport(url).stream("video"))
+        #expect(video["width"] as? Int == 320)
+        #expect(video["height"] as? Int == 240)
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+        #expect(try decodedFrameIndices(url).count == 20)
+    }
+
     @Test("Files that cannot play say why: missing (the OS's reason), not media, an unsupported codec (named)")
     func errorsNameTheCause() throws {
         guard MediaTool.available(for: "MovieFileSourceTests.errorsNameTheCause") else { return }
