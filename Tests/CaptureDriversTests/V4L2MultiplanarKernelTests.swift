@@ -33,18 +33,7 @@ struct V4L2MultiplanarKernelTests {
             return
         }
         #expect(listing.contains("Video Capture Multiplanar"))
-        var theirs = Set<String>()
-        var current: FourCharCode?
-        for line in listing.split(separator: "\n") {
-            if let open = line.firstIndex(of: "'"), line.contains("]:") {
-                let code = line[line.index(after: open)...].prefix(4).utf8.enumerated().reduce(UInt32(0)) {
-                    $0 | UInt32($1.element) << (8 * UInt32($1.offset))
-                }
-                current = V4L2PixelFormat(rawValue: code).mediaSubType
-            } else if let current, line.contains("Size: Discrete") {
-                theirs.insert("\(current) \(line.split(separator: " ").last!)")
-            }
-        }
+        let theirs = v4l2CtlFormats(listing)
         #expect(!theirs.isEmpty)
         #expect(theirs == listed)
     }
