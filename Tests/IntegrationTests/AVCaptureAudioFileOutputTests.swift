@@ -2,6 +2,7 @@
 
 import Foundation
 import OpenAVCapture
+import OpenAVCaptureTesting
 import Testing
 import TestSupport
 
@@ -38,6 +39,39 @@ struct AVCaptureAudioFileOutputTests {
         output.startRecording(to: url, outputFileType: fileType, recordingDelegate: delegate)
         #expect(delegate.waitForFinish(), "didFinish never came")
         return delegate
+    }
+
+    @Test("maxRecordedDuration ends sound to the sample: a file source's first second, sample for sample")
+    func durationIsSampleExact() throws {
+        guard MediaTool.available(for: "AVCaptureAudioFileOutputTests.durationIsSampleExact") else { return }
+        // PCM in a movie comes in packets of 1024 frames: the one that crosses 1 s is cut inside.
+        let source = try scratchURL("exact-source.mov")
+        let made = try MediaTool.ffmpeg.run([
+            "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=997:sample_rate=48000", "-t", "2",
+            "-c:a", "pcm_s16le", source.path,
+        ])
+        try #require(made.status == 0, "\(made.error)")
+        let movie = try MovieFileDevice(url: source)
+        let output = AVCaptureAudioFileOutput()
+        output.maxRecordedDuration = CMTime(value: 1, timescale: 1)
+        let session = try makeSession(devices: [try #require(movie.microphone)], outputs: [output])
+        let url = try scratchURL("exact.wav")
+        let delegate = MovieRecordingDelegate()
+        // Asked for before the file plays, so the recording starts at its first sample.
+        output.startRecording(to: url, outputFileType: .wav, recordingDelegate: delegate)
+        session.startRunning()
+        #expect(delegate.waitForFinish(), "didFinish never came")
+        session.stopRunning()
+        #expect(delegate.avError?.code == .maximumDurationReached)
+        func samples(_ file: URL, _ arguments: [String] = []) throws -> [UInt8] {
+            let result = try MediaTool.ffmpeg.run(
+                ["-nostdin", "-v", "error", "-i", file.path] + arguments + ["-f", "s16le", "-"])
+            try #require(result.status == 0, "\(result.error)")
+            return [UInt8](result.output)
+        }
+        let recorded = try samples(url)
+        #expect(recorded.count == 48_000 * 2, "\(recorded.count / 2) samples")
+        #expect(recorded == (try samples(source, ["-t", "1"])), "not the source's first second")
     }
 
     @Test("Every file type: the container, codec, rate and length ffprobe reads, and a clean decode", arguments: cases)

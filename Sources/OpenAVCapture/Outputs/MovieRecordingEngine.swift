@@ -261,9 +261,17 @@ final class MovieRecordingEngine: @unchecked Sendable {
             recording.phase = .recording
             appendAudio(buffer, to: recording)
         case .recording:
-            if recording.hasVideo
-                || checkLimits(recording, at: time - recording.offset, duration: Self.audioDuration(buffer))
-            {
+            if recording.hasVideo {
+                appendAudio(buffer, to: recording)
+                break
+            }
+            // Sound alone ends at maxRecordedDuration to the sample: the frames of the buffer that crosses it that
+            // still fit are written before the limit ends the recording.
+            let written = time - recording.offset
+            if let head = Self.framesBefore(recording.request.limits.maxDuration - (written - recording.start), buffer) {
+                appendAudio(head, to: recording)
+            }
+            if checkLimits(recording, at: written, duration: Self.audioDuration(buffer)) {
                 appendAudio(buffer, to: recording)
             }
         case .paused, .draining, .finished:
@@ -609,6 +617,29 @@ final class MovieRecordingEngine: @unchecked Sendable {
     static func audioDuration(_ buffer: CMSampleBuffer) -> CMTime {
         let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
         return CMTime(value: Int64(buffer.numSamples), timescale: Int32(rate.rounded()))
+    }
+
+    /// The first frames of an interleaved PCM buffer that fit in `room`, when the buffer lasts longer than `room`
+    /// and at least one frame fits; nil otherwise (it fits whole, or nothing of it does).
+    static func framesBefore(_ room: CMTime, _ buffer: CMSampleBuffer) -> CMSampleBuffer? {
+        guard room.isNumeric, room > .zero, let format = buffer.formatDescription,
+            let description = format.audioStreamBasicDescription, description.mFormatID == kAudioFormatLinearPCM,
+            description.mBytesPerFrame > 0, let data = buffer.dataBuffer
+        else { return nil }
+        let rate = description.mSampleRate
+        // To the nearest frame: device times are host-clock nanoseconds, so the room is a sample count give or take
+        // a nanosecond.
+        let frames = Int((room.seconds * rate).rounded())
+        guard frames > 0, frames < buffer.numSamples else { return nil }
+        let byteCount = frames * Int(description.mBytesPerFrame)
+        guard byteCount <= data.dataLength else { return nil }
+        let head = data.withUnsafeBytes { CMBlockBuffer(copying: UnsafeRawBufferPointer(rebasing: $0[..<byteCount])) }
+        let timing = CMSampleTimingInfo(
+            duration: CMTime(value: 1, timescale: Int32(rate.rounded())),
+            presentationTimeStamp: buffer.presentationTimeStamp, decodeTimeStamp: .invalid)
+        return try? CMSampleBuffer(
+            dataBuffer: head, formatDescription: format, numSamples: frames, sampleTimings: [timing],
+            sampleSizes: [Int(description.mBytesPerFrame)])
     }
 
     static func retimed(_ buffer: CMSampleBuffer, to time: CMTime, sampleDuration: CMTime) -> CMSampleBuffer? {
