@@ -16,7 +16,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench format lint clean
+.PHONY: all build demo test test-kernel deps bench format lint clean usb-webcam-emulator
 
 all: build
 
@@ -80,6 +80,14 @@ test-kernel:
 	vm sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter HotPlugKernelTests"; second=$$?; \
 	rm -rf "$$scratch"; \
 	[ $$first = 0 ] && [ $$second = 0 ]
+
+## usb-webcam-emulator: the USB webcam and microphone the kernel tests plug in over USB/IP (Tests/USBWebcamEmulator),
+## a static C program, so it runs in the VM as it is.
+EMULATOR := .build/usb-webcam-emulator/usb-webcam-emulator
+usb-webcam-emulator: $(EMULATOR)
+$(EMULATOR): Tests/USBWebcamEmulator/usb-webcam-emulator.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -static -o $@ $< -lm
 
 ## bench: the Benchmarks/ package (package-benchmark); prints mallocs and times per operation.
 bench: deps
