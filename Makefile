@@ -53,13 +53,18 @@ test: deps
 	$(SWIFT) test --skip-build --no-parallel
 	@$(MAKE) --no-print-directory test-kernel
 
-## test-kernel: the suites named *KernelTests against real kernel drivers (vivid, snd-aloop) in a throw-away VM:
+## test-kernel: the suites named *KernelTests against real kernel drivers (vivid, snd-aloop, and uvcvideo and
+## snd-usb-audio on the USB/IP webcam emulator) in a throw-away VM:
 ## one boot for everything but hot-plug, one for hot-plug (it unloads vivid). Skips, saying why, where the VM
 ## cannot run. The first run builds the VM image (a few minutes, cached in $(VM_CACHE)).
 VM_RUN ?= $(abspath ../shared/tools/vm-run)
 # Libraries the test bundle links that the VM image lacks. They are part of vm-run's cache key, so the image lives
 # in a cache of its own: plain vm-run runs elsewhere do not rebuild it (nor it theirs).
-VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0
+# usbip: `usbip attach` plugs the USB webcam emulator into vhci-hcd (USBWebcamKernelTests).
+VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip
+# vivid and snd-aloop as before; vhci-hcd (USB/IP's host controller) with the drivers of what the emulator plugs in,
+# loaded up front because the VM has no udev to load them when the device appears.
+VM_MODULES := --module vivid --module snd-aloop --module vhci-hcd --module uvcvideo --module snd-usb-audio
 VM_CACHE ?= $(HOME)/.cache/vm-run-openav
 # Serial: the kernel suites share one vivid (and one snd-aloop), as the virtual devices are shared on the host.
 KERNEL_TESTS := .build/debug/OpenAVCapturePackageTests.xctest --testing-library swift-testing --no-parallel
@@ -71,10 +76,11 @@ test-kernel:
 	if [ "$$(id -u)" != 0 ] && [ ! -f "$(VM_CACHE)/rootfs.img" ]; then \
 		echo "test-kernel: skipped: building the VM image needs root"; exit 0; fi; \
 	[ -x .build/debug/OpenAVCapturePackageTests.xctest ] || $(SWIFT) build --build-tests >/dev/null; \
+	$(MAKE) --no-print-directory usb-webcam-emulator >/dev/null || echo "test-kernel: the USB webcam emulator did not build; its suite skips"; \
 	toolchain=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"); \
 	scratch=$$(mktemp -d); \
 	vm() { (cd "$$scratch" && "$(VM_RUN)" --cache "$(VM_CACHE)" --packages $(VM_IMAGE_PACKAGES) --share-ro "$$toolchain" \
-		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=all --timeout 300 -- "$$@"); }; \
+		--share-ro "$(CURDIR)" $(VM_MODULES) --env OPENAV_DEVICES=all --timeout 300 -- "$$@"); }; \
 	if ! vm true; then rm -rf "$$scratch"; echo "test-kernel: skipped: the VM does not boot here (see vm-run's message above)"; exit 0; fi; \
 	vm sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter KernelTests --skip HotPlugKernelTests"; first=$$?; \
 	vm sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter HotPlugKernelTests"; second=$$?; \

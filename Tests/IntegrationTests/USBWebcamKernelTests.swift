@@ -1,0 +1,301 @@
+// A real USB webcam and microphone under test: the project's USB/IP emulator (Tests/USBWebcamEmulator, built by
+// `make usb-webcam-emulator`) plugged into the kernel's vhci-hcd with `usbip attach`, so uvcvideo and snd-usb-audio
+// drive it as a webcam in a port. Only in the VM of `make test-kernel` (vhci-hcd loaded, Debian's usbip installed,
+// OPENAV_DEVICES=all); everywhere else these skip, saying why.
+
+import Foundation
+import OpenAVCapture
+import OpenAVCaptureTesting
+import Synchronization
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The emulated webcam: the emulator process (started once per test process), its attachment, and its devices as
+/// discovery lists them.
+enum USBWebcam {
+    /// The product name the emulator's device descriptor gives; uvcvideo and snd-usb-audio name the devices by it.
+    static let productName = "OpenAV Test Webcam"
+
+    /// The emulator binary, where `make usb-webcam-emulator` puts it under the package root.
+    static let emulatorPath: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent(".build/usb-webcam-emulator/usb-webcam-emulator").path
+
+    /// Why the suite cannot run here; nil when it can.
+    static let unavailableReason: String? = {
+        if access("/sys/devices/platform/vhci_hcd.0", F_OK) != 0 {
+            return "vhci-hcd is not loaded: these run in the VM (`make test-kernel`)"
+        }
+        if access(emulatorPath, X_OK) != 0 { return "\(emulatorPath) is not built (`make usb-webcam-emulator`)" }
+        if shell("command -v usbip >/dev/null") != 0 { return "Debian's usbip tool is not installed in the VM image" }
+        if ProcessInfo.processInfo.environment["OPENAV_DEVICES"] != "all" {
+            return "OPENAV_DEVICES is not `all`, so discovery lists no real devices"
+        }
+        return nil
+    }()
+
+    static var skipReason: Comment { Comment(rawValue: unavailableReason ?? "") }
+
+    /// The emulator's process, started at first use; nil when it did not start.
+    private static let emulator: pid_t? = {
+        // The VM comes up with its loopback interface down; USB/IP runs over 127.0.0.1.
+        shell("ip link set lo up 2>/dev/null || busybox ip link set lo up")
+        var child: pid_t = 0
+        let words = [emulatorPath]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { word in word.withCString { strdup($0) } } + [nil]
+        defer { argv.forEach { free($0) } }
+        guard posix_spawn(&child, emulatorPath, nil, nil, argv, environ) == 0 else { return nil }
+        // Listening once a connection is accepted (the emulator reads the connection's operation, finds none and
+        // closes it).
+        guard eventually(timeout: 10, { canConnect(port: 3240) }) else { return nil }
+        return child
+    }()
+
+    /// Plugs the webcam in (when it is not) and waits until discovery lists its camera and microphone.
+    static func plug() throws -> (camera: AVCaptureDevice, microphone: AVCaptureDevice) {
+        try #require(emulator != nil, "the emulator did not start")
+        if camera == nil || microphone == nil {
+            if shell("usbip port 2>/dev/null | grep -q 127.0.0.1:3240/1-1") != 0 {
+                try #require(shell("usbip attach -r 127.0.0.1 -b 1-1") == 0, "usbip attach failed")
+            }
+        }
+        try #require(eventually(timeout: 30) { camera != nil && microphone != nil }, "the webcam never appeared")
+        return (try #require(camera), try #require(microphone))
+    }
+
+    /// Unplugs the webcam (`usbip detach` on every port it is attached to) and waits until discovery drops it.
+    static func unplug() throws {
+        let detach =
+            "for p in $(usbip port | sed -n 's/^Port 0*\\([0-9][0-9]*\\):.*/\\1/p'); do usbip detach -p $p; done"
+        try #require(shell(detach) == 0, "usbip detach failed")
+        try #require(eventually(timeout: 30) { camera == nil && microphone == nil }, "the webcam never went away")
+    }
+
+    /// The camera uvcvideo made of it, as discovery lists it.
+    static var camera: AVCaptureDevice? {
+        AVCaptureDevice.DiscoverySession(deviceTypes: [.external], mediaType: .video, position: .unspecified)
+            .devices.first { $0.localizedName.contains(productName) }
+    }
+
+    /// The microphone snd-usb-audio made of it, as discovery lists it.
+    static var microphone: AVCaptureDevice? {
+        AVCaptureDevice.DiscoverySession(deviceTypes: [.microphone], mediaType: .audio, position: .unspecified)
+            .devices.first { $0.localizedName.contains(productName) || $0.uniqueID.contains("CARD=Webcam") }
+    }
+
+    /// The camera's format of `subType` at `width`x`height`.
+    static func format(_ camera: AVCaptureDevice, _ subType: FourCharCode, _ width: Int32, _ height: Int32)
+        -> AVCaptureDevice.Format?
+    {
+        camera.formats.first { format in
+            let dimensions = CMVideoFormatDescriptionGetDimensions(format.formatDescription)
+            return dimensions.width == width && dimensions.height == height
+                && CMFormatDescriptionGetMediaSubType(format.formatDescription) == subType
+        }
+    }
+
+    /// Runs a shell command (as root in the VM); its exit status. posix_spawn, not Foundation's `Process`, whose
+    /// run-loop wake-up socket pair could not be made in the VM.
+    @discardableResult
+    static func shell(_ command: String) -> Int32 {
+        var child: pid_t = 0
+        let words: [String] = ["/bin/sh", "-c", command]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { word in word.withCString { strdup($0) } } + [nil]
+        defer { argv.forEach { free($0) } }
+        guard posix_spawn(&child, "/bin/sh", nil, nil, argv, environ) == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : -1
+    }
+
+    /// What a shell command printed on its standard output (through a scratch file), or nil when it failed.
+    static func shellOutput(_ command: String) -> Data? {
+        let path = NSTemporaryDirectory() + "usb-webcam-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).out"
+        defer { unlink(path) }
+        guard shell("(\(command)) > '\(path)'") == 0 else { return nil }
+        return FileManager.default.contents(atPath: path)
+    }
+
+    private static func canConnect(port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
+
+/// Polls `condition` every 10 ms up to `timeout` seconds.
+private func eventually(timeout: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        Thread.sleep(forTimeInterval: 0.01)
+    }
+    return condition()
+}
+
+@Suite(.serialized, .enabled(if: USBWebcam.unavailableReason == nil, USBWebcam.skipReason))
+struct USBWebcamKernelTests {
+    @Test func discoveryListsAnExternalCameraAndAMicrophoneWithStableIDsAcrossReplug() throws {
+        let (camera, microphone) = try USBWebcam.plug()
+        print("USB webcam: \(camera.localizedName) [\(camera.uniqueID)] model \(camera.modelID); microphone: "
+            + "\(microphone.localizedName) [\(microphone.uniqueID)]")
+        #expect(camera.deviceType == .external)
+        #expect(camera.hasMediaType(.video))
+        #expect(microphone.hasMediaType(.audio))
+        #expect(camera.isConnected && microphone.isConnected)
+        let cameraID = camera.uniqueID
+        let microphoneID = microphone.uniqueID
+
+        try USBWebcam.unplug()
+        #expect(eventually(timeout: 20) { !camera.isConnected })
+        let (replugged, microphoneAgain) = try USBWebcam.plug()
+        #expect(replugged.uniqueID == cameraID)
+        #expect(microphoneAgain.uniqueID == microphoneID)
+        #expect(AVCaptureDevice(uniqueID: cameraID) != nil)
+    }
+
+    @Test func formatsAndFrameRatesAreUVCVideos() throws {
+        let (camera, _) = try USBWebcam.plug()
+        var listed: [String] = []
+        for format in camera.formats {
+            let dimensions = CMVideoFormatDescriptionGetDimensions(format.formatDescription)
+            let subType = CMFormatDescriptionGetMediaSubType(format.formatDescription)
+            let rates = format.videoSupportedFrameRateRanges.map { "\(Int($0.minFrameRate.rounded()))-\(Int($0.maxFrameRate.rounded()))" }
+            listed.append("\(FourCharCodeText(subType)) \(dimensions.width)x\(dimensions.height) \(rates)")
+        }
+        print("USB webcam formats: \(listed)")
+        for (width, height) in [(Int32(1280), Int32(720)), (1920, 1080)] {
+            let format = try #require(USBWebcam.format(camera, kCMVideoCodecType_JPEG, width, height), "MJPEG \(width)x\(height)")
+            let rates = Set(format.videoSupportedFrameRateRanges.flatMap { [$0.minFrameRate.rounded(), $0.maxFrameRate.rounded()] })
+            #expect(rates == [15, 30], "MJPEG \(width)x\(height): \(rates)")
+        }
+        let yuyv = try #require(USBWebcam.format(camera, kCVPixelFormatType_422YpCbCr8_yuvs, 640, 480), "YUYV 640x480")
+        #expect(yuyv.videoSupportedFrameRateRanges.allSatisfy { $0.maxFrameRate.rounded() == 30 })
+    }
+
+    /// Five seconds of MJPEG 1280x720 at 30 fps with the USB microphone into a movie: every frame index once, and
+    /// each flash within one frame interval of its beep.
+    @Test func recordsFiveSecondsOfMJPEG720pWithTheUSBMicrophone() throws {
+        let (camera, microphone) = try USBWebcam.plug()
+        let format = try #require(USBWebcam.format(camera, kCMVideoCodecType_JPEG, 1280, 720))
+        try camera.lockForConfiguration()
+        camera.activeFormat = format
+        camera.activeVideoMinFrameDuration = CMTime(value: 1, timescale: 30)
+        camera.activeVideoMaxFrameDuration = CMTime(value: 1, timescale: 30)
+        camera.unlockForConfiguration()
+
+        let output = AVCaptureMovieFileOutput()
+        output.maxRecordedDuration = CMTime(value: 5, timescale: 1)
+        let session = try makeSession(preset: .inputPriority, devices: [camera, microphone], outputs: [output])
+        if let video = output.connection(with: .video) {
+            // Motion JPEG in the movie: the camera's own codec, the cheapest to write under the VM's emulation.
+            output.setOutputSettings([AVVideoCodecKey: AVVideoCodecType.jpeg], for: video)
+        }
+        session.startRunning()
+        defer { session.stopRunning() }
+        let url = try scratchURL("usb-webcam-720p.mov", suite: "usb-webcam")
+        let delegate = USBRecordingDelegate()
+        output.startRecording(to: url, recordingDelegate: delegate)
+        #expect(delegate.finished.wait(timeout: .now() + 120) == .success, "didFinish never came")
+        #expect(delegate.error?.code == .maximumDurationReached, "\(String(describing: delegate.error))")
+
+        let indices = try Self.decodedFrames(url, width: 1280, height: 720)
+        let readable = indices.frames.compactMap { $0 }
+        print("USB webcam recording: \(indices.frames.count) frames, indices \(readable.first.map(String.init) ?? "-")"
+            + "…\(readable.last.map(String.init) ?? "-"), flashes at \(indices.flashes)")
+        #expect(indices.frames.count >= 140, "\(indices.frames.count) frames in 5 s at 30 fps")
+        #expect(Self.indexGaps(indices.frames).isEmpty, "gaps: \(Self.indexGaps(indices.frames))")
+
+        let beeps = try Self.beepTimes(url)
+        print("USB webcam recording: beeps at \(beeps)")
+        #expect(indices.flashes.count >= 4)
+        for flash in indices.flashes {
+            let beep = try #require(beeps.min { abs($0 - flash) < abs($1 - flash) }, "no beeps")
+            print("A/V offset (beep − flash): \(String(format: "%.1f", (beep - flash) * 1000)) ms")
+            #expect(abs(beep - flash) <= 1.0 / 30, "flash at \(flash) s, beep at \(beep) s")
+        }
+    }
+
+    // MARK: Reading the file back (ffmpeg through the shell, into scratch files)
+
+    /// Every decoded frame's index (nil for a flash) and the flash frames' times in seconds.
+    static func decodedFrames(_ url: URL, width: Int, height: Int) throws -> (frames: [UInt32?], flashes: [Double]) {
+        let pixels = try #require(
+            USBWebcam.shellOutput(
+                "ffmpeg -nostdin -v error -i '\(url.path)' -map 0:v:0 -fps_mode passthrough -f rawvideo -pix_fmt gray -"),
+            "ffmpeg could not decode \(url.path)")
+        let times = try #require(
+            USBWebcam.shellOutput(
+                "ffprobe -v error -select_streams v:0 -show_entries frame=pts_time -of csv=p=0 '\(url.path)'"))
+        let frameTimes = String(decoding: times, as: UTF8.self).split(whereSeparator: \.isNewline).compactMap {
+            $0.split(separator: ",").first.flatMap { Double($0) }
+        }
+        let size = width * height
+        let bytes = [UInt8](pixels)
+        try #require(bytes.count % size == 0 && bytes.count / size == frameTimes.count)
+        var frames: [UInt32?] = []
+        var flashes: [Double] = []
+        for (position, start) in stride(from: 0, to: bytes.count, by: size).enumerated() {
+            let luma = Array(bytes[start..<start + size])
+            frames.append(VirtualFrameReader.readFrameIndex(fromLuma: luma, width: width, height: height))
+            if VirtualFrameReader.isFlashFrame(luma: luma, width: width, height: height) {
+                flashes.append(frameTimes[position])
+            }
+        }
+        return (frames, flashes)
+    }
+
+    /// Where readable indices do not step by one per frame (flash frames, which carry no code, step over).
+    static func indexGaps(_ frames: [UInt32?]) -> [Int] {
+        var gaps: [Int] = []
+        var last: (position: Int, index: UInt32)?
+        for (position, index) in frames.enumerated() {
+            guard let index else { continue }
+            if let last, Int(index) - Int(last.index) != position - last.position { gaps.append(position) }
+            last = (position, index)
+        }
+        return gaps
+    }
+
+    /// The beeps' onsets in the file's audio, in seconds.
+    static func beepTimes(_ url: URL) throws -> [Double] {
+        let decoded = try #require(
+            USBWebcam.shellOutput(
+                "ffmpeg -nostdin -v error -i '\(url.path)' -map 0:a:0 -ac 1 -ar 48000 -f f32le -"))
+        let samples = decoded.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        return VirtualAudioReader.findBeeps(samples: samples, sampleRate: 48_000)
+    }
+}
+
+/// Four characters of a codec or pixel format code.
+private func FourCharCodeText(_ code: FourCharCode) -> String {
+    String(decoding: [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: code >> $0) }, as: UTF8.self)
+}
+
+/// A recording delegate that keeps the finishing error and signals the finish.
+private final class USBRecordingDelegate: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked Sendable {
+    let finished = DispatchSemaphore(value: 0)
+    private let finishError = Mutex<AVError?>(nil)
+    var error: AVError? { finishError.withLock { $0 } }
+
+    func fileOutput(
+        _ output: AVCaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [AVCaptureConnection],
+        error: (any Error)?
+    ) {
+        finishError.withLock { $0 = error as? AVError }
+        finished.signal()
+    }
+}
