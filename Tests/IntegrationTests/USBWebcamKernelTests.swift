@@ -63,7 +63,9 @@ enum USBWebcam {
                 try #require(shell("usbip attach -r 127.0.0.1 -b 1-1") == 0, "usbip attach failed")
             }
         }
-        try #require(eventually(timeout: 30) { camera != nil && microphone != nil }, "the webcam never appeared")
+        try #require(
+            eventually(timeout: 30) { camera?.isConnected == true && microphone?.isConnected == true },
+            "the webcam never appeared (connected) in discovery")
         return (try #require(camera), try #require(microphone))
     }
 
@@ -164,10 +166,13 @@ struct USBWebcamKernelTests {
         let microphoneID = microphone.uniqueID
 
         try USBWebcam.unplug()
-        #expect(eventually(timeout: 20) { !camera.isConnected })
+        #expect(eventually(timeout: 20) { !camera.isConnected && !microphone.isConnected })
+        // Discovery is polled while the webcam comes back, racing the hot-plug monitor's own rescans: whichever
+        // notices first, the same device objects come back connected.
         let (replugged, microphoneAgain) = try USBWebcam.plug()
         #expect(replugged.uniqueID == cameraID)
         #expect(microphoneAgain.uniqueID == microphoneID)
+        #expect(replugged === camera && microphoneAgain === microphone, "the same device objects")
         #expect(AVCaptureDevice(uniqueID: cameraID) != nil)
     }
 
@@ -312,6 +317,13 @@ struct USBWebcamKernelTests {
 
         let beeps = try Self.beepTimes(url)
         print("USB webcam recording: beeps at \(beeps)")
+        #expect(beeps.count >= 4)
+        // The microphone delivers every sample (theUSBMicrophoneDeliversEverySample), so in the file the beeps are
+        // one second apart, unless the movie's audio loses or stretches time.
+        let spacings = zip(beeps, beeps.dropFirst()).map { ($1 - $0) * 48_000 }
+        withKnownIssue("under the VM's load the movie's audio track loses or stretches time", isIntermittent: true) {
+            #expect(spacings.allSatisfy { abs($0 - 48_000) < 2 }, "beeps \(spacings) samples apart in the movie")
+        }
         for flash in indices.flashes {
             let beep = try #require(beeps.min { abs($0 - flash) < abs($1 - flash) }, "no beeps")
             print("A/V offset (beep − flash): \(String(format: "%.1f", (beep - flash) * 1000)) ms")
