@@ -220,6 +220,35 @@ final class USBWebcamKernelTests {
         #expect(yuyv.videoSupportedFrameRateRanges.allSatisfy { $0.maxFrameRate.rounded() == 30 })
     }
 
+    /// The instrument itself, below our code: uvcvideo hands v4l2-ctl every MJPEG 1280x720 frame at 30 fps, indices
+    /// contiguous and every whole-second frame a flash. So a gap in the tests above is ours, not the emulator's.
+    @Test func uvcvideoDeliversEveryFrameToV4L2Ctl() throws {
+        _ = try USBWebcam.plug()
+        let node = try #require(USBWebcam.videoNode())
+        let stream = NSTemporaryDirectory() + "usb-webcam-\(getpid()).mjpg"
+        defer { unlink(stream) }
+        #expect(
+            USBWebcam.shell(
+                "v4l2-ctl -d \(node) --set-fmt-video=width=1280,height=720,pixelformat=MJPG --set-parm=30 "
+                    + "--stream-mmap --stream-count=45 --stream-to=\(stream) >/dev/null 2>&1") == 0)
+        let pixels = try #require(
+            USBWebcam.shellOutput("ffmpeg -nostdin -v error -f mjpeg -i \(stream) -f rawvideo -pix_fmt gray -"))
+        let size = 1280 * 720
+        let frames = stride(from: 0, to: pixels.count - size + 1, by: size).map { start in
+            let luma = [UInt8](pixels[start..<start + size])
+            return (
+                index: VirtualFrameReader.readFrameIndex(fromLuma: luma, width: 1280, height: 720),
+                flash: VirtualFrameReader.isFlashFrame(luma: luma, width: 1280, height: 720)
+            )
+        }
+        let listed = frames.map { $0.index.map(String.init) ?? "F" }
+        print("v4l2-ctl from uvcvideo: \(frames.count) frames, indices \(listed)")
+        #expect(frames.count == 45)
+        #expect(frames.allSatisfy { $0.index != nil || $0.flash }, "every frame carries a code or is a flash")
+        #expect(Self.indexGaps(frames.map(\.index)).isEmpty)
+        #expect(frames.filter(\.flash).count >= 1, "a flash at the whole second in 1.5 s")
+    }
+
     /// MJPEG 1280x720 into a video data output: uvcvideo's frames decoded, in order, and every frame index either
     /// delivered or reported dropped (`didDrop`): nothing lost silently. (Under the VM's emulated CPU a debug build
     /// does not decode 720p in real time, so drops happen there and are counted, not forbidden.)
