@@ -94,6 +94,13 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        /// The resident memory a movie writer holds at 10 Mb/s by fragment setting (see its header).
+        .executableTarget(
+            name: "WriterMemory",
+            dependencies: [.product(name: "OpenAVCapture", package: "OpenAVCapture")],
+            path: "Comparisons/WriterMemory",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         /// Instructions per frame of the capture path, run under callgrind (see its header).
         .executableTarget(
             name: "SessionInstructions",

@@ -87,6 +87,8 @@ package final class MJPEGDecoder {
                 .unsupportedConversion, while: operation, message: "TurboJPEG subsampling \(subsampling) is not 4:2:0, 4:2:2 or grey")
         }
         let output = try takeBuffer(width: Int(width), height: Int(height))
+        // JPEG (JFIF) numbers are BT.601, full range, whatever the size.
+        YCbCrMatrix.itu601.attach(to: output)
         let chromaWidth = Int(tjPlaneWidth(1, width, subsampling))
         let chromaHeight = Int(tjPlaneHeight(1, height, subsampling))
         if sampling != TJSAMP_GRAY && chroma.count < 2 * chromaWidth * chromaHeight {

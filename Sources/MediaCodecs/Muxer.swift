@@ -46,6 +46,15 @@ import Synchronization
 /// enlarged by 1.5×). The cap bounds it whatever the bit rate: at most the cap plus one key frame interval of media
 /// (about 5 MB at the 10 Mb/s of 1080p30 with the default 4 MiB cap, instead of 12.5 MB for 10 s; at 50 Mb/s about
 /// 10 MB instead of 60 MB). Below about 3.4 Mb/s (4 MiB in 10 s) the interval governs, as before.
+/// ``heldMediaBytes`` and ``largestHeldMediaBytes`` count those bytes.
+///
+/// Size: ``finishedSizeBound`` is never below the size of the finished file (or of the fragments on disk), and
+/// ``finishedSizeBound(afterWriting:stream:)`` tells a writer that must stay under a size whether the next packet
+/// fits (see ``FileSizeBound``); a movie finishing on a nearly full volume keeps its fragmented form rather than
+/// start a rewrite that would leave less than ``Options/minimumFreeBytesAfterRewrite`` free.
+///
+/// After a failure, ``abandon()`` keeps only what plays: a fragmented movie cut back to its last complete
+/// fragment, or nothing.
 ///
 /// Clean finish: ``finish()`` writes the fragmented trailer (`mfra`), then remuxes the file with a stream copy
 /// (`av_read_frame` → `av_interleaved_write_frame`, timestamps unchanged) into a conventional movie
@@ -139,6 +148,11 @@ package final class Muxer {
         package var metadata: [(key: String, value: String)]
         /// Whether an existing file at the path may be replaced.
         package var overwrite: Bool
+        /// The free bytes the volume must keep after ``Muxer/finish()`` rewrote a fragmented movie as a
+        /// conventional one: when the rewrite's copy would leave less (by ``Muxer/finishedSizeBound``), the
+        /// fragmented movie is kept as it is, complete, and the rewrite is not attempted. Default 0: it only has
+        /// to fit.
+        package var minimumFreeBytesAfterRewrite: Int64 = 0
 
         /// 4 MiB: about 3.4 s of 1080p30 at 10 Mb/s, so with one key frame interval on top a fragment holds at most
         /// about 5.5 MB there (measured: 5 MB, four one-second GOPs; under 9 MB of libavformat's buffers, which grow
@@ -212,6 +226,21 @@ package final class Muxer {
     package var isFragmented: Bool { fileType.isMovie && options.fragmentInterval != nil }
     /// How long the last clean finish spent remuxing the fragmented file into a conventional one.
     package private(set) var lastRemuxDuration: Duration?
+    /// Media bytes written so far (all streams).
+    package private(set) var mediaBytes = 0
+    /// The most media bytes libavformat held in memory at once: a fragmented movie keeps a fragment's media until
+    /// the fragment is cut (a conventional movie or an audio file writes it at once: 0). The fragment cap bounds it.
+    package private(set) var largestHeldMediaBytes = 0
+    /// The media bytes libavformat holds now (the fragment being filled).
+    package var heldMediaBytes: Int { isFragmented ? fragmentBytes : 0 }
+    /// The most bytes the file can occupy once finished, or as the fragments on disk, with what was written so
+    /// far (see ``FileSizeBound``).
+    package var finishedSizeBound: Int { sizeBound.bytes }
+    /// The same, had `packet` been written to `stream` too: a writer that must keep the file under a size writes
+    /// the packet only when this is within it.
+    package func finishedSizeBound(afterWriting packet: EncodedPacket, stream: Int) -> Int {
+        sizeBound.bytes + sizeBound.growth(writing: packet, stream: stream)
+    }
 
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -227,6 +256,9 @@ package final class Muxer {
     private var fragmentBytes = 0
     /// Whether a cut has written the initial `moov` (`delay_moov`).
     private var wroteMovieHeader = false
+    /// Where the last complete fragment ends in the file (0 before the first cut): what ``abandon()`` keeps.
+    private var completeFragmentsEnd: Int64 = 0
+    private var sizeBound = FileSizeBound()
     /// The transform of each stream, re-applied in the remux.
     private var transforms: [Int: TrackTransform] = [:]
     #if DEBUG
@@ -335,6 +367,7 @@ package final class Muxer {
                 message: "a \(fileType.rawValue) file cannot hold \(name)")
         }
         stream.pointee.time_base = timeBase
+        sizeBound.addStream(extradataBytes: Int(stream.pointee.codecpar.pointee.extradata_size))
         return Int(stream.pointee.index)
     }
 
@@ -375,6 +408,7 @@ package final class Muxer {
             throw MediaCodecsError(.invalidState, while: operation, message: "the file has no streams")
         }
         for (key, value) in options.metadata { av_dict_set(&context.pointee.metadata, key, value, 0) }
+        sizeBound.setMetadata(options.metadata, fragmented: isFragmented)
         var dictionary = headerOptions()
         defer { av_dict_free(&dictionary) }
         let opened = avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE)
@@ -445,6 +479,9 @@ package final class Muxer {
         av_packet_unref(packet)
         guard status >= 0 else { throw .ffmpegIO(status, while: operation) }
         fragmentBytes += encoded.data.dataLength
+        mediaBytes += encoded.data.dataLength
+        if isFragmented { largestHeldMediaBytes = max(largestHeldMediaBytes, fragmentBytes) }
+        sizeBound.add(encoded, stream: stream)
         streamsWritten.insert(stream)
     }
 
@@ -474,6 +511,10 @@ package final class Muxer {
         wroteMovieHeader = true
         fragmentStart = time
         fragmentBytes = 0
+        sizeBound.fragmentWasCut()
+        // flush_packets has handed the fragment to the kernel; the offset is where a crash-cut file ends cleanly.
+        avio_flush(context.pointee.pb)
+        completeFragmentsEnd = avio_tell(context.pointee.pb)
     }
 
     /// Replaces the format-level metadata while writing. It reaches the file's final form: the movie header a
@@ -486,9 +527,12 @@ package final class Muxer {
         let kept = av_dict_get(context.pointee.metadata, "creation_time", nil, 0).map { String(cString: $0.pointee.value) }
         av_dict_free(&context.pointee.metadata)
         for (key, value) in metadata { av_dict_set(&context.pointee.metadata, key, value, 0) }
+        var counted = metadata
         if let kept, !metadata.contains(where: { $0.key == "creation_time" }) {
             av_dict_set(&context.pointee.metadata, "creation_time", kept, 0)
+            counted.append((key: "creation_time", value: kept))
         }
+        sizeBound.setMetadata(counted, fragmented: isFragmented)
     }
 
     /// True when ``finish()`` wrote the whole fragmented movie but could not rewrite it as a conventional one (the
@@ -515,6 +559,7 @@ package final class Muxer {
             let clock = ContinuousClock()
             let started = clock.now
             do throws(MediaCodecsError) {
+                try ensureRoomForRewrite()
                 try remuxToConventionalMovie()
             } catch {
                 keptFragmentedFile = true
@@ -524,7 +569,60 @@ package final class Muxer {
         }
     }
 
+    /// What ``abandon()`` left at ``path``.
+    package enum AbandonedFile: Equatable, Sendable {
+        /// Nothing playable had reached the disk: the file was removed.
+        case removed
+        /// The fragments complete on disk, `bytes` long: readable to its end, with no index (`mfra`) and not
+        /// rewritten.
+        case fragments(bytes: Int64)
+        /// An audio file (WAVE, AIFF, CAF) as written so far: its header's sizes are those of the start.
+        case unfinishedAudio
+    }
+
+    /// Gives up writing after a failure and keeps only what can be played: a fragmented movie is cut back to the
+    /// end of its last complete fragment (a failed write may have left part of the next), a file with nothing
+    /// playable (no fragment yet, a conventional movie without its `moov`, no media) is removed. Later calls do
+    /// nothing and return what the first did.
+    @discardableResult
+    package func abandon() -> AbandonedFile {
+        if let abandoned { return abandoned }
+        state = .finished
+        if let context, context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
+        let result: AbandonedFile
+        if isFragmented, completeFragmentsEnd > 0, truncate(path, off_t(completeFragmentsEnd)) == 0 {
+            result = .fragments(bytes: completeFragmentsEnd)
+        } else if !fileType.isMovie, mediaBytes > 0 {
+            result = .unfinishedAudio
+        } else {
+            unlink(path)
+            result = .removed
+        }
+        abandoned = result
+        return result
+    }
+
+    private var abandoned: AbandonedFile?
+    /// What ``abandon()`` left, once it was called.
+    package var abandonedFile: AbandonedFile? { abandoned }
+    /// Whether the file was started and is neither finished nor abandoned: packets may be written.
+    package var isWriting: Bool { state == .writing }
+
     // MARK: Remux
+
+    /// Throws (keeping the fragmented file) when the conventional copy would not leave
+    /// ``Options/minimumFreeBytesAfterRewrite`` free: the rewrite needs the file's size again until the rename.
+    private func ensureRoomForRewrite() throws(MediaCodecsError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        var info = statvfs()
+        guard statvfs(directory.isEmpty ? "." : directory, &info) == 0 else { return }
+        let free = Int64(info.f_bavail) * Int64(info.f_frsize)
+        let needed = Int64(finishedSizeBound) + options.minimumFreeBytesAfterRewrite
+        guard free < needed else { return }
+        throw MediaCodecsError(
+            .diskFull, while: "rewriting \(path) as a conventional movie",
+            message: "\(free) bytes are free, the copy needs up to \(needed); the fragmented movie was kept")
+    }
 
     /// Copies every packet of the fragmented file at `path` into a conventional fast-start movie and renames it
     /// over `path`.

@@ -134,6 +134,8 @@ package final class PixelBufferConverter {
     private let context: OpaquePointer?
     /// A conversion done without libswscale, or `nil`.
     private let shortcut: Shortcut?
+    /// Whether output buffers are Y'CbCr, and so carry the matrix as their `kCVImageBufferYCbCrMatrixKey`.
+    private let marksMatrix: Bool
     /// The number of planes (1 for packed formats) on each side.
     private let sourcePlaneCount: Int
     private let destinationPlaneCount: Int
@@ -259,6 +261,7 @@ package final class PixelBufferConverter {
         self.shortcut = shortcut
         self.sourcePlaneCount = sourcePlaneCount
         self.destinationPlaneCount = destinationPlaneCount
+        self.marksMatrix = FFmpegPixelFormat(destination.pixelFormatType)?.isYCbCr ?? false
     }
 
     deinit {
@@ -300,6 +303,8 @@ package final class PixelBufferConverter {
             }
             throw MediaCodecsError(.allocationFailed, while: operation, message: "CVReturn \(error.status)")
         }
+        // Y'CbCr numbers keep their matrix through a conversion (or get the converter's, from RGB).
+        if marksMatrix { matrix.attach(to: output) }
         if let shortcut {
             shortcut.convert(from: buffer, into: output)
             return output

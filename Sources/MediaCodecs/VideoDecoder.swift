@@ -295,6 +295,7 @@ package final class VideoDecoder {
             case AVCOL_SPC_BT470BG, AVCOL_SPC_SMPTE170M: SWS_CS_ITU601
             default: width >= 1280 || height >= 720 ? SWS_CS_ITU709 : SWS_CS_ITU601
             }
+        if mapping.isYCbCr { (space == SWS_CS_ITU709 ? YCbCrMatrix.itu709 : .itu601).attach(to: output) }
         let coefficients = sws_getCoefficients(space)
         sws_setColorspaceDetails(
             scaler, coefficients, fullRange ? 1 : 0, coefficients, mapping.isFullRange ? 1 : 0, 0, 1 << 16, 1 << 16)

@@ -139,6 +139,9 @@ package final class VideoEncoder {
         package var threadCount: Int
         /// The libx264/libx265 preset; `nil` picks the default above.
         package var preset: String?
+        /// The Y'CbCr matrix of the buffers' numbers (Y'CbCr input) or of the encoded numbers (RGB input): the
+        /// stream is tagged with it. `nil`: BT.709 from 1280x720 up, BT.601 below.
+        package var matrix: YCbCrMatrix?
 
         /// The defaults described on ``VideoEncoder``.
         package init(
@@ -157,6 +160,7 @@ package final class VideoEncoder {
             self.pixelFormat = pixelFormat
             self.threadCount = 1
             self.preset = nil
+            self.matrix = nil
         }
     }
 
@@ -284,7 +288,8 @@ package final class VideoEncoder {
         context.pointee.thread_count = Int32(config.threadCount)
         context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
         context.pointee.color_range = fullRange ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG
-        context.pointee.colorspace = isHD ? AVCOL_SPC_BT709 : AVCOL_SPC_SMPTE170M
+        let matrix = config.matrix ?? YCbCrMatrix.conventional(width: config.width, height: config.height)
+        context.pointee.colorspace = matrix == .itu709 ? AVCOL_SPC_BT709 : AVCOL_SPC_SMPTE170M
         context.pointee.color_primaries = isHD ? AVCOL_PRI_BT709 : AVCOL_PRI_SMPTE170M
         context.pointee.color_trc = isHD ? AVCOL_TRC_BT709 : AVCOL_TRC_SMPTE170M
         var options: OpaquePointer? = nil
@@ -334,7 +339,7 @@ package final class VideoEncoder {
                     message: "libswscale cannot convert \(pixelFormatName(config.pixelFormat)) to "
                         + codecPixelFormatName)
             }
-            let coefficients = sws_getCoefficients(isHD ? SWS_CS_ITU709 : SWS_CS_ITU601)
+            let coefficients = sws_getCoefficients(matrix.swscaleColorspace)
             _ = sws_setColorspaceDetails(
                 scaler, coefficients, source.isFullRange ? 1 : 0, coefficients, fullRange ? 1 : 0, 0, 1 << 16,
                 1 << 16)

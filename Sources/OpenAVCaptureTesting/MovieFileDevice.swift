@@ -10,7 +10,8 @@ import OpenAVCapture
 ///
 /// The camera delivers the file's frames as they are stored (H.264, MJPEG, …); the session decodes them, so outputs
 /// get NV12 as from a camera. Timestamps are on the host clock: file time 0 is when the first of the two devices
-/// starts; with `loop`, each pass is one file duration later.
+/// starts; with `loop`, each pass is one file duration later. Without `loop`, the devices report themselves
+/// disconnected at the end of the file (see `AVCaptureDevice.movieFileDevices(url:loop:)`).
 ///
 /// Threading: immutable after creation; its devices are thread safe, as every `AVCaptureDevice`.
 public final class MovieFileDevice: Sendable {
@@ -19,14 +20,14 @@ public final class MovieFileDevice: Sendable {
     /// The file's first audio track as a microphone (unique ID `file:` + path + `#audio`), nil when it has none.
     public let microphone: AVCaptureDevice?
 
-    /// Opens `url`. Throws when FFmpeg cannot read the file.
+    /// Opens `url`. Throws what `AVCaptureDevice.movieFileDevices(url:loop:)` throws: the OS's reason for a file
+    /// that cannot be opened, `AVError` for one that is not media or has no track that can be played.
     ///
     /// Unlike `AVCaptureDevice(uniqueID: "file:…")`, which gives the process's one real-time, non-looping device
     /// per file, each `MovieFileDevice` is a device pair of its own with its own settings.
     public init(url: URL, loop: Bool = false, clock: VirtualDeviceClockMode = .realTime) throws {
-        let devices = try CaptureDrivers.MovieFileDevice.devices(
-            url: url, loops: loop, pacing: clock == .realTime ? .realTime : .freeRunning,
-            opener: DemuxerPacketSource.opener)
+        let devices = try MovieFileDevices.open(
+            path: url.relativePath, loops: loop, pacing: clock == .realTime ? .realTime : .freeRunning)
         camera = devices.camera.map(DeviceDirectory.shared.device(for:))
         microphone = devices.microphone.map(DeviceDirectory.shared.device(for:))
     }

@@ -1,4 +1,4 @@
-// OpenAVCaptureTesting: drive OpenAVCapture's virtual camera and microphone from a test.
+// OpenAVCaptureTesting: drive OpenAVCapture's virtual cameras (back, front, USB webcam) and microphone from a test.
 //
 // What a test gets here:
 // - `VirtualCameraController` / `VirtualMicrophoneController` (or `device.virtualCamera` / `.virtualMicrophone`):

@@ -1,8 +1,11 @@
 import CaptureDrivers
 import Foundation
 
-/// The test controls of "Virtual Back Camera" or "Virtual Front Camera": what the camera looks at (light,
-/// illuminant, where the focus target stands), how its clock runs, and faults on demand.
+/// The test controls of "Virtual Back Camera", "Virtual Front Camera" or "Virtual USB Webcam": what the camera looks
+/// at (light, illuminant, where the focus target stands), how its clock runs, and faults on demand. The webcam
+/// (`AVCaptureDevice.default(.external, for: .video, position: .unspecified)` under `OPENAV_DEVICES=virtual`) is
+/// unplugged and replugged like the others; its MJPEG and H.264 formats arrive compressed, and the session decodes
+/// them before outputs see them.
 ///
 /// Get one from the camera's `AVCaptureDevice`: `VirtualCameraController(device)` or `device.virtualCamera`, nil
 /// for any other device. The camera's own controls (zoom, focus, exposure, torch…) stay where Apple put them, on

@@ -137,11 +137,14 @@ public final class CMFormatDescription: Hashable, @unchecked Sendable, CustomStr
             audio: nil, extensions: extensions ?? [:])
     }
 
-    /// The description of an uncompressed image buffer: its pixel format and dimensions.
+    /// The description of an uncompressed image buffer: its pixel format and dimensions, and its Y'CbCr matrix
+    /// attachment as the ``kCMFormatDescriptionExtension_YCbCrMatrix`` extension, as Apple's does.
     public convenience init(imageBuffer: CVImageBuffer) throws {
+        let matrix = CVBufferCopyAttachment(imageBuffer, kCVImageBufferYCbCrMatrixKey, nil)
         try self.init(
             videoCodecType: MediaSubType(rawValue: CVPixelBufferGetPixelFormatType(imageBuffer)),
-            width: CVPixelBufferGetWidth(imageBuffer), height: CVPixelBufferGetHeight(imageBuffer))
+            width: CVPixelBufferGetWidth(imageBuffer), height: CVPixelBufferGetHeight(imageBuffer),
+            extensions: matrix.map { [kCMFormatDescriptionExtension_YCbCrMatrix: $0] })
     }
 
     /// An audio description. Throws when the sample rate or channel count is not positive.
@@ -298,3 +301,7 @@ package func reportingStatus<T>(into out: UnsafeMutablePointer<T?>, _ make: () t
 
 /// "No error", as Apple's `noErr`.
 public let noErr: OSStatus = 0
+
+/// The Y'CbCr matrix of a video description's pixels: the same key and values as the image buffer attachment
+/// (``kCVImageBufferYCbCrMatrixKey``). Apple's `kCMFormatDescriptionExtension_YCbCrMatrix`.
+public let kCMFormatDescriptionExtension_YCbCrMatrix: CFString = kCVImageBufferYCbCrMatrixKey

@@ -56,6 +56,9 @@ public final class CVPixelBuffer: @unchecked Sendable {
     private let backing: Backing
     /// The base-address lock counts.
     private let lockState = Mutex(LockState())
+    /// Attachments (``CVBufferSetAttachment(_:_:_:_:)``): key → value and propagation mode. Empty for most buffers,
+    /// which costs no allocation.
+    let attachmentStore = Mutex<[String: CVBufferAttachment]>([:])
 
     /// Whether the buffer has planes. Apple's C function: ``CVPixelBufferIsPlanar(_:)``.
     public var isPlanar: Bool { planeCount > 0 }

@@ -25,6 +25,7 @@ struct AVCaptureTool: ParsableCommand {
     /// look), not the message followed by the whole usage text.
     static func main() {
         let status: Int32
+        LoggingOptions.applyFFmpegLogLevel(arguments: Array(CommandLine.arguments.dropFirst()))
         do {
             var command = try parseAsRoot()
             try command.run()

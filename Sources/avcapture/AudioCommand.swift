@@ -8,6 +8,7 @@ struct AudioCommand: ParsableCommand {
         commandName: "audio", abstract: "Record audio to .m4a (AAC), .wav, .aiff, .aifc or .caf.",
         discussion: "Ctrl-C or SIGTERM stops the recording cleanly; SIGUSR1 pauses and resumes it.")
 
+    @OptionGroup var logging: LoggingOptions
     @Argument(help: "The file to write.") var output: String
     @Option(help: "Microphone: an index, uniqueID, 'virtual' or part of its name.") var audio: String?
     @Option(help: "Stop after this many seconds.") var duration: Double?

@@ -21,6 +21,8 @@ struct CaptureSetup {
         self.audio = audio
         session.beginConfiguration()
         defer { session.commitConfiguration() }
+        // A movie file plays its own size and rate (a 25 fps or 320x240 clip meets no preset) unless told otherwise.
+        if format == nil, video?.uniqueID.hasPrefix("file:") == true { session.sessionPreset = .inputPriority }
         for device in [video, audio].compactMap({ $0 }) {
             if device.isInUseByAnotherApplication {
                 throw ToolFailure(
@@ -98,6 +100,15 @@ struct CaptureSetup {
         if let error = failure.error ?? (session.isRunning ? nil : failure.waitBriefly()) {
             session.stopRunning()
             throw ToolFailure(.unavailable, "capture did not start: \(Self.describe(error))")
+        }
+    }
+
+    /// Whether a device is a movie file (`file:`) that played to its end: such a device reports itself
+    /// disconnected at the end of its input, and stays so.
+    var movieFileReachedEnd: Bool {
+        [video, audio].contains { device in
+            guard let device else { return false }
+            return device.uniqueID.hasPrefix("file:") && !device.isConnected
         }
     }
 

@@ -1,9 +1,39 @@
+import Foundation
 import OpenAVCapture
 
 /// Finds the device a command line names: an index from `avcapture devices`, a uniqueID (`file:PATH` plays a
 /// movie file as a camera, and as a microphone for --audio), `virtual`, or a case-insensitive fragment of the name;
 /// `none` for no device of that kind.
 struct DeviceSelector {
+    /// Whether movie files named with `file:` start again at their end (`record --loop`); set before selecting.
+    nonisolated(unsafe) static var loopsMovieFiles = false
+
+    /// The camera and microphone of each movie file named so far, by path as given: `--video file:X` and
+    /// `--audio file:X` are the two tracks of one pair, so they play in sync. Only the main thread selects devices.
+    nonisolated(unsafe) private static var movieFiles: [String: (camera: AVCaptureDevice?, microphone: AVCaptureDevice?)] = [:]
+
+    /// The devices of the movie file at `path` (as given: relative to the working directory), opened once.
+    /// Throws 66 with the OS's reason for a file that cannot be opened, 65 for one that is not media that plays.
+    static func movieFile(_ path: String) throws -> (camera: AVCaptureDevice?, microphone: AVCaptureDevice?) {
+        if let known = movieFiles[path] { return known }
+        do {
+            let devices = try AVCaptureDevice.movieFileDevices(url: URL(fileURLWithPath: path), loop: loopsMovieFiles)
+            movieFiles[path] = devices
+            return devices
+        } catch let error as AVError {
+            throw ToolFailure(.dataError, CaptureSetup.describe(error))
+        } catch {
+            throw ToolFailure(.noInput, (error as NSError).localizedDescription)
+        }
+    }
+
+    /// The microphone that goes with a camera when --audio is not given: a movie file's own sound, when the camera
+    /// is a movie file that has one; nil otherwise (the default microphone then).
+    static func companionMicrophone(of camera: AVCaptureDevice?, named specification: String?) throws -> AVCaptureDevice? {
+        guard camera != nil, let specification, specification.hasPrefix("file:") else { return nil }
+        return try movieFile(String(specification.dropFirst("file:".count))).microphone
+    }
+
     /// Every device, cameras first, in the order `avcapture devices` numbers them.
     static var allDevices: [AVCaptureDevice] {
         AVCaptureDevice.DiscoverySession(
@@ -31,16 +61,22 @@ struct DeviceSelector {
             }
             return all[index]
         }
-        // A movie file played as a device: `file:PATH` is its camera, `file:PATH#audio` its microphone.
-        let uniqueIDs =
-            specification.hasPrefix("file:") && mediaType == .audio && !specification.hasSuffix("#audio")
-            ? [specification + "#audio", specification] : [specification]
-        for uniqueID in uniqueIDs {
-            if let device = candidates.first(where: { $0.uniqueID == uniqueID })
-                ?? AVCaptureDevice(uniqueID: uniqueID).flatMap({ $0.hasMediaType(mediaType) ? $0 : nil })
-            {
-                return device
+        // A movie file played as a device: `file:PATH` is its camera, and its microphone for --audio, as is
+        // `file:PATH#audio`. PATH as given, relative to the working directory.
+        if specification.hasPrefix("file:") {
+            var path = String(specification.dropFirst("file:".count))
+            if path.hasSuffix("#audio") { path.removeLast("#audio".count) }
+            let devices = try movieFile(path)
+            guard let device = mediaType == .video ? devices.camera : devices.microphone else {
+                throw ToolFailure(
+                    .unavailable, "\(path) has no \(mediaType == .video ? "video" : "audio") track that can be played")
             }
+            return device
+        }
+        if let device = candidates.first(where: { $0.uniqueID == specification })
+            ?? AVCaptureDevice(uniqueID: specification).flatMap({ $0.hasMediaType(mediaType) ? $0 : nil })
+        {
+            return device
         }
         if specification.lowercased() == "virtual",
             let device = candidates.first(where: { $0.uniqueID.hasPrefix("virtual:") })

@@ -7,6 +7,7 @@ struct DevicesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices", abstract: "List cameras and microphones (* marks the defaults).")
 
+    @OptionGroup var logging: LoggingOptions
     @Flag(help: "Print JSON instead of a table.") var json = false
 
     struct Entry: Codable {

@@ -7,6 +7,7 @@ struct FormatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "formats", abstract: "List a device's formats, frame rates and controls.")
 
+    @OptionGroup var logging: LoggingOptions
     @Argument(help: "An index from 'avcapture devices', a uniqueID, 'virtual', or part of the name.")
     var device: String
     @Flag(help: "Print JSON instead of text.") var json = false
@@ -38,9 +39,16 @@ struct FormatsCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailures {
-            let device = try DeviceSelector.device(device, for: .video)
-                ?? DeviceSelector.device(device, for: .audio)
-            guard let device else { throw ToolFailure(.usage, "name a device; 'none' lists nothing") }
+            let selected: AVCaptureDevice?
+            if device.hasPrefix("file:") {
+                // A movie file: its camera, or its microphone when it has only sound.
+                let path = String(device.dropFirst("file:".count))
+                let devices = try DeviceSelector.movieFile(path.hasSuffix("#audio") ? String(path.dropLast(6)) : path)
+                selected = path.hasSuffix("#audio") ? devices.microphone : devices.camera ?? devices.microphone
+            } else {
+                selected = try DeviceSelector.device(device, for: .video) ?? DeviceSelector.device(device, for: .audio)
+            }
+            guard let device = selected else { throw ToolFailure(.usage, "name a device; 'none' lists nothing") }
             let report = Report(
                 name: device.localizedName, uniqueID: device.uniqueID,
                 formats: device.formats.enumerated().map(Self.entry), controls: Self.controls(of: device))

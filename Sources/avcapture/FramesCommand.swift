@@ -10,6 +10,7 @@ struct FramesCommand: ParsableCommand {
         discussion: "Raw formats carry no header: tell the reader the size (see 'avcapture formats'), e.g. "
             + "ffmpeg -f rawvideo -pix_fmt nv12 -s 1280x720 -r 30 -i -.")
 
+    @OptionGroup var logging: LoggingOptions
     @Option(help: "Camera: an index, uniqueID, 'virtual' or part of its name.") var video: String?
     @Option(help: "y4m, bgra or nv12.") var format: String = "y4m"
     @Option(help: "Stop after this many frames (default: until interrupted).") var count: Int?
@@ -42,8 +43,15 @@ struct FramesCommand: ParsableCommand {
                 video: camera, audio: nil, format: .preset(RecordCommand.parsePreset(preset)!), outputs: [output])
             let frameDuration = camera?.activeVideoMinFrameDuration ?? CMTime(value: 1, timescale: 30)
             let writer = FrameWriter(isY4M: format.lowercased() == "y4m", frameDuration: frameDuration, limit: count)
-            output.setSampleBufferDelegate(writer, queue: DispatchQueue(label: "avcapture.frames"))
+            let frameQueue = DispatchQueue(label: "avcapture.frames")
+            output.setSampleBufferDelegate(writer, queue: frameQueue)
             let signals = SignalWatcher(stop: { _ in writer.finish() })
+            // A movie file's end (a disconnect) or a device failure ends the stream too, after the frames already
+            // handed to the delegate's queue (the device sent them before its fault).
+            let endOfStream = NotificationCenter.default.addObserver(
+                forName: .AVCaptureSessionRuntimeError, object: setup.session, queue: nil
+            ) { _ in frameQueue.async { writer.finish() } }
+            defer { NotificationCenter.default.removeObserver(endOfStream) }
             try setup.start()
             writer.waitUntilDone()
             setup.session.stopRunning()

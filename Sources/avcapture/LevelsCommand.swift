@@ -8,6 +8,7 @@ struct LevelsCommand: ParsableCommand {
         commandName: "levels",
         abstract: "Show a microphone's average and peak levels in dBFS (Ctrl-C ends it).")
 
+    @OptionGroup var logging: LoggingOptions
     @Option(help: "Microphone: an index, uniqueID, 'virtual' or part of its name.") var audio: String?
     @Option(help: "Stop after this many seconds.") var duration: Double?
 

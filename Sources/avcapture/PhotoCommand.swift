@@ -7,6 +7,7 @@ struct PhotoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "photo", abstract: "Take a photo (.jpg, or .heic where libheif can encode HEVC).")
 
+    @OptionGroup var logging: LoggingOptions
     @Argument(help: "The file to write: .jpg, .jpeg or .heic.") var output: String
     @Option(help: "Camera: an index, uniqueID, 'virtual' or part of its name.") var video: String?
     @Option(help: "Flash: on, off or auto.") var flash: String = "off"

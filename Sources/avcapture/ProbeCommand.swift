@@ -7,6 +7,7 @@ struct ProbeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "probe", abstract: "Show a file's tracks, durations, formats and metadata, as AVURLAsset reads them.")
 
+    @OptionGroup var logging: LoggingOptions
     @Argument(help: "The movie or audio file to read.") var file: String
     @Flag(help: "Print JSON instead of text.") var json = false
 

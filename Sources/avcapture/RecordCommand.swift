@@ -10,6 +10,10 @@ struct RecordCommand: ParsableCommand {
         discussion: """
             Ctrl-C or SIGTERM stops the recording cleanly; SIGUSR1 pauses and resumes it. The file is readable up \
             to its last fragment (--fragment-interval) even if the process is killed.
+
+            A movie file plays as a camera with --video file:PATH (PATH relative to the working directory), in real \
+            time; its sound is the microphone unless --audio says otherwise. The recording stops at the end of the \
+            file ("stopped: end of input", exit 0), or plays it again and again with --loop.
             """)
 
     @Argument(help: "The file to write; its extension chooses the container.") var output: String
@@ -35,6 +39,8 @@ struct RecordCommand: ParsableCommand {
     var metadata: [String] = []
     @Option(parsing: .unconditional, help: "Where it was recorded: LAT,LON in degrees.") var location: String?
     @Flag(help: "Replace an existing file (it survives a failed recording).") var overwrite = false
+    @Flag(help: "Play file: sources again and again instead of stopping at their end.") var loop = false
+    @OptionGroup var logging: LoggingOptions
 
     static let movieExtensions = ["mov", "mp4", "m4v"]
     static let codecs: [String: AVVideoCodecType] = ["h264": .h264, "hevc": .hevc, "prores": .proRes422, "jpeg": .jpeg]
@@ -75,8 +81,11 @@ struct RecordCommand: ParsableCommand {
             let isAudioOnly = video?.lowercased() == "none"
             let extensions = isAudioOnly ? AudioCommand.extensions : Self.movieExtensions
             let target = try OutputTarget(path: output, allowedExtensions: extensions, overwrite: overwrite)
+            DeviceSelector.loopsMovieFiles = loop
             let camera = try DeviceSelector.device(video, for: .video)
-            let microphone = try DeviceSelector.device(audio, for: .audio)
+            // A movie file's sound goes with its picture unless --audio names another microphone.
+            let companion = audio == nil ? try DeviceSelector.companionMicrophone(of: camera, named: video) : nil
+            let microphone = try companion ?? DeviceSelector.device(audio, for: .audio)
             let fileOutput: AVCaptureFileOutput = isAudioOnly ? AVCaptureAudioFileOutput() : AVCaptureMovieFileOutput()
             let formatChoice: CaptureSetup.FormatChoice? =
                 if let preset { .preset(Self.parsePreset(preset)!) } else if let format {

@@ -21,8 +21,18 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
 
     /// Records until a limit, a signal or a failure ends it; prints the summary; returns the exit status.
     func run(startAs fileType: AVFileType? = nil) throws {
-        try setup.start()
+        // A movie file plays from its first frame when the session starts: ask for the recording first so that
+        // frame is in it. A live camera has no first frame to keep; it starts recording once it streams.
+        let startsWithInput = [setup.video, setup.audio].contains { $0?.uniqueID.hasPrefix("file:") == true }
+        if startsWithInput { startRecording(as: fileType) }
+        do {
+            try setup.start()
+        } catch {
+            if startsWithInput { output.stopRecording() }
+            throw error
+        }
         defer { setup.session.stopRunning() }
+        if !startsWithInput { startRecording(as: fileType) }
         let signals = SignalWatcher(
             stop: { [self] number in
                 lock.withLock { stopSignal = number }
@@ -31,16 +41,19 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
             togglePause: { [output] in
                 if output.isRecordingPaused { output.resumeRecording() } else { output.pauseRecording() }
             })
-        if let audioOutput = output as? AVCaptureAudioFileOutput, let fileType {
-            audioOutput.startRecording(to: target.captureURL, outputFileType: fileType, recordingDelegate: self)
-        } else {
-            output.startRecording(to: target.captureURL, recordingDelegate: self)
-        }
         if let summary = setup.videoSummary { Terminal.error("Recording \(summary) to \(target.url.path)") }
         while finished.wait(timeout: .now() + 0.5) == .timedOut { Terminal.status(statusLine()) }
         Terminal.endStatus()
         withExtendedLifetime(signals) {}
         try conclude()
+    }
+
+    private func startRecording(as fileType: AVFileType?) {
+        if let audioOutput = output as? AVCaptureAudioFileOutput, let fileType {
+            audioOutput.startRecording(to: target.captureURL, outputFileType: fileType, recordingDelegate: self)
+        } else {
+            output.startRecording(to: target.captureURL, recordingDelegate: self)
+        }
     }
 
     // MARK: Status
@@ -101,6 +114,9 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
         case .diskFull?:
             why = "the disk is nearly full (--min-free)"
             status = .ioError
+        case .deviceWasDisconnected? where setup.movieFileReachedEnd:
+            // A movie file reports its end as a disconnect (see AVCaptureDevice.movieFileDevices(url:loop:)).
+            why = "end of input"
         case .deviceWasDisconnected?:
             why = "the device was disconnected"
             status = .unavailable

@@ -5,7 +5,9 @@ import Foundation
 enum ExitStatus: Int32, CaseIterable {
     /// The command line is wrong: unknown option, conflicting options, impossible format, unknown extension.
     case usage = 64
-    /// An input file does not exist or cannot be read (`probe`).
+    /// An input file is not media that can be played: not a media file, or no track with a codec we decode.
+    case dataError = 65
+    /// An input file does not exist or cannot be read (`probe`, a `file:` device).
     case noInput = 66
     /// The device is unknown, busy, unplugged or not permitted.
     case unavailable = 69
@@ -17,6 +19,7 @@ enum ExitStatus: Int32, CaseIterable {
     var meaning: String {
         switch self {
         case .usage: "usage error: bad option, conflicting options, impossible format, unknown extension"
+        case .dataError: "bad input data: the file is not media, or no track of it can be played"
         case .noInput: "no input: the file to read does not exist or cannot be read"
         case .unavailable: "device unavailable: unknown, busy, unplugged or not permitted"
         case .cannotCreate: "cannot create output: the file exists (use --overwrite) or the directory is not writable"

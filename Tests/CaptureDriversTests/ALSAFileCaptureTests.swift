@@ -50,6 +50,24 @@ struct ALSAFileCaptureTests {
         #expect(entries[1].localizedName == "HDA Intel PCH, ALC892 Analog")
     }
 
+    @Test("microphones with the same name are told apart by card and device; unique names stay as they are")
+    func sameNamesToldApart() {
+        let hints = [
+            ALSANameHint(name: "hw:CARD=Loopback,DEV=0", description: "Loopback, Loopback PCM\nLoopback device #0", direction: nil),
+            ALSANameHint(name: "hw:CARD=Loopback,DEV=1", description: "Loopback, Loopback PCM\nLoopback device #1", direction: nil),
+            ALSANameHint(name: "hw:CARD=PCH,DEV=0", description: "HDA Intel PCH, ALC892 Analog", direction: nil),
+            ALSANameHint(name: "hw:CARD=Webcam,DEV=0", description: "USB Camera, USB Audio", direction: nil),
+            ALSANameHint(name: "hw:CARD=Webcam_1,DEV=0", description: "USB Camera, USB Audio", direction: nil),
+        ]
+        let names = ALSACaptureDeviceEntry.microphones(from: hints).map(\.localizedName)
+        #expect(
+            names == [
+                "Loopback, Loopback PCM (hw:Loopback,0)", "Loopback, Loopback PCM (hw:Loopback,1)",
+                "HDA Intel PCH, ALC892 Analog", "USB Camera, USB Audio (hw:Webcam,0)", "USB Camera, USB Audio (hw:Webcam_1,0)",
+            ], "\(names)")
+        #expect(Set(names).count == names.count)
+    }
+
     @Test(
         "samples read back byte-identical, in 10 ms periods with consecutive sequence numbers",
         arguments: [

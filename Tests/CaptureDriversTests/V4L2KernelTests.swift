@@ -47,18 +47,7 @@ struct V4L2KernelTests {
             print("v4l2-ctl is not installed: the format list is not cross-checked")
             return
         }
-        var theirs = Set<String>()
-        var current: FourCharCode?
-        for line in listing.split(separator: "\n") {
-            if let open = line.firstIndex(of: "'"), line.contains("]:") {
-                let code = line[line.index(after: open)...].prefix(4).utf8.enumerated().reduce(UInt32(0)) {
-                    $0 | UInt32($1.element) << (8 * UInt32($1.offset))
-                }
-                current = V4L2PixelFormat(rawValue: code).mediaSubType
-            } else if let current, line.contains("Size: Discrete") {
-                theirs.insert("\(current) \(line.split(separator: " ").last!)")
-            }
-        }
+        let theirs = v4l2CtlFormats(listing)
         #expect(!theirs.isEmpty)
         #expect(theirs == listed)
     }
@@ -334,4 +323,22 @@ func spawn(_ path: String, _ arguments: [String]) -> (status: Int32, output: Str
     while waitpid(child, &status, 0) < 0 && errno == EINTR {}
     let exited = status & 0x7f == 0
     return (exited ? (status >> 8) & 0xff : -1, String(decoding: output, as: UTF8.self))
+}
+
+/// What `v4l2-ctl --list-formats-ext` lists, as "mediaSubType WIDTHxHEIGHT" for each discrete size of each pixel
+/// format, the four-character codes mapped as the driver maps them (NM12 and NV12 both '420v').
+func v4l2CtlFormats(_ listing: String) -> Set<String> {
+    var formats = Set<String>()
+    var current: FourCharCode?
+    for line in listing.split(separator: "\n") {
+        if let open = line.firstIndex(of: "'"), line.contains("]:") {
+            let code = line[line.index(after: open)...].prefix(4).utf8.enumerated().reduce(UInt32(0)) {
+                $0 | UInt32($1.element) << (8 * UInt32($1.offset))
+            }
+            current = V4L2PixelFormat(rawValue: code).mediaSubType
+        } else if let current, line.contains("Size: Discrete") {
+            formats.insert("\(current) \(line.split(separator: " ").last!)")
+        }
+    }
+    return formats
 }

@@ -221,7 +221,7 @@ import Testing
         let kernel = webcam()
         let node = try V4L2Node(path: kernel.path, system: kernel.system)
         // Nothing streams: DQBUF has nothing done and says EAGAIN.
-        guard case .wouldBlock = try node.dequeue() else {
+        guard case .wouldBlock = try node.dequeue(type: .videoCapture, planeCount: 1) else {
             Issue.record("DQBUF without a finished buffer is .wouldBlock")
             return
         }

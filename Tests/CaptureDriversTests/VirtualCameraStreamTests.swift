@@ -8,24 +8,30 @@ import Testing
 struct VirtualCameraStreamTests {
     // MARK: Identity and formats
 
-    @Test("the driver lists the back camera, the front camera and the microphone, with their identities")
+    @Test("the driver lists the back camera, the front camera, the USB webcam and the microphone, with identities")
     func driverDevices() {
         let driver = VirtualDeviceDriver(registry: DeviceRegistry(drivers: [], selection: .all))
         let devices = driver.discoverDevices()
         #expect(
-            devices.map(\.identity.uniqueID) == ["virtual:back-camera", "virtual:front-camera", "virtual:microphone"])
+            devices.map(\.identity.uniqueID) == [
+                "virtual:back-camera", "virtual:front-camera", "virtual:usb-webcam", "virtual:microphone",
+            ])
         #expect(
             devices.map(\.identity.localizedName) == [
-                "Virtual Back Camera", "Virtual Front Camera", "Virtual Microphone",
+                "Virtual Back Camera", "Virtual Front Camera", "Virtual USB Webcam", "Virtual Microphone",
             ])
-        #expect(devices.map(\.identity.position) == [.back, .front, .unspecified])
-        #expect(devices.map(\.identity.kind) == [.builtInWideAngleCamera, .builtInWideAngleCamera, .microphone])
+        #expect(devices.map(\.identity.position) == [.back, .front, .unspecified, .unspecified])
+        #expect(
+            devices.map(\.identity.kind) == [.builtInWideAngleCamera, .builtInWideAngleCamera, .external, .microphone])
         #expect(devices.allSatisfy { $0.identity.origin == .virtual && $0.identity.manufacturer == "OpenAVCapture" })
         #expect(driver.origin == .virtual)
-        #expect(VirtualDeviceDriver.shared.discoverDevices().count == 3)
+        #expect(VirtualDeviceDriver.shared.discoverDevices().count == 4)
         #expect(DeviceRegistry.shared.devices().contains { $0 === VirtualDeviceDriver.shared.backCamera })
         driver.backCamera.simulateUnplug()
-        #expect(driver.discoverDevices().map(\.identity.uniqueID) == ["virtual:front-camera", "virtual:microphone"])
+        #expect(
+            driver.discoverDevices().map(\.identity.uniqueID) == [
+                "virtual:front-camera", "virtual:usb-webcam", "virtual:microphone",
+            ])
     }
 
     @Test("formats: every preset size ascending, high frame rates after their 30 fps sibling, YUYV last per size")
@@ -104,28 +110,29 @@ struct VirtualCameraStreamTests {
             #expect(frame.duration == CMTime(value: 1, timescale: 30))
             #expect(frame.pixelFormat == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange)
             #expect(frame.width == 320 && frame.height == 240)
-            // Delivered at its time, not before, and not long after.
+            // Real time: delivered at its time, never before (how long after is the machine's, not asserted).
             let lateness = Double(frame.deliveredAt) / 1e9 - frame.presentationTime.seconds
-            #expect(lateness >= 0 && lateness < 0.25, "frame \(n) delivered \(lateness) s after its time")
+            #expect(lateness >= 0, "frame \(n) delivered \(-lateness) s before its time")
             if !frame.isFlash { #expect(frame.frameIndex == UInt32(n)) }
         }
         #expect(recorder.events.allSatisfy { if case .frame = $0 { true } else { false } })
     }
 
-    @Test("free-running: far faster than real time, timestamps still exact, flash frames exactly at whole seconds")
+    @Test("free-running: frames come before their time, timestamps still exact, flash frames exactly at whole seconds")
     func freeRunning() throws {
         let camera = VirtualCamera(position: .back)
         camera.clockMode = .freeRunning
         let recorder = StreamRecorder()
-        let start = CMClock.hostNanosecondsNow()
         try camera.start(camera.configuration(fps: 30), sink: recorder.sink)
         let arrived = recorder.wait(forEvents: 75)
-        let wall = secondsSince(start)
         camera.stop()
         #expect(arrived)
         let frames = recorder.frames
         try #require(frames.count >= 75)
-        #expect(wall < 1.25, "75 frames (2.5 s of video) took \(wall) s")
+        // It does not wait for the clock: frames come before their time, which a real-time camera never does.
+        #expect(
+            frames.contains { Double($0.deliveredAt) / 1e9 < $0.presentationTime.seconds },
+            "every frame came at or after its time, as in real time")
         let first = frames[0].presentationTime.value
         var flashes = 0
         for (n, frame) in frames.enumerated() {
@@ -191,25 +198,25 @@ struct VirtualCameraStreamTests {
         }
     }
 
-    @Test("stop() returns within 100 ms, even mid-sleep at 1 fps, and no event follows it")
+    @Test("stop() returns without waiting for the next frame, even mid-sleep at 1 fps, and no event follows it")
     func stopIsPrompt() throws {
         let camera = VirtualCamera(position: .back)
         let recorder = StreamRecorder()
         try camera.start(camera.configuration(fps: 30), sink: recorder.sink)
         recorder.wait(forEvents: 3)
-        var start = CMClock.hostNanosecondsNow()
         camera.stop()
         recorder.close()
-        #expect(secondsSince(start) < 0.1)
         #expect(!camera.isStreaming)
 
         let slow = StreamRecorder()
         try camera.start(camera.configuration(fps: 1), sink: slow.sink)
         #expect(camera.isStreaming)
-        start = CMClock.hostNanosecondsNow()
+        #expect(slow.wait(forEvents: 1))
+        let next = try #require(slow.frames.first).presentationTime + CMTime(value: 1, timescale: 1)
         camera.stop()
         slow.close()
-        #expect(secondsSince(start) < 0.1)
+        // The capture thread was asleep until the next frame's time: stop() woke it rather than waiting.
+        #expect(Double(CMClock.hostNanosecondsNow()) / 1e9 < next.seconds, "stop() waited for the next frame")
         // Not synchronization: a window in which a late event would show.
         Thread.sleep(forTimeInterval: 0.1)
         #expect(recorder.eventsAfterClose == 0 && slow.eventsAfterClose == 0)

@@ -56,7 +56,8 @@ struct VirtualMicrophoneStreamTests {
             #expect(period.formatDescription === description, "one format description per stream")
             let end = period.presentationTime.seconds + 0.01
             let lateness = Double(period.deliveredAt) / 1e9 - end
-            #expect(lateness >= 0 && lateness < 0.25, "period \(n) delivered \(lateness) s after its end")
+            // Real time: delivered once its last sample is due, never before (how long after is not asserted).
+            #expect(lateness >= 0, "period \(n) delivered \(-lateness) s before its end")
         }
     }
 

@@ -113,6 +113,17 @@ func recordUntilFinished(
     return delegate.waitForFinish(timeout: timeout) ? delegate : nil
 }
 
+/// Waits until `condition` holds, checking every 10 ms, up to `timeout` seconds; returns whether it held. Tests
+/// wait for what they need (a length recorded, a count reached) rather than sleeping and hoping it happened.
+func waitUntil(timeout: TimeInterval = 15, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        guard Date() < deadline else { return false }
+        usleep(10_000)
+    }
+    return true
+}
+
 func movieScratchURL(_ name: String) throws -> URL {
     let directory = NSTemporaryDirectory() + "moviefileoutput-tests-\(getpid())"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -210,58 +221,62 @@ struct AVCaptureMovieFileOutputTests {
         _ = session
     }
 
-    @Test("Pause and resume: callbacks in order, paused time left out, timestamps continuous")
+    @Test("Pause and resume at chosen frames: callbacks in order, exactly the paused frames left out, no time gap")
     func pauseResume() throws {
         guard MediaTool.available(for: "AVCaptureMovieFileOutputTests.pauseResume") else { return }
         let url = try movieScratchURL("paused.mov")
         let output = AVCaptureMovieFileOutput()
+        // Requests made from the sample callback take effect at that frame, so the test decides at which frames
+        // the recording starts, pauses, resumes and stops instead of sleeping between them.
+        let plan = FramePlan(url: url)
+        output.delegate = plan
         let session = try makeMovieSession(output)
         session.startRunning()
         defer { session.stopRunning() }
-        let delegate = MovieRecordingDelegate()
-        output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(delegate.waitForStart())
-        Thread.sleep(forTimeInterval: 0.7)
-        output.pauseRecording()
-        #expect(output.isRecordingPaused)
-        Thread.sleep(forTimeInterval: 1.0)
-        output.resumeRecording()
-        #expect(!output.isRecordingPaused)
-        Thread.sleep(forTimeInterval: 0.7)
-        output.stopRecording()
-        #expect(delegate.waitForFinish())
-        #expect(delegate.events == ["didStart", "didPause", "didResume", "willFinish", "didFinish"])
-        #expect(delegate.error == nil, "\(String(describing: delegate.error))")
+        #expect(plan.recording.waitForFinish(timeout: 20), "didFinish never came")
+        let marks = plan.marks.withLock { $0 }
+        let (start, pause, resume, stop) = try #require(marks.all, "the plan did not run: \(marks)")
+        #expect(plan.recording.events == ["didStart", "didPause", "didResume", "willFinish", "didFinish"])
+        #expect(plan.recording.error == nil, "\(String(describing: plan.recording.error))")
 
-        let probe = try FFprobeReport(url)
-        let duration = try #require(FFprobeReport.number(probe.format["duration"]))
-        #expect(abs(duration - 1.4) <= 0.1, "the file lasts \(duration) s; 1.4 s were recorded")
-        #expect(try ffmpegDecodeErrors(url) == "")
         let indices = try decodedFrameIndices(url)
-        let videoDuration = try #require(FFprobeReport.number(probe.stream("video")?["duration"]))
-        #expect(abs(videoDuration - Double(indices.count) / 30) <= 1.5 / 30, "no gap in the timestamps")
+        #expect(try ffmpegDecodeErrors(url) == "")
+        let readable = indices.compactMap { $0 }
+        #expect(readable.first == start && readable.last.map { $0 < stop } == true, "\(readable)")
+        #expect(!readable.contains { $0 >= pause && $0 < resume }, "a paused frame was recorded")
         let steps = indexSteps(indices)
-        #expect(steps.count == 1, "one jump, at the pause: \(steps)")
-        if let jump = steps.first { #expect(abs(jump.step - 30) <= 4, "about 1 s of frames left out: \(jump.step)") }
+        #expect(steps.count == 1 && steps.first?.step == Int(resume - pause), "one jump, at the pause: \(steps)")
+        // The paused time is left out: the video lasts as many frame times as it has frames.
+        let probe = try FFprobeReport(url)
+        let videoDuration = try #require(FFprobeReport.number(probe.stream("video")?["duration"]))
+        #expect(abs(videoDuration - Double(indices.count) / 30) <= 1.5 / 30, "a gap in the timestamps")
     }
 
-    @Test("A size limit ends with maximumFileSizeReached and a file no larger than the limit")
+    @Test("A size limit ends with maximumFileSizeReached, the file within it and near it, both tracks ending together")
     func maxFileSize() throws {
         guard MediaTool.available(for: "AVCaptureMovieFileOutputTests.maxFileSize") else { return }
         let url = try movieScratchURL("size.mov")
         let output = AVCaptureMovieFileOutput()
-        output.maxRecordedFileSize = 120_000
-        let session = try makeMovieSession(output)
+        output.maxRecordedFileSize = 300_000
+        // 640x480: the virtual picture's H.264 and AAC reach 300 kB in a few seconds.
+        let session = try makeSession(
+            preset: .vga640x480, devices: [VirtualDevices.back, VirtualDevices.microphone], outputs: [output])
         session.startRunning()
         defer { session.stopRunning() }
         let delegate = MovieRecordingDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(delegate.waitForFinish())
+        #expect(delegate.waitForFinish(timeout: 60))
         #expect(delegate.avError?.code == .maximumFileSizeReached, "\(String(describing: delegate.error))")
         #expect(delegate.successfullyFinished == true)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int)
-        #expect(size <= 120_000 && size > 10_000, "\(size) bytes")
+        #expect(size <= 300_000 && size >= 270_000, "\(size) bytes")
         #expect(try ffmpegDecodeErrors(url) == "")
+        // The writer stops every track at the packet that did not fit: the sound ends with the picture, within
+        // one AAC packet and one frame.
+        let probe = try FFprobeReport(url)
+        let video = try #require(FFprobeReport.number(probe.stream("video")?["duration"]))
+        let audio = try #require(FFprobeReport.number(probe.stream("audio")?["duration"]))
+        #expect(abs(audio - video) <= 1024.0 / 48_000 + 1.0 / 30 + 1e-3, "video \(video) s, audio \(audio) s")
     }
 
     @Test("Unplugging the camera ends with deviceWasDisconnected and a playable file")
@@ -279,7 +294,7 @@ struct AVCaptureMovieFileOutputTests {
         let delegate = MovieRecordingDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
         #expect(delegate.waitForStart())
-        Thread.sleep(forTimeInterval: 0.5)
+        #expect(waitUntil { output.recordedDuration.seconds >= 0.5 }, "half a second was never recorded")
         camera.unplug()
         #expect(delegate.waitForFinish())
         #expect(delegate.events == ["didStart", "willFinish", "didFinish"])
@@ -301,7 +316,7 @@ struct AVCaptureMovieFileOutputTests {
         let delegate = MovieRecordingDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
         #expect(delegate.waitForStart())
-        Thread.sleep(forTimeInterval: 0.4)
+        #expect(waitUntil { output.recordedDuration.seconds >= 0.4 }, "0.4 s was never recorded")
         session.stopRunning()
         #expect(delegate.waitForFinish())
         #expect(delegate.events == ["didStart", "willFinish", "didFinish"])
@@ -341,11 +356,11 @@ struct AVCaptureMovieFileOutputTests {
         let two = MovieRecordingDelegate()
         output.startRecording(to: first, recordingDelegate: one)
         #expect(one.waitForStart())
-        Thread.sleep(forTimeInterval: 0.8)
+        #expect(waitUntil { output.recordedDuration.seconds >= 0.8 }, "0.8 s was never recorded")
         output.startRecording(to: second, recordingDelegate: two)
         #expect(one.waitForFinish())
         #expect(output.isRecording && output.outputFileURL == second)
-        Thread.sleep(forTimeInterval: 0.8)
+        #expect(waitUntil { output.outputFileURL == second && output.recordedDuration.seconds >= 0.8 })
         output.stopRecording()
         #expect(two.waitForFinish())
         #expect(one.events == ["didStart", "willFinish", "didFinish"] && one.error == nil)
@@ -373,11 +388,67 @@ struct FasterThanTheEncoderTests {
         defer { session.stopRunning() }
         let delegate = MovieRecordingDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
-        Thread.sleep(forTimeInterval: 2)
+        #expect(waitUntil(timeout: 30) { output.recordingStatistics.droppedAudioBuffers > 0 }, "no audio was left out")
         output.stopRecording()
         #expect(delegate.waitForFinish(timeout: 30), "didFinish never came")
         #expect(output.recordingStatistics.droppedAudioBuffers > 0)
         let probe = try FFprobeReport(url)
         #expect(probe.stream("video") != nil)
+    }
+}
+
+/// Starts, pauses, resumes and stops a recording from the file output's sample callback at frames chosen by their
+/// index: start at the first readable one, pause 20 frames later, resume 30 after the pause, stop 20 after that.
+/// (At the first index at least that far: a loaded machine may drop a frame.)
+final class FramePlan: NSObject, AVCaptureFileOutputDelegate, @unchecked Sendable {
+    struct Marks: CustomStringConvertible {
+        var start, pause, resume, stop: UInt32?
+        var all: (UInt32, UInt32, UInt32, UInt32)? {
+            guard let start, let pause, let resume, let stop else { return nil }
+            return (start, pause, resume, stop)
+        }
+        var description: String { "\([start, pause, resume, stop])" }
+    }
+
+    let url: URL
+    let recording = MovieRecordingDelegate()
+    let marks = Mutex(Marks())
+
+    init(url: URL) { self.url = url }
+
+    func fileOutputShouldProvideSampleAccurateRecordingStart(_ output: AVCaptureFileOutput) -> Bool { true }
+
+    func fileOutput(
+        _ output: AVCaptureOutput, didOutputSampleBuffer sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection
+    ) {
+        guard let image = sampleBuffer.imageBuffer, let fileOutput = output as? AVCaptureMovieFileOutput,
+            let index = VirtualFrameReader.readFrameIndex(from: image)
+        else { return }
+        enum Step { case start, pause, resume, stop, none }
+        let step: Step = marks.withLock { marks in
+            switch (marks.start, marks.pause, marks.resume, marks.stop) {
+            case (nil, _, _, _):
+                marks.start = index
+                return .start
+            case (let start?, nil, _, _) where index >= start + 20:
+                marks.pause = index
+                return .pause
+            case (_, let pause?, nil, _) where index >= pause + 30:
+                marks.resume = index
+                return .resume
+            case (_, _, let resume?, nil) where index >= resume + 20:
+                marks.stop = index
+                return .stop
+            default:
+                return .none
+            }
+        }
+        switch step {
+        case .start: fileOutput.startRecording(to: url, recordingDelegate: recording)
+        case .pause: fileOutput.pauseRecording()
+        case .resume: fileOutput.resumeRecording()
+        case .stop: fileOutput.stopRecording()
+        case .none: break
+        }
     }
 }

@@ -45,25 +45,25 @@ struct SmallFileSystem {
 
 @Suite("Recording onto a nearly full disk", .serialized)
 struct DiskFullTests {
-    @Test("The recording stops with .diskFull while the disk still has room, and the movie is finished and clean")
+    @Test("With no minFreeDiskSpaceLimit the recording stops 1 MiB short of a full disk, its movie finished and clean")
     func stopsBeforeTheDiskIsFull() throws {
         guard MediaTool.available(for: "DiskFullTests"),
             let disk = SmallFileSystem(megabytes: 8, for: "DiskFullTests.stopsBeforeTheDiskIsFull")
         else { return }
         defer { disk.unmount() }
-        // Less than the recording's reserve (two 1 s fragments at 1.5 × its bit rate, plus 1 MiB): it must stop at
-        // its first disk check, a second in.
-        try disk.fill(leaving: 900 * 1024)
+        try disk.fill(leaving: 3 << 20)
+        let fits = disk.freeBytes - (1 << 20)
         let url = URL(fileURLWithPath: disk.path + "/nearly-full.mov")
         let output = AVCaptureMovieFileOutput()
         output.movieFragmentInterval = CMTime(value: 1, timescale: 1)
-        let delegate = try #require(try recordUntilFinished(output, to: url, timeout: 20), "didFinish never came")
+        let delegate = try recordNoise(output, bitRate: 10_000_000, to: url)
         #expect(delegate.avError?.code == .diskFull, "\(String(describing: delegate.error))")
         #expect(delegate.successfullyFinished == true)
-        #expect(disk.freeBytes > 0, "the disk filled up: the stop came too late")
-        let report = try FFprobeReport(url)
-        let duration = try #require(FFprobeReport.number(report.format["duration"]))
-        #expect(duration >= 0.9 && duration <= 2.5, "\(duration) s")
+        #expect(disk.freeBytes >= 1 << 20, "the disk filled up: \(disk.freeBytes) B free")
+        let size = try #require(fileSize(url))
+        // No room for the finishing rewrite's copy: the complete fragmented movie is kept, every sample in it.
+        #expect(size <= fits && size * 10 >= fits * 9, "\(size) B of the \(fits) that fit")
         #expect(try ffmpegDecodeErrors(url).isEmpty)
+        #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
     }
 }

@@ -174,10 +174,12 @@ struct MovieFileCameraTests {
             }
         }
         #expect(zip(positions, positions.dropFirst()).allSatisfy { $0 < $1 } && (positions.last ?? 0) <= 59)
-        // Real time: the file's two seconds take about two seconds to arrive, each frame near its timestamp.
-        let span = Double(received.last!.arrival - received.first!.arrival) / 1e9
-        let fileSpan = Double(positions.last! - positions.first!) / 30
-        #expect(abs(span - fileSpan) < 0.5, "frames \(fileSpan) s apart in the file arrived over \(span) s")
+        // Real time: no frame arrives before its timestamp (host clock), which free running would do; how long
+        // after is the machine's and not asserted.
+        for frame in received {
+            let early = frame.time.seconds - Double(frame.arrival) / 1e9
+            #expect(early <= 0, "a frame arrived \(early) s before its time")
+        }
 
         // The sound: the virtual microphone's 440 Hz tone at −30 dBFS peak, decoded from AAC.
         let samples = sound.samples

@@ -16,8 +16,18 @@ struct PictureSampler {
     let height: Int
     private let read: (Int, Int) -> Sample
 
-    /// A sampler over a copy of `image`'s pixels; nil for a format it does not know.
-    init?(_ image: CVPixelBuffer) {
+    /// The Y'CbCr matrix that relates RGB pictures to the Y'CbCr ones they are compared with.
+    enum Matrix {
+        case bt601
+        case bt709
+
+        /// Kr and Kb, from the recommendations.
+        var coefficients: (red: Double, blue: Double) { self == .bt601 ? (0.299, 0.114) : (0.2126, 0.0722) }
+    }
+
+    /// A sampler over a copy of `image`'s pixels; nil for a format it does not know. RGB pixels are read as
+    /// Y'CbCr through `matrix`.
+    init?(_ image: CVPixelBuffer, matrix: Matrix = .bt709) {
         CVPixelBufferLockBaseAddress(image, .readOnly)
         defer { CVPixelBufferUnlockBaseAddress(image, .readOnly) }
         width = CVPixelBufferGetWidth(image)
@@ -69,7 +79,8 @@ struct PictureSampler {
                 format == kCVPixelFormatType_32BGRA ? (4, 2, 1, 0) : format == kCVPixelFormatType_32ARGB ? (4, 1, 2, 3) : (3, 0, 1, 2)
             read = { x, y in
                 let pixel = y * packed.stride + x * size
-                return Self.fromRGB(packed.bytes[pixel + red], packed.bytes[pixel + green], packed.bytes[pixel + blue])
+                return Self.fromRGB(
+                    packed.bytes[pixel + red], packed.bytes[pixel + green], packed.bytes[pixel + blue], matrix: matrix)
             }
         case kCVPixelFormatType_OneComponent8:
             let grey = plane(0)
@@ -96,20 +107,24 @@ struct PictureSampler {
     }
 
     /// Decoded RGB frame (`ffmpeg -pix_fmt rgb24`).
-    init(rgb24 bytes: [UInt8], width: Int, height: Int) {
+    init(rgb24 bytes: [UInt8], width: Int, height: Int, matrix: Matrix) {
         self.width = width
         self.height = height
         read = { x, y in
             let pixel = (y * width + x) * 3
-            return Self.fromRGB(bytes[pixel], bytes[pixel + 1], bytes[pixel + 2])
+            return Self.fromRGB(bytes[pixel], bytes[pixel + 1], bytes[pixel + 2], matrix: matrix)
         }
     }
 
-    /// Full-range RGB as video-range BT.709 Y'CbCr, so RGB pictures compare in the same units as the others.
-    private static func fromRGB(_ r: UInt8, _ g: UInt8, _ b: UInt8) -> Sample {
+    /// Full-range RGB as video-range Y'CbCr through `matrix`, so RGB pictures compare in the same units as the
+    /// Y'CbCr ones they were made from.
+    private static func fromRGB(_ r: UInt8, _ g: UInt8, _ b: UInt8, matrix: Matrix) -> Sample {
+        let (kr, kb) = matrix.coefficients
         let (red, green, blue) = (Double(r) / 255, Double(g) / 255, Double(b) / 255)
-        let luma = 0.2126 * red + 0.7152 * green + 0.0722 * blue
-        return Sample(y: 16 + 219 * luma, cb: 128 + 224 * (blue - luma) / 1.8556, cr: 128 + 224 * (red - luma) / 1.5748)
+        let luma = kr * red + (1 - kr - kb) * green + kb * blue
+        return Sample(
+            y: 16 + 219 * luma, cb: 128 + 224 * (blue - luma) / (2 * (1 - kb)),
+            cr: 128 + 224 * (red - luma) / (2 * (1 - kr)))
     }
 
     func sample(x: Int, y: Int) -> Sample { read(x, y) }

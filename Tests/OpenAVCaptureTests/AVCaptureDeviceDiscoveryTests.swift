@@ -24,7 +24,11 @@ import Testing
         let anyCamera = AVCaptureDevice.DiscoverySession(
             deviceTypes: [.builtInWideAngleCamera, .external], mediaType: .video, position: .unspecified
         ).devices
-        #expect(anyCamera.map(\.localizedName) == ["Virtual Back Camera", "Virtual Front Camera"])
+        #expect(anyCamera.map(\.localizedName) == ["Virtual Back Camera", "Virtual Front Camera", "Virtual USB Webcam"])
+        let external = AVCaptureDevice.DiscoverySession(
+            deviceTypes: [.external], mediaType: .video, position: .unspecified
+        ).devices
+        #expect(external.map(\.localizedName) == ["Virtual USB Webcam"])
         let microphones = AVCaptureDevice.DiscoverySession(
             deviceTypes: [.microphone], mediaType: .audio, position: .unspecified
         ).devices

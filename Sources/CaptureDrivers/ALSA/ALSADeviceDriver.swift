@@ -75,7 +75,35 @@ package struct ALSACaptureDeviceEntry: Sendable, Hashable {
             let pcm = hint.name.hasPrefix("hw:") ? "plug" + hint.name : hint.name
             return ALSACaptureDeviceEntry(hintName: hint.name, pcmName: pcm, localizedName: title)
         }
-        return entries.filter { $0.hintName == "default" } + entries.filter { $0.hintName != "default" }
+        let ordered = entries.filter { $0.hintName == "default" } + entries.filter { $0.hintName != "default" }
+        return distinguishingNames(ordered)
+    }
+
+    /// Microphones whose names are alike (snd-aloop's eight "Loopback PCM" subdevices, two cards of one model) get
+    /// where they are appended: `hw:CARD,DEV` for a card's device ("Loopback PCM (hw:Loopback,1)", the card's id,
+    /// which survives a reboot where its index may not), else the PCM's name.
+    static func distinguishingNames(_ entries: [ALSACaptureDeviceEntry]) -> [ALSACaptureDeviceEntry] {
+        var counts: [String: Int] = [:]
+        for entry in entries { counts[entry.localizedName, default: 0] += 1 }
+        return entries.map { entry in
+            guard counts[entry.localizedName, default: 0] > 1 else { return entry }
+            var named = entry
+            named.localizedName += " (\(shortName(ofHint: entry.hintName)))"
+            return named
+        }
+    }
+
+    /// `hw:CARD=Loopback,DEV=1` → `hw:Loopback,1`; any other name as it is.
+    static func shortName(ofHint name: String) -> String {
+        guard name.hasPrefix("hw:") else { return name }
+        var card: Substring?
+        var device: Substring?
+        for field in name.dropFirst(3).split(separator: ",") {
+            if field.hasPrefix("CARD=") { card = field.dropFirst(5) }
+            if field.hasPrefix("DEV=") { device = field.dropFirst(4) }
+        }
+        guard let card else { return name }
+        return "hw:\(card),\(device ?? "0")"
     }
 }
 

@@ -14,21 +14,30 @@ package enum MoviePacing: Sendable, Hashable {
 }
 
 /// Where file time 0 falls on the host clock for the camera and microphone of one file, so that they play in sync
-/// whichever starts first: the first to start sets it, and it is forgotten when both have stopped.
+/// whichever starts first: the first to start sets it, and it is forgotten when both have stopped. It also lets the
+/// tracks of a file end together: a track that reached its end waits until every playing track of the file has, so
+/// a recording of both ends after the last frame and the last sound, not when the shorter track runs out.
 ///
 /// Threading: thread safe (a mutex).
 final class MoviePlaybackClock: Sendable {
     private struct State {
         var anchor: Int64?
         var users = 0
+        var ended = 0
+        var isVideoPlaying = false
+        var hasVideoReportedEnd = false
     }
 
     private let state = Mutex(State())
 
     /// Host nanoseconds of file time 0, set now if no track of the file is playing.
-    func join() -> Int64 {
+    func join(_ media: DeviceMedia) -> Int64 {
         state.withLock { state in
             state.users += 1
+            if media == .video {
+                state.isVideoPlaying = true
+                state.hasVideoReportedEnd = false
+            }
             if let anchor = state.anchor { return anchor }
             let anchor = CMClock.hostNanosecondsNow()
             state.anchor = anchor
@@ -36,9 +45,31 @@ final class MoviePlaybackClock: Sendable {
         }
     }
 
-    func leave() {
+    /// Records that one playing track reached its end.
+    func trackEnded() {
+        state.withLock { $0.ended += 1 }
+    }
+
+    /// Whether a track that reached its end may report it now: once every playing track of the file has ended,
+    /// the picture first, so that its last frames (a decoder's delay drained as it reports) reach a recording
+    /// before the sound's end finishes the file.
+    func mayReportEnd(of media: DeviceMedia) -> Bool {
+        state.withLock { state in
+            state.ended >= state.users && (media == .video || !state.isVideoPlaying || state.hasVideoReportedEnd)
+        }
+    }
+
+    /// The picture has reported its end.
+    func videoReportedEnd() {
+        state.withLock { $0.hasVideoReportedEnd = true }
+    }
+
+    /// A track stops playing; `ended` says whether it had reported its end.
+    func leave(_ media: DeviceMedia, ended: Bool) {
         state.withLock { state in
             state.users = max(0, state.users - 1)
+            if ended { state.ended = max(0, state.ended - 1) }
+            if media == .video { state.isVideoPlaying = false }
             if state.users == 0 { state.anchor = nil }
         }
     }
@@ -51,7 +82,13 @@ final class MoviePlaybackClock: Sendable {
 /// frames (y4m) copied into pixel buffers, raw PCM (wav) as it is. File time t is host time anchor + t, the anchor
 /// shared by the file's camera and microphone (`MoviePlaybackClock`); in `.realTime` a packet is delivered when its
 /// decode time comes, in `.freeRunning` at once. With `loops`, the file starts again at its end, each pass the
-/// longest track's length later on the host clock; without, the device falls silent at the end (a camera showing nothing more).
+/// longest track's length later on the host clock.
+///
+/// The end of the input (without `loops`) is reported as the device's disconnection: once every playing track of
+/// the file has delivered its last packet, each sends `.fault(.explained(.disconnected, advice:))` saying the file
+/// ended, and `isConnected` turns false for good (a played-out file is an unplugged camera; open the file again to
+/// play it again). The session turns that into its runtime error (`.deviceWasDisconnected`) and a recording
+/// finishes with `AVErrorRecordingSuccessfullyFinishedKey` true. A file that can no longer be read is `.io(EIO)`.
 ///
 /// Threading: thread safe; `start` and `stop` are serialized by the caller; the sink runs on the capture thread.
 package final class MovieFileDevice: CaptureBackend {
@@ -64,6 +101,8 @@ package final class MovieFileDevice: CaptureBackend {
     private let opener: MoviePacketSourceOpener
     private let playbackClock: MoviePlaybackClock
     private let lifecycle = VirtualDeviceLifecycle()
+    /// Set when the track has played to its end (not looping): the device is gone from then on.
+    private let endOfInput = Atomic<Bool>(false)
 
     init(
         url: URL, track: MovieTrack, uniqueID: String, loops: Bool, pacing: MoviePacing,
@@ -115,7 +154,7 @@ package final class MovieFileDevice: CaptureBackend {
             return .video(
                 VideoFormat(
                     width: size.width, height: size.height,
-                    mediaSubType: track.rawPixelFormat ?? description.mediaSubType.rawValue,
+                    mediaSubType: track.rawLayout?.pixelFormat ?? description.mediaSubType.rawValue,
                     frameDurationRanges: [FrameDurationRange(minFrameDuration: duration, maxFrameDuration: duration)],
                     fieldOfView: 60, maxZoomFactor: 1))
         }
@@ -135,7 +174,10 @@ package final class MovieFileDevice: CaptureBackend {
 
     package var controls: (any CameraControlling)? { nil }
     package var clock: CMClock { .hostTimeClock }
-    package var isConnected: Bool { lifecycle.isConnected }
+    package var isConnected: Bool { lifecycle.isConnected && !endOfInput.load(ordering: .acquiring) }
+
+    /// Whether the track has played to its end (the reason `isConnected` is false).
+    package var hasReachedEndOfInput: Bool { endOfInput.load(ordering: .acquiring) }
     package var isInUseByAnotherApplication: Bool { false }
     package var isAccessible: Bool { FileManager.default.isReadableFile(atPath: url.path) }
 
@@ -150,20 +192,29 @@ package final class MovieFileDevice: CaptureBackend {
             StreamConfiguration(format: configuration.format, frameDuration: video.frameDurationRanges[0].minFrameDuration))
     }
 
-    /// Opens the file and plays the track. Throws `.disconnected` when the file can no longer be read.
+    /// Opens the file and plays the track. Throws `.disconnected` once the file has played to its end, `.io` when
+    /// it can no longer be read.
     package func start(_ configuration: StreamConfiguration, sink: @escaping StreamSink) throws(DeviceFault) {
+        guard !hasReachedEndOfInput else { throw Self.endOfInputFault(name: identity.localizedName) }
         let source: any MoviePacketSource
         do {
             source = try opener(url)
         } catch {
-            throw DeviceFault.disconnected
+            throw DeviceFault.explained(.io(.ioError), advice: "\(url.path) can no longer be read: \(error)")
         }
         let player = MovieTrackPlayer(
-            url: url, track: track, loops: loops, pacing: pacing, opener: opener, clock: playbackClock, sink: sink)
+            url: url, name: identity.localizedName, track: track, loops: loops, pacing: pacing, opener: opener,
+            clock: playbackClock, endOfInput: { [weak self] in self?.endOfInput.store(true, ordering: .releasing) },
+            sink: sink)
         let handOff = UncheckedSource(source: source)
         try lifecycle.start(
             name: "OpenAVCapture movie \(identity.localizedName)", prepare: {},
             body: { thread in player.run(from: handOff.source, on: thread) })
+    }
+
+    /// The fault a movie-file device ends with at the end of its input.
+    static func endOfInputFault(name: String) -> DeviceFault {
+        .explained(.disconnected, advice: "\(name) reached the end of its input. Open the file again to play it again.")
     }
 
     package func stop() {
@@ -181,16 +232,20 @@ private struct UncheckedSource: @unchecked Sendable {
 /// Threading: `Sendable` parts; `run` is the capture thread's body and keeps its state on that thread.
 private struct MovieTrackPlayer: Sendable {
     let url: URL
+    let name: String
     let track: MovieTrack
     let loops: Bool
     let pacing: MoviePacing
     let opener: MoviePacketSourceOpener
     let clock: MoviePlaybackClock
+    /// Marks the device played out, before the fault that says so is sent.
+    let endOfInput: @Sendable () -> Void
     let sink: StreamSink
 
     func run(from opened: any MoviePacketSource, on thread: VirtualCaptureThread) {
-        let anchor = CMClock.hostTime(nanoseconds: clock.join())
-        defer { clock.leave() }
+        let anchor = CMClock.hostTime(nanoseconds: clock.join(track.media))
+        var ended = false
+        defer { clock.leave(track.media, ended: ended) }
         var source = opened
         var passOffset = CMTime.zero
         var passEnd = CMTime.zero
@@ -201,16 +256,19 @@ private struct MovieTrackPlayer: Sendable {
             do {
                 next = try source.nextPacket()
             } catch {
-                // A file that cannot be read any more is a device gone.
-                sink(.fault(.disconnected))
+                sink(.fault(.explained(.io(.ioError), advice: "reading \(url.path) failed: \(error)")))
                 return
             }
             guard let packet = next else {
-                guard loops, passEnd > .zero else { break }
+                guard loops, passEnd > .zero else {
+                    ended = true
+                    finish(on: thread)
+                    return
+                }
                 do {
                     source = try opener(url)
                 } catch {
-                    sink(.fault(.disconnected))
+                    sink(.fault(.explained(.io(.ioError), advice: "reopening \(url.path) failed: \(error)")))
                     return
                 }
                 // One period for every track of the file (the longest track's exact length, else the container's),
@@ -236,87 +294,161 @@ private struct MovieTrackPlayer: Sendable {
             }
             let hostPresentation = anchor + passOffset + presentation
             let hostDecode = packet.decodeTime.isNumeric ? anchor + passOffset + packet.decodeTime : CMTime.invalid
-            guard
-                let sample = makeSample(
-                    packet, presentation: hostPresentation, decode: hostDecode, frames: &frames)
-            else {
-                sink(.dropped(sequence: sequence, presentationTime: hostPresentation, reason: .outOfBuffers))
-                sequence += 1
-                continue
+            switch makeSample(packet, presentation: hostPresentation, decode: hostDecode, frames: &frames, on: thread) {
+            case .sample(let sample):
+                sink(.output(sample, sequence: sequence))
+            case .damaged:
+                sink(.dropped(sequence: sequence, presentationTime: hostPresentation, reason: .discontinuity))
+            case .interrupted:
+                break
             }
-            sink(.output(sample, sequence: sequence))
             sequence += 1
         }
         if let fault = thread.takeFault() { sink(.fault(fault)) }
     }
 
+    /// The end of the input: waits (in short slices, so `stop` is prompt) until every playing track of the file has
+    /// delivered its last packet (and the picture has reported its end), then reports the device gone.
+    private func finish(on thread: VirtualCaptureThread) {
+        // Played out from now on, even if stopped while waiting for the file's other track.
+        endOfInput()
+        clock.trackEnded()
+        while !clock.mayReportEnd(of: track.media) {
+            guard thread.sleep(untilHostNanoseconds: CMClock.hostNanosecondsNow() + 5_000_000) else { break }
+        }
+        if let fault = thread.takeFault() {
+            sink(.fault(fault))
+            return
+        }
+        guard !thread.isInterrupted else { return }
+        sink(.fault(MovieFileDevice.endOfInputFault(name: name)))
+        if track.media == .video { clock.videoReportedEnd() }
+    }
+
+    /// What became of one packet.
+    private enum Made {
+        case sample(CMSampleBuffer)
+        /// The packet cannot be a buffer (a raw frame of the wrong size, a sample buffer refused): a discontinuity.
+        case damaged
+        /// Stopped while waiting for a buffer.
+        case interrupted
+    }
+
     private func makeSample(
-        _ packet: MoviePacket, presentation: CMTime, decode: CMTime, frames: inout RawFrameCopier
-    ) -> CMSampleBuffer? {
+        _ packet: MoviePacket, presentation: CMTime, decode: CMTime, frames: inout RawFrameCopier,
+        on thread: VirtualCaptureThread
+    ) -> Made {
         let description = track.formatDescription
-        if track.media == .video, let pixelFormat = track.rawPixelFormat {
-            return frames.sample(
-                of: packet.data, pixelFormat: pixelFormat, size: description.dimensions,
-                timing: CMSampleTimingInfo(
-                    duration: packet.duration, presentationTimeStamp: presentation, decodeTimeStamp: .invalid))
+        if track.media == .video, let layout = track.rawLayout {
+            let timing = CMSampleTimingInfo(
+                duration: packet.duration, presentationTimeStamp: presentation, decodeTimeStamp: .invalid)
+            // A file can wait: while every pool buffer is held downstream, wait for one instead of dropping.
+            while true {
+                switch frames.sample(of: packet.data, layout: layout, size: description.dimensions, timing: timing) {
+                case .sample(let sample): return .sample(sample)
+                case .damaged: return .damaged
+                case .noBuffer:
+                    guard thread.sleep(untilHostNanoseconds: CMClock.hostNanosecondsNow() + 2_000_000) else {
+                        return .interrupted
+                    }
+                }
+            }
         }
         if track.media == .audio, let asbd = description.audioStreamBasicDescription,
             asbd.mFormatID == kAudioFormatLinearPCM, asbd.mBytesPerFrame > 0
         {
             let bytesPerFrame = Int(asbd.mBytesPerFrame)
             let count = packet.data.dataLength / bytesPerFrame
-            guard count > 0 else { return nil }
+            guard count > 0 else { return .damaged }
             let timing = CMSampleTimingInfo(
                 duration: CMTime(value: 1, timescale: Int32(asbd.mSampleRate)), presentationTimeStamp: presentation,
                 decodeTimeStamp: .invalid)
-            return try? CMSampleBuffer(
-                dataBuffer: packet.data, formatDescription: description, numSamples: count, sampleTimings: [timing],
-                sampleSizes: [bytesPerFrame])
+            guard
+                let sample = try? CMSampleBuffer(
+                    dataBuffer: packet.data, formatDescription: description, numSamples: count,
+                    sampleTimings: [timing], sampleSizes: [bytesPerFrame])
+            else { return .damaged }
+            return .sample(sample)
         }
         let timing = CMSampleTimingInfo(
             duration: packet.duration, presentationTimeStamp: presentation, decodeTimeStamp: decode)
-        return try? CMSampleBuffer(
-            dataBuffer: packet.data, formatDescription: description, numSamples: 1, sampleTimings: [timing],
-            sampleSizes: [packet.data.dataLength])
+        guard
+            let sample = try? CMSampleBuffer(
+                dataBuffer: packet.data, formatDescription: description, numSamples: 1, sampleTimings: [timing],
+                sampleSizes: [packet.data.dataLength])
+        else { return .damaged }
+        return .sample(sample)
     }
 }
 
-/// Raw frames (y4m's planar 4:2:0) copied from packets into pixel buffers of a pool, one description for all.
+/// Raw frames copied from packets into pixel buffers of a pool, one description for all. A packet holds the planes
+/// back to back, each row `minimumBytesPerRow` long (y4m, NUT, Matroska) or padded to 4 bytes (AVI); AVI's RGB rows
+/// may run bottom to top.
 ///
 /// Not `Sendable`: lives on the capture thread.
 private struct RawFrameCopier {
+    enum Outcome {
+        case sample(CMSampleBuffer)
+        /// The packet's size fits no layout of the format, or the buffer could not be wrapped.
+        case damaged
+        /// Every pool buffer is held downstream.
+        case noBuffer
+    }
+
+    /// How many of its frames the device lets downstream hold before it waits.
+    static let bufferLimit = 8
+
     private var pool: CVPixelBufferPool?
     private var description: CMFormatDescription?
 
     mutating func sample(
-        of data: CMBlockBuffer, pixelFormat: OSType, size: CMVideoDimensions, timing: CMSampleTimingInfo
-    ) -> CMSampleBuffer? {
+        of data: CMBlockBuffer, layout: RawVideoLayout, size: CMVideoDimensions, timing: CMSampleTimingInfo
+    ) -> Outcome {
         let width = Int(size.width)
         let height = Int(size.height)
-        let chromaWidth = (width + 1) / 2
-        let chromaHeight = (height + 1) / 2
-        guard data.dataLength >= width * height + 2 * chromaWidth * chromaHeight else { return nil }
+        guard let format = PixelFormatDescription.describing(layout.pixelFormat) else { return .damaged }
+        // (bytes per row, rows) of each plane as the packet stores it: unpadded, else rows padded to 4 bytes.
+        let planes = format.planes.map { plane -> (row: Int, rows: Int) in
+            (plane.minimumBytesPerRow(forPlaneWidth: plane.width(forImageWidth: width)) ?? 0,
+                plane.height(forImageHeight: height))
+        }
+        let unpadded = planes.reduce(0) { $0 + $1.row * $1.rows }
+        let padded = planes.reduce(0) { $0 + ($1.row + 3) / 4 * 4 * $1.rows }
+        let stride: (Int) -> Int
+        if data.dataLength == unpadded {
+            stride = { $0 }
+        } else if data.dataLength == padded {
+            stride = { ($0 + 3) / 4 * 4 }
+        } else {
+            return .damaged
+        }
         if pool == nil {
             pool = try? CVPixelBufferPool(
-                width: width, height: height, pixelFormatType: pixelFormat, minimumBufferCount: 2)
+                width: width, height: height, pixelFormatType: layout.pixelFormat, minimumBufferCount: 2)
         }
-        guard let pool, case .success(let buffer) = pool.pixelBuffer(allocationThreshold: 8) else { return nil }
+        guard let pool else { return .damaged }
+        guard case .success(let buffer) = pool.pixelBuffer(allocationThreshold: Self.bufferLimit) else {
+            return .noBuffer
+        }
         data.withUnsafeBytes { bytes in
-            buffer.withLockedPlanes { planes in
+            buffer.withLockedPlanes { destination in
                 var offset = 0
-                for (index, plane) in planes.enumerated() {
-                    let rowBytes = index == 0 ? width : chromaWidth
-                    let rows = index == 0 ? height : chromaHeight
+                for (index, plane) in destination.enumerated() where index < planes.count {
+                    let (rowBytes, rows) = planes[index]
+                    let sourceStride = stride(rowBytes)
                     for row in 0..<rows {
-                        plane.row(row).copyMemory(
-                            from: UnsafeRawBufferPointer(rebasing: bytes[(offset + row * rowBytes)..<(offset + (row + 1) * rowBytes)]))
+                        let start = offset + row * sourceStride
+                        plane.row(layout.isBottomUp ? rows - 1 - row : row).copyMemory(
+                            from: UnsafeRawBufferPointer(rebasing: bytes[start..<(start + rowBytes)]))
                     }
-                    offset += rowBytes * rows
+                    offset += sourceStride * rows
                 }
             }
         }
         if description == nil { description = try? CMFormatDescription(imageBuffer: buffer) }
-        guard let description else { return nil }
-        return try? CMSampleBuffer(imageBuffer: buffer, formatDescription: description, sampleTiming: timing)
+        guard let description,
+            let sample = try? CMSampleBuffer(imageBuffer: buffer, formatDescription: description, sampleTiming: timing)
+        else { return .damaged }
+        return .sample(sample)
     }
 }

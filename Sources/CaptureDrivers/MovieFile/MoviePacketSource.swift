@@ -12,24 +12,40 @@ package struct MovieTrack: Sendable {
     /// What its packets are: a compressed format (`'avc1'` with its `avcC`, `'jpeg'`, `'aac '` with its magic cookie)
     /// or, for raw tracks, the pixel format or linear PCM layout of the bytes.
     package var formatDescription: CMFormatDescription
-    /// For raw video (y4m): the pixel format of each packet's bytes, planes back to back without padding; nil for
-    /// compressed video. Only the planar 4:2:0 formats (`'y420'`, `'f420'`) are wrapped.
-    package var rawPixelFormat: OSType?
+    /// For raw video (y4m, raw video in NUT, Matroska, AVI): how each packet's bytes are laid out; nil for
+    /// compressed video.
+    package var rawLayout: RawVideoLayout?
     /// Video: the time between frames (the file's average rate); `.invalid` for sound.
     package var frameDuration: CMTime
     /// The track's length; `.invalid` when the file does not say.
     package var duration: CMTime
 
     package init(
-        index: Int, media: DeviceMedia, formatDescription: CMFormatDescription, rawPixelFormat: OSType? = nil,
+        index: Int, media: DeviceMedia, formatDescription: CMFormatDescription, rawLayout: RawVideoLayout? = nil,
         frameDuration: CMTime, duration: CMTime
     ) {
         self.index = index
         self.media = media
         self.formatDescription = formatDescription
-        self.rawPixelFormat = rawPixelFormat
+        self.rawLayout = rawLayout
         self.frameDuration = frameDuration
         self.duration = duration
+    }
+}
+
+/// How a raw video track's packets hold a frame: the pixel format's planes back to back, each row as long as the
+/// format needs (or padded to 4 bytes, as AVI stores it: the device tells the two apart by the packet's size).
+///
+/// Value type; safe to use from any thread.
+package struct RawVideoLayout: Sendable, Hashable {
+    /// The frame's pixel format (`'y420'`, `'yuvs'`, `'24RGB'`, … any format OpenCoreVideo describes).
+    package var pixelFormat: OSType
+    /// Whether rows run from the bottom of the picture up (AVI's uncompressed RGB).
+    package var isBottomUp: Bool
+
+    package init(pixelFormat: OSType, isBottomUp: Bool = false) {
+        self.pixelFormat = pixelFormat
+        self.isBottomUp = isBottomUp
     }
 }
 

@@ -7,14 +7,19 @@ import Synchronization
     import Glibc
 #endif
 
-/// A kernel that plays one V4L2 camera, for trace tests and benchmarks (the real driver, no hardware): it answers the calls `SystemCalls` makes as a V4L2 driver
+/// A kernel that plays one V4L2 camera, single-planar or (with `multiplanar`) multi-planar as SoC drivers are, for trace tests and benchmarks (the real driver, no hardware): it answers the calls `SystemCalls` makes as a V4L2 driver
 /// would (QUERYCAP, ENUM_*, S_FMT, REQBUFS, QUERYBUF, mmap, QBUF, DQBUF, STREAMON/OFF, controls), records every call
 /// by name, and fails calls with the errno a test scripts.
 ///
 /// Frames: while streaming, every `poll` is one frame period of the simulated device: it fills the first queued
-/// buffer (byte 0 = the frame's sequence number, low byte; the rest a fixed pattern) and marks it done; with no
+/// buffer (byte 0 = the frame's sequence number, low byte; the rest a fixed pattern; byte 0 of a further memory plane
+/// is `0x80 + plane`) and marks it done; with no
 /// buffer queued the frame is lost, as a real driver loses it, and its sequence number skipped. Descriptors that are
 /// not the mock's (the capture thread's wake-up eventfd) are polled for real.
+///
+/// Multi-planar: QUERYCAP says `V4L2_CAP_VIDEO_CAPTURE_MPLANE`; every queue call must name the multi-planar buffer
+/// type (EINVAL otherwise, as the kernel answers), S_FMT takes and fills `fmt.pix_mp`, QUERYBUF/QBUF/DQBUF need a
+/// `planes` array as long as the format's memory planes, and each plane of each buffer is mapped on its own.
 ///
 /// Threading: thread safe; one mutex guards everything.
 package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
@@ -48,10 +53,13 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
         var failures: [String: [Int32]] = [:]
         var openDescriptors: Set<Int32> = []
         var nextDescriptor: Int32 = 1000
-        var format = v4l2_pix_format()
+        var pixelFormat = V4L2PixelFormat(rawValue: 0)
+        /// The memory planes of the format S_FMT set: row length and image size.
+        var planes: [(bytesPerLine: UInt32, sizeImage: UInt32)] = []
         var timePerFrame = v4l2_fract(numerator: 1, denominator: 30)
-        var buffers: [UnsafeMutableRawPointer] = []
-        var bufferLength = 0
+        /// By buffer, then memory plane.
+        var buffers: [[UnsafeMutableRawPointer]] = []
+        var planeLengths: [Int] = []
         var queued: [Int] = []
         var done: [(index: Int, sequence: UInt32, bytesUsed: Int)] = []
         var isStreaming = false
@@ -70,6 +78,15 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
     package let skippedSequences: Set<UInt32>
     /// Bytes a compressed frame uses in its buffer.
     package static let compressedFrameLength = 1234
+    /// Whether the device is multi-planar (`V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE`) rather than single-planar.
+    package let multiplanar: Bool
+    /// Where the image starts in a buffer's first plane (`data_offset`), on a multi-planar device.
+    package let dataOffset: Int
+    private var bufferType: UInt32 {
+        multiplanar ? V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue : V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+    }
+    /// Spacing of mmap offsets: each buffer has room for `VIDEO_MAX_PLANES` planes' offsets.
+    private static let offsetStride = 4096
     /// Whether calls are recorded (benchmarks turn it off: the growing list would allocate).
     private let recordsTrace: Bool
     private let lock = NSLock()
@@ -85,9 +102,13 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
 
     package init(
         path: String = "/dev/video0", card: String = "Mock Camera", busInfo: String = "usb-0000:00:14.0-1",
-        formats: [Format], controls: [Control] = [], skippedSequences: Set<UInt32> = [], recordsTrace: Bool = true
+        formats: [Format], controls: [Control] = [], skippedSequences: Set<UInt32> = [], recordsTrace: Bool = true,
+        multiplanar: Bool = false, dataOffset: Int = 0
     ) {
+        precondition(dataOffset == 0 || multiplanar, "only multi-planar buffers carry a data offset")
         self.recordsTrace = recordsTrace
+        self.multiplanar = multiplanar
+        self.dataOffset = dataOffset
         self.path = path
         self.card = card
         self.busInfo = busInfo
@@ -99,7 +120,7 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
     }
 
     deinit {
-        for buffer in state.buffers { buffer.deallocate() }
+        for buffer in state.buffers.joined() { buffer.deallocate() }
     }
 
     package var system: SystemCalls { SystemCalls(kernel: self) }
@@ -117,9 +138,12 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
     /// The device goes away: calls fail with ENODEV, poll says POLLERR|POLLHUP.
     package func disconnect() { withState { $0.isGone = true } }
 
-    /// The memory of mapped buffer `index`.
-    package func bufferAddress(_ index: Int) -> UnsafeMutableRawPointer? {
-        withState { $0.buffers.indices.contains(index) ? $0.buffers[index] : nil }
+    /// The memory of mapped buffer `index` (of its memory plane `plane`).
+    package func bufferAddress(_ index: Int, plane: Int = 0) -> UnsafeMutableRawPointer? {
+        withState { state in
+            state.buffers.indices.contains(index) && state.buffers[index].indices.contains(plane)
+                ? state.buffers[index][plane] : nil
+        }
     }
 
     package var isStreaming: Bool { withState { $0.isStreaming } }
@@ -154,7 +178,17 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
     package func close(_ descriptor: Int32) -> (result: Int32, errno: Int32) {
         withState { state in
             if recordsTrace { state.trace.append("close") }
-            return state.openDescriptors.remove(descriptor) == nil ? (-1, EBADF) : (0, 0)
+            guard state.openDescriptors.remove(descriptor) != nil else { return (-1, EBADF) }
+            // The last descriptor closed frees the queue (vb2 does, for its owner): a start that failed after
+            // REQBUFS leaves nothing behind. Buffers still mapped stay, orphaned.
+            if state.openDescriptors.isEmpty && !state.buffers.isEmpty {
+                if state.mappedCount == 0 { for buffer in state.buffers.joined() { buffer.deallocate() } }
+                state.buffers = []
+                state.queued = []
+                state.done = []
+                state.isStreaming = false
+            }
+            return (0, 0)
         }
     }
 
@@ -168,10 +202,12 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
     package func mmap(length: Int, descriptor: Int32, offset: Int) -> (result: UnsafeMutableRawPointer?, errno: Int32) {
         withState { state in
             if let errno = record("mmap", &state) { return (nil, errno) }
-            let index = offset / 4096
-            guard state.buffers.indices.contains(index), length == state.bufferLength else { return (nil, EINVAL) }
+            let (index, plane) = (offset / Self.offsetStride).quotientAndRemainder(dividingBy: Int(VIDEO_MAX_PLANES))
+            guard state.buffers.indices.contains(index), state.planeLengths.indices.contains(plane),
+                length == state.planeLengths[plane]
+            else { return (nil, EINVAL) }
             state.mappedCount += 1
-            return (state.buffers[index], 0)
+            return (state.buffers[index][plane], 0)
         }
     }
 
@@ -217,11 +253,14 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
         state.sequence = sequence + 1
         guard !state.queued.isEmpty else { return }
         let index = state.queued.removeFirst()
-        let compressed = V4L2PixelFormat(rawValue: state.format.pixelformat).isCompressed
-        let used = compressed ? Self.compressedFrameLength : Int(state.format.sizeimage)
-        let bytes = state.buffers[index].assumingMemoryBound(to: UInt8.self)
+        let compressed = state.pixelFormat.isCompressed
+        let used = compressed ? Self.compressedFrameLength : Int(state.planes[0].sizeImage) - dataOffset
+        let bytes = (state.buffers[index][0] + dataOffset).assumingMemoryBound(to: UInt8.self)
         bytes[0] = UInt8(truncatingIfNeeded: sequence)
         for offset in 1..<min(used, 64) { bytes[offset] = UInt8(truncatingIfNeeded: offset) }
+        for plane in state.buffers[index].indices.dropFirst() {
+            state.buffers[index][plane].storeBytes(of: 0x80 + UInt8(plane), as: UInt8.self)
+        }
         state.done.append((index, sequence, used))
     }
 
@@ -243,13 +282,14 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
             copy(card, into: &capability.card)
             copy("mock", into: &capability.driver)
             copy(busInfo, into: &capability.bus_info)
-            capability.capabilities = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING) | UInt32(V4L2_CAP_DEVICE_CAPS)
-            capability.device_caps = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING)
+            let capture = multiplanar ? V4L2_CAP_VIDEO_CAPTURE_MPLANE : V4L2_CAP_VIDEO_CAPTURE
+            capability.capabilities = UInt32(capture | V4L2_CAP_STREAMING) | UInt32(V4L2_CAP_DEVICE_CAPS)
+            capability.device_caps = UInt32(capture | V4L2_CAP_STREAMING)
             argument.assumingMemoryBound(to: v4l2_capability.self).pointee = capability
         case CLinuxMedia_VIDIOC_ENUM_FMT:
             let description = argument.assumingMemoryBound(to: v4l2_fmtdesc.self)
             let index = Int(description.pointee.index)
-            guard formats.indices.contains(index) else { return (-1, EINVAL) }
+            guard description.pointee.type == bufferType, formats.indices.contains(index) else { return (-1, EINVAL) }
             description.pointee.pixelformat = formats[index].pixelFormat.rawValue
         case CLinuxMedia_VIDIOC_ENUM_FRAMESIZES:
             let size = argument.assumingMemoryBound(to: v4l2_frmsizeenum.self)
@@ -278,69 +318,107 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
         case CLinuxMedia_VIDIOC_S_FMT:
             guard !state.isStreaming, state.buffers.isEmpty else { return (-1, EBUSY) }
             let format = argument.assumingMemoryBound(to: v4l2_format.self)
-            var pix = format.pointee.fmt.pix
-            guard let offered = formats.first(where: { $0.pixelFormat.rawValue == pix.pixelformat }) else {
-                return (-1, EINVAL)
+            guard format.pointee.type == bufferType else { return (-1, EINVAL) }
+            let (pix, pixMP) = (format.pointee.fmt.pix, format.pointee.fmt.pix_mp)
+            let requested =
+                multiplanar ? (pixMP.pixelformat, pixMP.width, pixMP.height) : (pix.pixelformat, pix.width, pix.height)
+            guard let offered = formats.first(where: { $0.pixelFormat.rawValue == requested.0 }),
+                multiplanar || offered.pixelFormat.memoryPlaneCount == 1
+            else { return (-1, EINVAL) }
+            let (width, height) = (requested.1, requested.2)
+            var planes = Self.planes(of: offered.pixelFormat, width: width, height: height)
+            if multiplanar {
+                planes[0].sizeImage += UInt32(dataOffset)
+                var pix = format.pointee.fmt.pix_mp
+                pix.num_planes = UInt8(planes.count)
+                withUnsafeMutableBytes(of: &pix.plane_fmt) { bytes in
+                    let entries = bytes.bindMemory(to: v4l2_plane_pix_format.self)
+                    for (index, plane) in planes.enumerated() {
+                        entries[index].bytesperline = plane.bytesPerLine
+                        entries[index].sizeimage = plane.sizeImage
+                    }
+                }
+                format.pointee.fmt.pix_mp = pix
+            } else {
+                format.pointee.fmt.pix.bytesperline = planes[0].bytesPerLine
+                format.pointee.fmt.pix.sizeimage = planes[0].sizeImage
             }
-            let bytesPerPixel: UInt32 =
-                switch offered.pixelFormat {
-                case .yuyv, .uyvy: 2
-                case .rgb24, .bgr24: 3
-                default: 1
-                }
-            pix.bytesperline = offered.pixelFormat.isCompressed ? 0 : pix.width * bytesPerPixel
-            pix.sizeimage =
-                switch offered.pixelFormat {
-                case .nv12, .yuv420: pix.width * pix.height * 3 / 2
-                case .mjpeg, .jpeg, .h264: pix.width * pix.height
-                default: pix.bytesperline * pix.height
-                }
-            format.pointee.fmt.pix = pix
-            state.format = pix
+            state.pixelFormat = offered.pixelFormat
+            state.planes = planes
         case CLinuxMedia_VIDIOC_S_PARM:
             let parameters = argument.assumingMemoryBound(to: v4l2_streamparm.self)
+            guard parameters.pointee.type == bufferType else { return (-1, EINVAL) }
             state.timePerFrame = parameters.pointee.parm.capture.timeperframe
             parameters.pointee.parm.capture.capability = UInt32(V4L2_CAP_TIMEPERFRAME)
         case CLinuxMedia_VIDIOC_REQBUFS:
             let request = argument.assumingMemoryBound(to: v4l2_requestbuffers.self)
+            guard request.pointee.type == bufferType else { return (-1, EINVAL) }
             guard !state.isStreaming else { return (-1, EBUSY) }
             // Buffers still mapped are orphaned, as vb2 does; the mock frees its list only when none is mapped.
-            if state.mappedCount == 0 { for buffer in state.buffers { buffer.deallocate() } }
+            if state.mappedCount == 0 { for buffer in state.buffers.joined() { buffer.deallocate() } }
             state.buffers = []
             state.queued = []
             state.done = []
             let count = Int(request.pointee.count)
-            state.bufferLength = (Int(state.format.sizeimage) + 4095) / 4096 * 4096
+            state.planeLengths = state.planes.map { (Int($0.sizeImage) + 4095) / 4096 * 4096 }
             for _ in 0..<count {
-                state.buffers.append(UnsafeMutableRawPointer.allocate(byteCount: state.bufferLength, alignment: 4096))
+                state.buffers.append(
+                    state.planeLengths.map { UnsafeMutableRawPointer.allocate(byteCount: $0, alignment: 4096) })
             }
         case CLinuxMedia_VIDIOC_QUERYBUF:
             let buffer = argument.assumingMemoryBound(to: v4l2_buffer.self)
             let index = Int(buffer.pointee.index)
-            guard state.buffers.indices.contains(index) else { return (-1, EINVAL) }
-            buffer.pointee.m.offset = UInt32(index * 4096)
-            buffer.pointee.length = UInt32(state.bufferLength)
+            guard state.buffers.indices.contains(index), let planes = planesArray(buffer.pointee, state) else {
+                return (-1, EINVAL)
+            }
+            func offset(_ plane: Int) -> UInt32 { UInt32((index * Int(VIDEO_MAX_PLANES) + plane) * Self.offsetStride) }
+            if let planes {
+                for plane in state.planeLengths.indices {
+                    planes[plane].m.mem_offset = offset(plane)
+                    planes[plane].length = UInt32(state.planeLengths[plane])
+                }
+                buffer.pointee.length = UInt32(state.planeLengths.count)
+            } else {
+                buffer.pointee.m.offset = offset(0)
+                buffer.pointee.length = UInt32(state.planeLengths[0])
+            }
         case CLinuxMedia_VIDIOC_QBUF:
-            let index = Int(argument.assumingMemoryBound(to: v4l2_buffer.self).pointee.index)
-            guard state.buffers.indices.contains(index), !state.queued.contains(index),
+            let buffer = argument.assumingMemoryBound(to: v4l2_buffer.self).pointee
+            let index = Int(buffer.index)
+            guard planesArray(buffer, state) != nil, state.buffers.indices.contains(index),
+                !state.queued.contains(index),
                 !state.done.contains(where: { $0.index == index })
             else { return (-1, EINVAL) }
             state.queued.append(index)
         case CLinuxMedia_VIDIOC_DQBUF:
+            let buffer = argument.assumingMemoryBound(to: v4l2_buffer.self)
+            guard let planes = planesArray(buffer.pointee, state) else { return (-1, EINVAL) }
             guard !state.done.isEmpty else { return (-1, EAGAIN) }
             let (index, sequence, used) = state.done.removeFirst()
-            let buffer = argument.assumingMemoryBound(to: v4l2_buffer.self)
             buffer.pointee.index = UInt32(index)
             buffer.pointee.sequence = sequence
-            buffer.pointee.bytesused = UInt32(used)
+            if let planes {
+                // Multi-planar: each plane says what it holds; the buffer's own `bytesused` stays unset.
+                for plane in state.planes.indices {
+                    planes[plane].bytesused = plane == 0 ? UInt32(dataOffset + used) : state.planes[plane].sizeImage
+                    planes[plane].data_offset = plane == 0 ? UInt32(dataOffset) : 0
+                    planes[plane].length = UInt32(state.planeLengths[plane])
+                }
+                buffer.pointee.length = UInt32(state.planes.count)
+            } else {
+                buffer.pointee.bytesused = UInt32(used)
+            }
             buffer.pointee.flags = UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
             let now = CMClock.hostNanosecondsNow()
             buffer.pointee.timestamp = timeval(tv_sec: Int(now / 1_000_000_000), tv_usec: Int(now % 1_000_000_000 / 1000))
         case CLinuxMedia_VIDIOC_STREAMON:
-            guard !state.buffers.isEmpty else { return (-1, EINVAL) }
+            guard argument.load(as: Int32.self) == Int32(bitPattern: bufferType), !state.buffers.isEmpty else {
+                return (-1, EINVAL)
+            }
             state.isStreaming = true
             state.sequence = 0
         case CLinuxMedia_VIDIOC_STREAMOFF:
+            guard argument.load(as: Int32.self) == Int32(bitPattern: bufferType) else { return (-1, EINVAL) }
             state.isStreaming = false
             state.queued = []
             state.done = []
@@ -382,6 +460,34 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
             return (-1, ENOTTY)
         }
         return (0, 0)
+    }
+
+    /// A buffer call's `planes` array: `.some(nil)` on a single-planar device (the call must name its type), the
+    /// array on a multi-planar one (the call must pass one as long as the format's planes, in `length`); nil when
+    /// the call is malformed for this device (EINVAL).
+    private func planesArray(_ buffer: v4l2_buffer, _ state: State) -> UnsafeMutablePointer<v4l2_plane>?? {
+        guard buffer.type == bufferType, buffer.memory == V4L2_MEMORY_MMAP.rawValue else { return nil }
+        guard multiplanar else { return .some(nil) }
+        guard let planes = buffer.m.planes, Int(buffer.length) >= state.planes.count,
+            buffer.length <= UInt32(VIDEO_MAX_PLANES)
+        else { return nil }
+        return .some(planes)
+    }
+
+    /// The memory planes of a format at a size, as a driver lays them out: row length and image size each.
+    static func planes(of pixelFormat: V4L2PixelFormat, width: UInt32, height: UInt32)
+        -> [(bytesPerLine: UInt32, sizeImage: UInt32)]
+    {
+        switch pixelFormat {
+        case .nv12m: return [(width, width * height), (width, width * height / 2)]
+        case .yuv420m:
+            return [(width, width * height), (width / 2, width * height / 4), (width / 2, width * height / 4)]
+        case .nv12, .yuv420: return [(width, width * height * 3 / 2)]
+        case .mjpeg, .jpeg, .h264: return [(0, width * height)]
+        case .yuyv, .uyvy: return [(width * 2, width * 2 * height)]
+        case .rgb24, .bgr24: return [(width * 3, width * 3 * height)]
+        default: return [(width, width * height)]
+        }
     }
 
     private func copy<Tuple>(_ text: String, into tuple: inout Tuple) {

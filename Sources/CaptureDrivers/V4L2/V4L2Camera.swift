@@ -8,8 +8,9 @@ import SystemPackage
 ///
 /// Formats are what the node offered when it was discovered (ENUM_FMT × ENUM_FRAMESIZES × ENUM_FRAMEINTERVALS),
 /// one `DeviceFormat` per pixel format and size, the formats we deliver without conversion first. Streaming is
-/// `V4L2CaptureStream`'s: mmap buffers, one capture thread, raw frames as pixel buffers wrapping the kernel's memory
-/// and compressed ones (MJPEG, H.264) as block buffers.
+/// `V4L2CaptureStream`'s: mmap buffers (each memory plane mapped on its own on a multi-planar node), one capture
+/// thread, raw frames as pixel buffers wrapping the kernel's memory and compressed ones (MJPEG, H.264) as block
+/// buffers.
 ///
 /// Failures say what to do (`DeviceFault.explained`): EBUSY names the process holding the node, EACCES the group
 /// to join, ENOSPC on STREAMON explains USB bandwidth; ENODEV, ENOENT and EIO mean the camera is gone.
@@ -26,6 +27,8 @@ package final class V4L2Camera: CaptureBackend {
     package let pixelFormats: [V4L2PixelFormat]
     /// The node, `/dev/videoN`.
     package let path: String
+    /// The node's queue frames come from: single-planar, or multi-planar (most SoC and ISP drivers).
+    package let bufferType: V4L2BufferType
     package let cameraControls: V4L2CameraControls
     private let system: SystemCalls
     private let diagnosis: DeviceNodeDiagnosis
@@ -46,6 +49,7 @@ package final class V4L2Camera: CaptureBackend {
         diagnosis: DeviceNodeDiagnosis = DeviceNodeDiagnosis(), registry: DeviceRegistry? = nil
     ) {
         self.path = path
+        self.bufferType = description.bufferType
         self.identity = description.identity
         self.system = system
         self.diagnosis = diagnosis
@@ -98,7 +102,8 @@ package final class V4L2Camera: CaptureBackend {
         let stream: V4L2CaptureStream
         do {
             stream = try V4L2CaptureStream(
-                path: path, system: system, pixelFormat: pixelFormat, width: video.width, height: video.height,
+                path: path, system: system, type: bufferType, pixelFormat: pixelFormat, width: video.width,
+                height: video.height,
                 frameDuration: configuration.frameDuration, sink: sink,
                 onFault: { [weak self] fault in self?.streamDidFault(fault) })
         } catch {

@@ -19,8 +19,8 @@ package struct InaccessibleDevice: Sendable, Hashable {
     }
 }
 
-/// The V4L2 cameras: every single-planar video capture node under `/sys/class/video4linux` (metadata, output and
-/// radio nodes are left out), each a `V4L2Camera`.
+/// The V4L2 cameras: every streaming video capture node under `/sys/class/video4linux`, single- or multi-planar
+/// (metadata, output and radio nodes are left out), each a `V4L2Camera`.
 ///
 /// Discovery rescans sysfs each time it is asked (a directory listing; only new nodes are opened), so a camera
 /// plugged in shows up at once; the hot-plug monitor (`DeviceHotPlugMonitor`) calls `rescan()` on uevents so the

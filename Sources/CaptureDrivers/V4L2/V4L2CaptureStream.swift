@@ -37,7 +37,13 @@ final class V4L2CaptureStream: @unchecked Sendable {
 
     let node: V4L2Node
     let buffers: V4L2MappedBuffers
+    /// The node's queue we stream from, single- or multi-planar.
+    let bufferType: V4L2BufferType
     private let pixelFormat: V4L2PixelFormat
+    /// The memory planes of every buffer, as S_FMT set them (one on a single-planar queue).
+    private let planeFormats: [V4L2PlaneFormat]
+    private let width: Int
+    private let height: Int
     private let pixelBuffers: CVPixelBufferRecycler?
     private let formatDescription: CMFormatDescription
     private let frameDuration: CMTime
@@ -50,30 +56,37 @@ final class V4L2CaptureStream: @unchecked Sendable {
     private let finishedFlag = Atomic<Bool>(false)
     private let threadID = Mutex<pthread_t?>(nil)
 
-    /// Opens and configures the node and starts streaming: open, S_FMT, S_PARM, REQBUFS, QUERYBUF + mmap each,
-    /// QBUF each, STREAMON. Does not start the thread.
+    /// Opens and configures the node's queue of `type` and starts streaming: open, S_FMT, S_PARM, REQBUFS,
+    /// QUERYBUF + mmap each (each memory plane on a multi-planar queue), QBUF each, STREAMON. Does not start the
+    /// thread.
     init(
-        path: String, system: SystemCalls, pixelFormat: V4L2PixelFormat, width: Int32, height: Int32,
-        frameDuration: CMTime, sink: @escaping StreamSink, onFault: @escaping @Sendable (DeviceFault) -> Void
+        path: String, system: SystemCalls, type: V4L2BufferType, pixelFormat: V4L2PixelFormat, width: Int32,
+        height: Int32, frameDuration: CMTime, sink: @escaping StreamSink,
+        onFault: @escaping @Sendable (DeviceFault) -> Void
     ) throws(V4L2StartFailure) {
         func attempt<T>(_ step: V4L2StartFailure.Step, _ body: () throws(Errno) -> T) throws(V4L2StartFailure) -> T {
             do { return try body() } catch { throw V4L2StartFailure(step: step, errno: error) }
         }
         let node = try attempt(.open) { () throws(Errno) in try V4L2Node(path: path, system: system) }
         let chosen = try attempt(.setFormat) { () throws(Errno) in
-            try node.setFormat(pixelFormat, width: UInt32(width), height: UInt32(height))
+            try node.setFormat(pixelFormat, width: UInt32(width), height: UInt32(height), type: type)
         }
-        // A driver that picks another format or size would make the frames lie about their format.
-        guard chosen.pixelformat == pixelFormat.rawValue, chosen.width == UInt32(width), chosen.height == UInt32(height)
+        // A driver that picks another format or size would make the frames lie about their format; one that puts a
+        // frame in other memory planes than the format has would leave image planes without memory.
+        guard chosen.pixelFormat == pixelFormat, chosen.width == UInt32(width), chosen.height == UInt32(height),
+            chosen.planes.count == (type.isMultiplanar ? pixelFormat.memoryPlaneCount : 1)
         else { throw V4L2StartFailure(step: .setFormat, errno: .invalidArgument) }
-        _ = try attempt(.setFrameRate) { () throws(Errno) in try node.setFrameDuration(frameDuration) }
+        let planeCount = chosen.planes.count
+        _ = try attempt(.setFrameRate) { () throws(Errno) in try node.setFrameDuration(frameDuration, type: type) }
         let count = try attempt(.requestBuffers) { () throws(Errno) in
-            try node.requestBuffers(V4L2Camera.requestedBufferCount)
+            try node.requestBuffers(V4L2Camera.requestedBufferCount, type: type)
         }
         guard count >= 2, count <= V4L2MappedBuffers.maximumCount else {
             throw V4L2StartFailure(step: .requestBuffers, errno: .noMemory)
         }
-        let buffers = try attempt(.map) { () throws(Errno) in try V4L2MappedBuffers(node: node, count: count) }
+        let buffers = try attempt(.map) { () throws(Errno) in
+            try V4L2MappedBuffers(node: node, count: count, type: type, planeCount: planeCount)
+        }
         let subType = pixelFormat.mediaSubType ?? 0
         if pixelFormat.isCompressed {
             pixelBuffers = nil
@@ -81,8 +94,7 @@ final class V4L2CaptureStream: @unchecked Sendable {
             do {
                 pixelBuffers = CVPixelBufferRecycler(
                     try buffers.wrapPixelBuffers(
-                        pixelFormat: pixelFormat, width: Int(width), height: Int(height),
-                        bytesPerLine: Int(chosen.bytesperline)))
+                        pixelFormat: pixelFormat, width: Int(width), height: Int(height), planes: chosen.planes))
             } catch {
                 throw V4L2StartFailure(step: .wrap, errno: .invalidArgument)
             }
@@ -94,18 +106,22 @@ final class V4L2CaptureStream: @unchecked Sendable {
             throw V4L2StartFailure(step: .wrap, errno: .invalidArgument)
         }
         for index in 0..<count {
-            try attempt(.queue) { () throws(Errno) in try node.queue(index) }
+            try attempt(.queue) { () throws(Errno) in try node.queue(index, type: type, planeCount: planeCount) }
         }
-        try attempt(.streamOn) { () throws(Errno) in try node.streamOn() }
+        try attempt(.streamOn) { () throws(Errno) in try node.streamOn(type) }
         do {
             wake = try WakeEvent()
         } catch {
-            _ = try? node.streamOff()
+            _ = try? node.streamOff(type)
             throw V4L2StartFailure(step: .streamOn, errno: error)
         }
         self.node = node
         self.buffers = buffers
+        self.bufferType = type
         self.pixelFormat = pixelFormat
+        self.planeFormats = chosen.planes
+        self.width = Int(width)
+        self.height = Int(height)
         self.frameDuration = frameDuration
         self.sink = sink
         self.onFault = onFault
@@ -201,8 +217,8 @@ final class V4L2CaptureStream: @unchecked Sendable {
         }
         // The kernel gives every buffer back, and REQBUFS(0) releases the queue for the next opener; buffers
         // consumers still hold stay mapped (the kernel orphans them) until they are released.
-        _ = try? node.streamOff()
-        _ = try? node.requestBuffers(0)
+        _ = try? node.streamOff(bufferType)
+        _ = try? node.requestBuffers(0, type: bufferType)
         if let fault, !stopRequested.load(ordering: .relaxed) {
             onFault(fault)
             sink(.fault(fault))
@@ -222,18 +238,18 @@ final class V4L2CaptureStream: @unchecked Sendable {
         if let pixelBuffers {
             samples.releaseIdleImages()
             while let index = pixelBuffers.firstReturnedBuffer() { try requeue(index, &state) }
-        } else {
-            var returned = buffers.takeReturned()
-            while returned != 0 {
-                let index = returned.trailingZeroBitCount
-                returned &= returned - 1
-                try requeue(index, &state)
-            }
+        }
+        // Compressed frames, and raw frames wrapped on their own (an image not at the start of its planes).
+        var returned = buffers.takeReturned()
+        while returned != 0 {
+            let index = returned.trailingZeroBitCount
+            returned &= returned - 1
+            try requeue(index, &state)
         }
     }
 
     private func requeue(_ index: Int, _ state: inout CaptureState) throws(Errno) {
-        try node.queue(index)
+        try node.queue(index, type: bufferType, planeCount: planeFormats.count)
         state.queued[index] = true
         state.queuedCount += 1
     }
@@ -242,9 +258,11 @@ final class V4L2CaptureStream: @unchecked Sendable {
     private func dequeueAll(_ state: inout CaptureState, _ samples: CMSampleBufferRecycler) throws(Errno) -> Bool {
         var any = false
         while true {
-            guard case .value(let buffer) = try node.dequeue() else { return any }
+            guard case .value(let buffer) = try node.dequeue(type: bufferType, planeCount: planeFormats.count) else {
+                return any
+            }
             any = true
-            let index = Int(buffer.index)
+            let index = buffer.index
             guard index < buffers.count, state.queued[index] else { continue }
             state.queued[index] = false
             state.queuedCount -= 1
@@ -252,8 +270,10 @@ final class V4L2CaptureStream: @unchecked Sendable {
         }
     }
 
-    private func deliver(_ buffer: v4l2_buffer, _ state: inout CaptureState, _ samples: CMSampleBufferRecycler) {
-        let index = Int(buffer.index)
+    private func deliver(
+        _ buffer: V4L2DequeuedBuffer, _ state: inout CaptureState, _ samples: CMSampleBufferRecycler
+    ) {
+        let index = buffer.index
         let time = Self.presentationTime(of: buffer)
         let sequence = state.sequence(for: buffer.sequence)
         // Frames the kernel skipped: for want of buffers if it ran out since the last frame, else the device's.
@@ -275,12 +295,28 @@ final class V4L2CaptureStream: @unchecked Sendable {
             return
         }
         let timing = CMSampleTimingInfo(duration: frameDuration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
-        if let pixelBuffers {
+        if let pixelBuffers, buffer.startsAtPlaneStarts {
             let image = pixelBuffers.handOut(index)
             let sample = samples.sampleBuffer(imageBuffer: image, formatDescription: formatDescription, timing: timing)
             sink(.output(sample, sequence: sequence))
+        } else if pixelBuffers != nil {
+            // A driver that starts the image `data_offset` into a plane (a few multi-planar ones): this frame gets
+            // a pixel buffer of its own over the same memory, whose release marks the buffer returned.
+            let image: CVPixelBuffer
+            do {
+                image = try buffers.wrapPixelBuffer(
+                    index, pixelFormat: pixelFormat, width: width, height: height, planes: planeFormats,
+                    dataOffset: buffer.dataOffset(ofPlane:), release: { [buffers] in buffers.markReturned(index) })
+            } catch {
+                // The offset leaves no room for the image: the frame is damaged.
+                if (try? requeue(index, &state)) == nil { state.queued[index] = false }
+                sink(.dropped(sequence: sequence, presentationTime: time, reason: .discontinuity))
+                return
+            }
+            let sample = samples.sampleBuffer(imageBuffer: image, formatDescription: formatDescription, timing: timing)
+            sink(.output(sample, sequence: sequence))
         } else {
-            let block = buffers.wrapBlockBuffer(index, length: Int(buffer.bytesused))
+            let block = buffers.wrapBlockBuffer(index, offset: buffer.dataOffsets.0, length: buffer.bytesUsed)
             let sample: CMSampleBuffer
             do {
                 sample = try CMSampleBuffer(
@@ -295,7 +331,7 @@ final class V4L2CaptureStream: @unchecked Sendable {
 
     /// The buffer's time on the host clock: its own timestamp when the driver stamps with CLOCK_MONOTONIC (every
     /// current driver), the time now otherwise.
-    static func presentationTime(of buffer: v4l2_buffer) -> CMTime {
+    static func presentationTime(of buffer: V4L2DequeuedBuffer) -> CMTime {
         let source = buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK)
         let nanoseconds =
             source == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)

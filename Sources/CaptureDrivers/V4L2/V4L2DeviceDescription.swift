@@ -56,15 +56,17 @@ package struct V4L2DeviceDescription: Sendable {
     package var formats: [V4L2Format]
     package var controls: V4L2ControlSet
     package var controlValues: [UInt32: Int64]
+    /// The queue the node streams from: single-planar, or multi-planar (SoC and ISP drivers).
+    package var bufferType: V4L2BufferType
 
     /// Opens `location.path` and reads it: QUERYCAP, the formats, the controls and their values. Nil for a node
-    /// that is not a single-planar streaming video capture node (metadata, output, radio) or offers no format we
-    /// deliver.
+    /// that is not a streaming video capture node, single- or multi-planar (metadata, output, radio), or offers no
+    /// format we deliver.
     package static func read(_ location: V4L2NodeLocation, system: SystemCalls) throws(Errno) -> Self? {
         let node = try V4L2Node(path: location.path, system: system)
         let capability = try node.capability()
-        guard capability.isStreamingVideoCapture else { return nil }
-        let formats = try Self.formats(of: node)
+        guard let bufferType = capability.captureBufferType else { return nil }
+        let formats = try Self.formats(of: node, type: bufferType)
         guard !formats.isEmpty else { return nil }
         let all = (try? node.controls()) ?? []
         let controls = V4L2ControlSet(controls: all) { control in
@@ -72,7 +74,8 @@ package struct V4L2DeviceDescription: Sendable {
         }
         let values = V4L2CameraControls.readValues(controls, from: node)
         return Self(
-            identity: identity(location, capability), formats: formats, controls: controls, controlValues: values)
+            identity: identity(location, capability), formats: formats, controls: controls, controlValues: values,
+            bufferType: bufferType)
     }
 
     /// Who the node is. The unique ID is udev's by-id (or by-path) name when there is one, else the bus and node
@@ -99,10 +102,12 @@ package struct V4L2DeviceDescription: Sendable {
     ]
 
     /// Every format we deliver, by size (smallest first), then native before compressed.
-    static func formats(of node: V4L2Node) throws(Errno) -> [V4L2Format] {
+    /// A multi-planar node offering both a format and its `…M` variant (NV12 and NV12M) lists the one ENUM_FMT
+    /// names first.
+    static func formats(of node: V4L2Node, type: V4L2BufferType) throws(Errno) -> [V4L2Format] {
         var formats: [V4L2Format] = []
         var seen = Set<String>()
-        for pixelFormat in try node.pixelFormats() {
+        for pixelFormat in try node.pixelFormats(type) {
             guard let subType = pixelFormat.mediaSubType else { continue }
             for (width, height) in sizes(try node.frameSizes(of: pixelFormat)) {
                 // MJPG and JPEG both become 'jpeg': list the first only.

@@ -38,13 +38,13 @@ package final class V4L2Node: Sendable {
         return V4L2Capability(capability)
     }
 
-    /// The pixel formats of the capture queue (VIDIOC_ENUM_FMT until EINVAL).
-    package func pixelFormats() throws(Errno) -> [V4L2PixelFormat] {
+    /// The pixel formats of the capture queue of `type` (VIDIOC_ENUM_FMT until EINVAL).
+    package func pixelFormats(_ type: V4L2BufferType) throws(Errno) -> [V4L2PixelFormat] {
         var formats: [V4L2PixelFormat] = []
         for index in 0..<UInt32(1024) {
             var description = v4l2_fmtdesc()
             description.index = index
-            description.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            description.type = type.rawValue
             do {
                 try ioctl(.enumerateFormats, &description)
             } catch .invalidArgument {
@@ -115,25 +115,44 @@ package final class V4L2Node: Sendable {
 
     // MARK: Configuring
 
-    /// VIDIOC_S_FMT on the capture queue; returns what the driver chose (it may adjust the size, never silently
-    /// the pixel format on a conforming driver: the caller checks).
-    package func setFormat(_ pixelFormat: V4L2PixelFormat, width: UInt32, height: UInt32) throws(Errno)
-        -> v4l2_pix_format
-    {
+    /// VIDIOC_S_FMT on the capture queue of `type` (`fmt.pix`, or `fmt.pix_mp` on a multi-planar queue); returns
+    /// what the driver chose (it may adjust the size, never silently the pixel format on a conforming driver: the
+    /// caller checks).
+    package func setFormat(
+        _ pixelFormat: V4L2PixelFormat, width: UInt32, height: UInt32, type: V4L2BufferType
+    ) throws(Errno) -> V4L2ChosenFormat {
         var format = v4l2_format()
-        format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-        format.fmt.pix.width = width
-        format.fmt.pix.height = height
-        format.fmt.pix.pixelformat = pixelFormat.rawValue
-        format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+        format.type = type.rawValue
+        guard type.isMultiplanar else {
+            format.fmt.pix.width = width
+            format.fmt.pix.height = height
+            format.fmt.pix.pixelformat = pixelFormat.rawValue
+            format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+            try ioctl(.setFormat, &format)
+            let pix = format.fmt.pix
+            return V4L2ChosenFormat(
+                pixelFormat: V4L2PixelFormat(rawValue: pix.pixelformat), width: pix.width, height: pix.height,
+                planes: [V4L2PlaneFormat(bytesPerLine: Int(pix.bytesperline), sizeImage: Int(pix.sizeimage))])
+        }
+        format.fmt.pix_mp.width = width
+        format.fmt.pix_mp.height = height
+        format.fmt.pix_mp.pixelformat = pixelFormat.rawValue
+        format.fmt.pix_mp.field = V4L2_FIELD_NONE.rawValue
         try ioctl(.setFormat, &format)
-        return format.fmt.pix
+        let pix = format.fmt.pix_mp
+        let planes = withUnsafeBytes(of: pix.plane_fmt) { bytes in
+            bytes.bindMemory(to: v4l2_plane_pix_format.self).prefix(min(Int(pix.num_planes), Int(VIDEO_MAX_PLANES)))
+                .map { V4L2PlaneFormat(bytesPerLine: Int($0.bytesperline), sizeImage: Int($0.sizeimage)) }
+        }
+        return V4L2ChosenFormat(
+            pixelFormat: V4L2PixelFormat(rawValue: pix.pixelformat), width: pix.width, height: pix.height,
+            planes: planes)
     }
 
     /// VIDIOC_S_PARM with a time per frame; returns what the driver chose, or nil when it cannot set frame rates.
-    package func setFrameDuration(_ duration: CMTime) throws(Errno) -> CMTime? {
+    package func setFrameDuration(_ duration: CMTime, type: V4L2BufferType) throws(Errno) -> CMTime? {
         var parameters = v4l2_streamparm()
-        parameters.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        parameters.type = type.rawValue
         parameters.parm.capture.timeperframe = v4l2_fract(
             numerator: UInt32(clamping: duration.value), denominator: UInt32(clamping: duration.timescale))
         do {
@@ -148,55 +167,110 @@ package final class V4L2Node: Sendable {
     // MARK: Streaming
 
     /// VIDIOC_REQBUFS with memory-mapped buffers; returns how many the driver allocated (0 frees them).
-    package func requestBuffers(_ count: UInt32) throws(Errno) -> Int {
+    package func requestBuffers(_ count: UInt32, type: V4L2BufferType) throws(Errno) -> Int {
         var request = v4l2_requestbuffers()
         request.count = count
-        request.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        request.type = type.rawValue
         request.memory = V4L2_MEMORY_MMAP.rawValue
         try ioctl(.requestBuffers, &request)
         return Int(request.count)
     }
 
-    /// VIDIOC_QUERYBUF: where buffer `index` is (the mmap offset) and how long it is.
-    package func queryBuffer(_ index: Int) throws(Errno) -> (offset: Int, length: Int) {
-        var buffer = Self.emptyBuffer(index: index)
-        try ioctl(.queryBuffer, &buffer)
-        return (Int(buffer.m.offset), Int(buffer.length))
+    /// VIDIOC_QUERYBUF: where each memory plane of buffer `index` is (its mmap offset) and how long it is; one entry
+    /// on a single-planar queue, `planeCount` on a multi-planar one (the kernel fills the `planes` array).
+    package func queryBuffer(_ index: Int, type: V4L2BufferType, planeCount: Int) throws(Errno)
+        -> [(offset: Int, length: Int)]
+    {
+        guard type.isMultiplanar else {
+            var buffer = Self.emptyBuffer(index: index, type: type)
+            try ioctl(.queryBuffer, &buffer)
+            return [(Int(buffer.m.offset), Int(buffer.length))]
+        }
+        return try withPlanes(planeCount) { planes throws(Errno) in
+            var buffer = Self.emptyBuffer(index: index, type: type, planes: planes)
+            try ioctl(.queryBuffer, &buffer)
+            return planes.prefix(Int(buffer.length)).map { (Int($0.m.mem_offset), Int($0.length)) }
+        }
     }
 
-    /// VIDIOC_QBUF: hands buffer `index` to the kernel to fill.
-    package func queue(_ index: Int) throws(Errno) {
-        var buffer = Self.emptyBuffer(index: index)
-        try ioctl(.queueBuffer, &buffer)
+    /// VIDIOC_QBUF: hands buffer `index` (with its `planeCount` memory planes on a multi-planar queue) to the
+    /// kernel to fill.
+    package func queue(_ index: Int, type: V4L2BufferType, planeCount: Int) throws(Errno) {
+        guard type.isMultiplanar else {
+            var buffer = Self.emptyBuffer(index: index, type: type)
+            try ioctl(.queueBuffer, &buffer)
+            return
+        }
+        try withPlanes(planeCount) { planes throws(Errno) in
+            var buffer = Self.emptyBuffer(index: index, type: type, planes: planes)
+            try ioctl(.queueBuffer, &buffer)
+        }
     }
 
-    /// VIDIOC_DQBUF: the next filled buffer, or `.wouldBlock` when none is done yet.
-    package func dequeue() throws(Errno) -> IOResult<v4l2_buffer> {
-        var buffer = Self.emptyBuffer(index: 0)
-        switch try ioctl(.dequeueBuffer, &buffer) {
-        case .value: return .value(buffer)
-        case .wouldBlock: return .wouldBlock
+    /// VIDIOC_DQBUF: the next filled buffer, or `.wouldBlock` when none is done yet. On a multi-planar queue the
+    /// kernel reports each plane in an array the size of `planeCount`; what the frame needs of it is copied out.
+    package func dequeue(type: V4L2BufferType, planeCount: Int) throws(Errno) -> IOResult<V4L2DequeuedBuffer> {
+        guard type.isMultiplanar else {
+            var buffer = Self.emptyBuffer(index: 0, type: type)
+            switch try ioctl(.dequeueBuffer, &buffer) {
+            case .value: return .value(V4L2DequeuedBuffer(buffer, planes: nil))
+            case .wouldBlock: return .wouldBlock
+            }
+        }
+        return try withPlanes(planeCount) { planes throws(Errno) in
+            var buffer = Self.emptyBuffer(index: 0, type: type, planes: planes)
+            switch try ioctl(.dequeueBuffer, &buffer) {
+            case .value:
+                let count = min(Int(buffer.length), planes.count)
+                return .value(V4L2DequeuedBuffer(buffer, planes: UnsafeBufferPointer(rebasing: planes[..<count])))
+            case .wouldBlock: return .wouldBlock
+            }
         }
     }
 
     /// VIDIOC_STREAMON.
-    package func streamOn() throws(Errno) {
-        var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+    package func streamOn(_ type: V4L2BufferType) throws(Errno) {
+        var type = Int32(bitPattern: type.rawValue)
         try ioctl(.streamOn, &type)
     }
 
     /// VIDIOC_STREAMOFF: the kernel gives every buffer back.
-    package func streamOff() throws(Errno) {
-        var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+    package func streamOff(_ type: V4L2BufferType) throws(Errno) {
+        var type = Int32(bitPattern: type.rawValue)
         try ioctl(.streamOff, &type)
     }
 
-    private static func emptyBuffer(index: Int) -> v4l2_buffer {
+    private static func emptyBuffer(
+        index: Int, type: V4L2BufferType, planes: UnsafeMutableBufferPointer<v4l2_plane>? = nil
+    ) -> v4l2_buffer {
         var buffer = v4l2_buffer()
         buffer.index = UInt32(index)
-        buffer.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        buffer.type = type.rawValue
         buffer.memory = V4L2_MEMORY_MMAP.rawValue
+        if let planes {
+            // On a multi-planar queue `length` is the size of the planes array and `m.planes` points to it.
+            buffer.length = UInt32(planes.count)
+            buffer.m.planes = planes.baseAddress
+        }
         return buffer
+    }
+
+    /// Runs `body` with a zeroed array of `count` planes on the stack (no allocation: DQBUF runs once a frame).
+    private func withPlanes<Value>(
+        _ count: Int, _ body: (UnsafeMutableBufferPointer<v4l2_plane>) throws(Errno) -> Value
+    ) throws(Errno) -> Value {
+        precondition((1...Int(VIDEO_MAX_PLANES)).contains(count), "a V4L2 buffer has 1...\(VIDEO_MAX_PLANES) planes")
+        let result: Result<Value, Errno> = withUnsafeTemporaryAllocation(of: v4l2_plane.self, capacity: count) {
+            planes in
+            planes.initialize(repeating: v4l2_plane())
+            defer { planes.deinitialize() }
+            do throws(Errno) {
+                return .success(try body(planes))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 
     // MARK: Controls
@@ -282,15 +356,125 @@ package struct V4L2Capability: Sendable, Hashable {
             ? capability.device_caps : capability.capabilities
     }
 
-    /// A single-planar video capture node that streams through mmap: the nodes we open. Metadata, output and
-    /// multi-planar nodes are left out.
-    package var isStreamingVideoCapture: Bool {
-        deviceCapabilities & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0
-            && deviceCapabilities & UInt32(V4L2_CAP_STREAMING) != 0
+    /// A video capture node that streams through mmap, single- or multi-planar: the nodes we open. Metadata,
+    /// output and radio nodes are left out.
+    package var isStreamingVideoCapture: Bool { captureBufferType != nil }
+
+    /// The queue we capture from: the single-planar one where the node has it (a node with both streams the same
+    /// frames either way, and single-planar is the simpler), else the multi-planar one (most SoC and ISP drivers);
+    /// nil for a node that is not a streaming video capture node.
+    package var captureBufferType: V4L2BufferType? {
+        guard deviceCapabilities & UInt32(V4L2_CAP_STREAMING) != 0 else { return nil }
+        if deviceCapabilities & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0 { return .videoCapture }
+        if deviceCapabilities & UInt32(V4L2_CAP_VIDEO_CAPTURE_MPLANE) != 0 { return .videoCaptureMultiplanar }
+        return nil
     }
 
     /// Attached by USB (an external camera) rather than built in.
     package var isUSB: Bool { busInfo.hasPrefix("usb-") }
+}
+
+/// Which of a capture node's two queue APIs a call is for: the single-planar one (`fmt.pix`, one memory buffer per
+/// frame) or the multi-planar one (`fmt.pix_mp`, a `planes` array in every buffer call, one mmap per plane).
+///
+/// Value type; safe to use from any thread.
+package struct V4L2BufferType: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    package let rawValue: UInt32
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// The corresponding C constant is `V4L2_BUF_TYPE_VIDEO_CAPTURE`.
+    package static let videoCapture = Self(rawValue: V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+    /// The corresponding C constant is `V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE`.
+    package static let videoCaptureMultiplanar = Self(rawValue: V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue)
+
+    package var isMultiplanar: Bool { self == .videoCaptureMultiplanar }
+
+    package var description: String { isMultiplanar ? "multi-planar capture" : "capture" }
+}
+
+/// One memory plane of a format as S_FMT set it: its row length and how many bytes a frame takes in it.
+///
+/// Value type; safe to use from any thread.
+package struct V4L2PlaneFormat: Sendable, Hashable {
+    package var bytesPerLine: Int
+    package var sizeImage: Int
+
+    package init(bytesPerLine: Int, sizeImage: Int) {
+        self.bytesPerLine = bytesPerLine
+        self.sizeImage = sizeImage
+    }
+}
+
+/// What VIDIOC_S_FMT chose, from either queue API: one plane entry per memory buffer of a frame (one on a
+/// single-planar queue).
+///
+/// Value type; safe to use from any thread.
+package struct V4L2ChosenFormat: Sendable, Hashable {
+    package var pixelFormat: V4L2PixelFormat
+    package var width: UInt32
+    package var height: UInt32
+    package var planes: [V4L2PlaneFormat]
+
+    package init(pixelFormat: V4L2PixelFormat, width: UInt32, height: UInt32, planes: [V4L2PlaneFormat]) {
+        self.pixelFormat = pixelFormat
+        self.width = width
+        self.height = height
+        self.planes = planes
+    }
+}
+
+/// A buffer VIDIOC_DQBUF returned, as the capture thread needs it: no pointer into the call's `planes` array.
+///
+/// Value type; safe to use from any thread.
+package struct V4L2DequeuedBuffer: Sendable {
+    package var index: Int
+    package var sequence: UInt32
+    package var flags: UInt32
+    package var timestamp: timeval
+    /// The frame's bytes in its first memory plane, from where the image starts (what a compressed frame is).
+    package var bytesUsed: Int
+    /// Where the image starts in each memory plane (`data_offset`, set by a few multi-planar drivers), for at most
+    /// three planes (the most any format we deliver has); all zero on a single-planar queue.
+    package var dataOffsets: (Int, Int, Int)
+
+    package init(
+        index: Int, sequence: UInt32, flags: UInt32, timestamp: timeval, bytesUsed: Int,
+        dataOffsets: (Int, Int, Int) = (0, 0, 0)
+    ) {
+        self.index = index
+        self.sequence = sequence
+        self.flags = flags
+        self.timestamp = timestamp
+        self.bytesUsed = bytesUsed
+        self.dataOffsets = dataOffsets
+    }
+
+    init(_ buffer: v4l2_buffer, planes: UnsafeBufferPointer<v4l2_plane>?) {
+        guard let planes, let first = planes.first else {
+            self.init(
+                index: Int(buffer.index), sequence: buffer.sequence, flags: buffer.flags,
+                timestamp: buffer.timestamp, bytesUsed: Int(buffer.bytesused))
+            return
+        }
+        func offset(_ plane: Int) -> Int { plane < planes.count ? Int(planes[plane].data_offset) : 0 }
+        self.init(
+            index: Int(buffer.index), sequence: buffer.sequence, flags: buffer.flags, timestamp: buffer.timestamp,
+            bytesUsed: Int(first.bytesused) - min(Int(first.data_offset), Int(first.bytesused)),
+            dataOffsets: (offset(0), offset(1), offset(2)))
+    }
+
+    /// Whether the image starts at the beginning of every memory plane (the case of nearly every driver).
+    package var startsAtPlaneStarts: Bool { dataOffsets == (0, 0, 0) }
+
+    /// Where the image starts in memory plane `plane`.
+    package func dataOffset(ofPlane plane: Int) -> Int {
+        switch plane {
+        case 0: dataOffsets.0
+        case 1: dataOffsets.1
+        case 2: dataOffsets.2
+        default: 0
+        }
+    }
 }
 
 /// One entry of VIDIOC_ENUM_FRAMESIZES.

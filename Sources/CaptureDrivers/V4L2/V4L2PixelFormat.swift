@@ -17,6 +17,11 @@ package struct V4L2PixelFormat: RawRepresentable, Sendable, Hashable, CustomStri
     package static let nv12 = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_NV12)
     /// The corresponding C constant is `V4L2_PIX_FMT_YUV420` ('YU12').
     package static let yuv420 = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_YUV420)
+    /// The corresponding C constant is `V4L2_PIX_FMT_NV12M`: NV12 with luma and chroma in two buffers, as
+    /// multi-planar (SoC, ISP) drivers deliver it.
+    package static let nv12m = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_NV12M)
+    /// The corresponding C constant is `V4L2_PIX_FMT_YUV420M` ('YM12'): YU12 with each plane in its own buffer.
+    package static let yuv420m = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_YUV420M)
     /// The corresponding C constant is `V4L2_PIX_FMT_GREY`.
     package static let grey = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_GREY)
     /// The corresponding C constant is `V4L2_PIX_FMT_RGB24`.
@@ -41,14 +46,24 @@ package struct V4L2PixelFormat: RawRepresentable, Sendable, Hashable, CustomStri
         switch self {
         case .yuyv: kCVPixelFormatType_422YpCbCr8_yuvs
         case .uyvy: kCVPixelFormatType_422YpCbCr8
-        case .nv12: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
-        case .yuv420: kCVPixelFormatType_420YpCbCr8Planar
+        case .nv12, .nv12m: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+        case .yuv420, .yuv420m: kCVPixelFormatType_420YpCbCr8Planar
         case .grey: kCVPixelFormatType_OneComponent8
         case .rgb24: kCVPixelFormatType_24RGB
         case .bgr24: kCVPixelFormatType_24BGR
         case .mjpeg, .jpeg: kCMVideoCodecType_JPEG
         case .h264: kCMVideoCodecType_H264
         default: nil
+        }
+    }
+
+    /// How many memory buffers one frame takes on a multi-planar queue: one per image plane for the `…M` formats,
+    /// one for every other format (its planes follow each other in that buffer).
+    package var memoryPlaneCount: Int {
+        switch self {
+        case .nv12m: 2
+        case .yuv420m: 3
+        default: 1
         }
     }
 
@@ -59,10 +74,10 @@ package struct V4L2PixelFormat: RawRepresentable, Sendable, Hashable, CustomStri
     /// then the packed 4:2:2 ones, …), compressed ones last, so presets that take the first match prefer them.
     package var listingRank: Int {
         switch self {
-        case .nv12: 0
+        case .nv12, .nv12m: 0
         case .yuyv: 1
         case .uyvy: 2
-        case .yuv420: 3
+        case .yuv420, .yuv420m: 3
         case .bgr24: 4
         case .rgb24: 5
         case .grey: 6

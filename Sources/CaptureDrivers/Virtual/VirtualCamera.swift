@@ -1,6 +1,8 @@
 import Foundation
 import OpenCoreMedia
 import OpenCoreVideo
+import Synchronization
+import SystemPackage
 
 /// The test controls both virtual devices have: clock mode and faults on demand. `OpenAVCaptureTesting` drives the
 /// virtual devices through this.
@@ -63,8 +65,17 @@ extension VirtualDevice {
     }
 }
 
-/// "Virtual Back Camera" and "Virtual Front Camera": a `CaptureBackend` that renders `VirtualFrameRenderer`'s
-/// deterministic picture on the host clock, with simulated 3A (`VirtualCameraControls`) and faults on demand.
+/// "Virtual Back Camera", "Virtual Front Camera" and "Virtual USB Webcam": a `CaptureBackend` that renders
+/// `VirtualFrameRenderer`'s deterministic picture on the host clock, with simulated 3A (`VirtualCameraControls`) and
+/// faults on demand.
+///
+/// The webcam behaves like a common UVC webcam: `.external`, no position, no flash or torch, YUYV at 320x240 and
+/// 640x480, MJPEG (baseline JFIF 4:2:2) at 1280x720 and 1920x1080 and H.264 (Annex B) at 1920x1080, each at 30 and
+/// 15 fps. Its compressed formats are delivered compressed, as the V4L2 driver delivers a webcam's: a sample buffer
+/// with the bitstream in a `CMBlockBuffer`, a `'jpeg'`/`'avc1'` format description and no image buffer, for the
+/// session's decode stage. Each frame is rendered (YUYV for MJPEG, NV12 for H.264) and compressed on the capture
+/// thread by a `VirtualFrameCompressor` from the factory installed with `installFrameCompressors(_:)`, into
+/// `VirtualBitstreamSlots` reused from frame to frame.
 ///
 /// Streaming: one capture thread, named after the camera. Frame k of the device clock (the host clock) is at
 /// exactly `k × frameDuration`; the first frame is the first such time at or after `start`, so presentation times
@@ -86,24 +97,91 @@ package final class VirtualCamera: VirtualDevice, HighResolutionStillCapturing {
     package let cameraControls: VirtualCameraControls
     package let lifecycle = VirtualDeviceLifecycle()
     package let registry: DeviceRegistry?
+    /// Makes the compressors of the compressed formats (the webcam's); nil until installed.
+    private let compressorFactory: Mutex<VirtualFrameCompressorFactory?>
+
+    private init(
+        identity: DeviceIdentity, formats: [DeviceFormat], controls: VirtualCameraControls, registry: DeviceRegistry?,
+        compressors: VirtualFrameCompressorFactory?
+    ) {
+        self.identity = identity
+        self.formats = formats
+        self.cameraControls = controls
+        self.registry = registry
+        self.compressorFactory = Mutex(compressors)
+    }
 
     /// A virtual camera at `position` (`.back` or `.front`). Discovery uses `VirtualDeviceDriver.shared`'s; tests
     /// make their own and pass a `registry` of their own so their faults stay out of `DeviceRegistry.shared`
     /// (nil: report to `DeviceRegistry.shared`).
-    package init(position: VirtualCameraPosition, registry: DeviceRegistry? = nil) {
+    package convenience init(position: VirtualCameraPosition, registry: DeviceRegistry? = nil) {
         let isBack = position == .back
-        identity = DeviceIdentity(
-            uniqueID: isBack ? "virtual:back-camera" : "virtual:front-camera",
-            modelID: "OpenAVCapture Virtual Camera",
-            localizedName: isBack ? "Virtual Back Camera" : "Virtual Front Camera",
-            manufacturer: "OpenAVCapture",
-            kind: .builtInWideAngleCamera,
-            position: isBack ? .back : .front,
-            media: .video,
-            origin: .virtual)
-        formats = Self.formats(position: position)
-        cameraControls = VirtualCameraControls(position: position, maxZoomFactor: isBack ? 16 : 4)
-        self.registry = registry
+        self.init(
+            identity: DeviceIdentity(
+                uniqueID: isBack ? "virtual:back-camera" : "virtual:front-camera",
+                modelID: "OpenAVCapture Virtual Camera",
+                localizedName: isBack ? "Virtual Back Camera" : "Virtual Front Camera",
+                manufacturer: "OpenAVCapture",
+                kind: .builtInWideAngleCamera,
+                position: isBack ? .back : .front,
+                media: .video,
+                origin: .virtual),
+            formats: Self.formats(position: position),
+            controls: VirtualCameraControls(position: position, maxZoomFactor: isBack ? 16 : 4),
+            registry: registry, compressors: nil)
+    }
+
+    /// "Virtual USB Webcam": sees the scene as the back camera does (unmirrored), is `.external` with no position,
+    /// has exposure, focus, white balance and zoom up to 4x but no flash or torch, and streams `usbWebcamFormats`.
+    /// Its compressed formats need `compressors` (or `installFrameCompressors(_:)` later); `registry` as for the
+    /// other cameras.
+    package static func usbWebcam(
+        registry: DeviceRegistry? = nil, compressors: VirtualFrameCompressorFactory? = nil
+    ) -> VirtualCamera {
+        var capabilities = VirtualCameraControls.capabilities(position: .back)
+        capabilities.flashModes = [.off]
+        capabilities.torchModes = [.off]
+        return VirtualCamera(
+            identity: DeviceIdentity(
+                uniqueID: "virtual:usb-webcam",
+                modelID: "OpenAVCapture Virtual USB Webcam",
+                localizedName: "Virtual USB Webcam",
+                manufacturer: "OpenAVCapture",
+                kind: .external,
+                position: .unspecified,
+                media: .video,
+                origin: .virtual),
+            formats: usbWebcamFormats(),
+            controls: VirtualCameraControls(position: .back, maxZoomFactor: 4, capabilities: capabilities),
+            registry: registry, compressors: compressors)
+    }
+
+    /// Sets the factory the compressed formats' compressors come from; takes effect at the next `start`.
+    /// OpenAVCapture installs its MediaCodecs-based one on the shared driver's webcam before listing devices.
+    package func installFrameCompressors(_ factory: @escaping VirtualFrameCompressorFactory) {
+        compressorFactory.withLock { $0 = factory }
+    }
+
+    /// Whether a compressor factory is installed.
+    package var hasFrameCompressors: Bool { compressorFactory.withLock { $0 != nil } }
+
+    /// The webcam's formats, in `AVCaptureDevice.formats` order (by size; at each size the raw format before the
+    /// compressed ones, as the V4L2 driver lists a webcam's): YUYV 320x240 and 640x480, MJPEG 1280x720 and
+    /// 1920x1080, H.264 1920x1080. Each offers 30 and 15 fps as two fixed rates, as a UVC camera's discrete frame
+    /// intervals become two ranges.
+    package static func usbWebcamFormats() -> [DeviceFormat] {
+        let rates = [Int32(30), 15].map { FrameDurationRange(minFrameRate: $0, maxFrameRate: $0) }
+        let formats: [(Int32, Int32, FourCharCode)] = [
+            (320, 240, kCVPixelFormatType_422YpCbCr8_yuvs), (640, 480, kCVPixelFormatType_422YpCbCr8_yuvs),
+            (1280, 720, VirtualCompressedFormat.mjpeg), (1920, 1080, VirtualCompressedFormat.mjpeg),
+            (1920, 1080, VirtualCompressedFormat.h264),
+        ]
+        return formats.map { width, height, subType in
+            .video(
+                VideoFormat(
+                    width: width, height: height, mediaSubType: subType, frameDurationRanges: rates,
+                    fieldOfView: 78, maxZoomFactor: 4))
+        }
     }
 
     /// Every format of a virtual camera, in `AVCaptureDevice.formats` order: for each size, ascending, NV12 at 1–30
@@ -159,11 +237,17 @@ package final class VirtualCamera: VirtualDevice, HighResolutionStillCapturing {
     package func start(_ configuration: StreamConfiguration, sink: @escaping StreamSink) throws(DeviceFault) {
         let configuration = configurationToStart(configuration, caller: "VirtualCamera")
         guard case .video(let format) = configuration.format else { preconditionFailure("a camera streams video") }
+        // An unplugged or taken camera says so before an encoder is set up (`lifecycle.start` checks again,
+        // atomically).
+        guard isConnected else { throw .disconnected }
+        guard !isInUseByAnotherApplication else { throw .busy }
+        let compression = try makeCompression(format, frameDuration: configuration.frameDuration)
         let pool: CVPixelBufferPool
         let formatDescription: CMFormatDescription
         do {
             pool = try CVPixelBufferPool(
-                width: Int(format.width), height: Int(format.height), pixelFormatType: format.mediaSubType)
+                width: Int(format.width), height: Int(format.height),
+                pixelFormatType: compression?.format.renderedPixelFormat ?? format.mediaSubType)
             formatDescription = try CMFormatDescription(
                 videoCodecType: .init(rawValue: format.mediaSubType), width: Int(format.width),
                 height: Int(format.height))
@@ -174,7 +258,7 @@ package final class VirtualCamera: VirtualDevice, HighResolutionStillCapturing {
         let clockMode = lifecycle.clockMode
         let stream = VirtualCameraStream(
             format: format, frameDuration: configuration.frameDuration, clockMode: clockMode, pool: pool,
-            formatDescription: formatDescription, controls: cameraControls, sink: sink)
+            formatDescription: formatDescription, controls: cameraControls, compression: compression, sink: sink)
         try lifecycle.start(
             name: "OpenAVCapture \(identity.localizedName)",
             prepare: { cameraControls.streamWillStart(isFreeRunning: clockMode == .freeRunning) },
@@ -183,6 +267,31 @@ package final class VirtualCamera: VirtualDevice, HighResolutionStillCapturing {
 
     package func stop() {
         lifecycle.stop()
+    }
+
+    /// The compressor of a compressed format, made on the caller's thread so that a codec that cannot be set up
+    /// fails `start`; nil for a pixel format.
+    private func makeCompression(_ format: VideoFormat, frameDuration: CMTime) throws(DeviceFault)
+        -> VirtualStreamCompression?
+    {
+        let codec = format.mediaSubType
+        guard codec == VirtualCompressedFormat.mjpeg || codec == VirtualCompressedFormat.h264 else { return nil }
+        let compressed = VirtualCompressedFormat(
+            codec: codec, width: Int(format.width), height: Int(format.height),
+            frameRate: max(1, Int((1 / frameDuration.seconds).rounded())))
+        guard let factory = compressorFactory.withLock({ $0 }) else {
+            throw .explained(
+                .io(.notSupported),
+                advice: "\(identity.localizedName) has no frame compressor installed for its compressed formats "
+                    + "(OpenAVCapture installs one when it lists devices)")
+        }
+        do {
+            return VirtualStreamCompression(format: compressed, compressor: try factory(compressed))
+        } catch {
+            throw .explained(
+                .io(.notSupported),
+                advice: "\(identity.localizedName) cannot compress \(format.width)x\(format.height) frames: \(error)")
+        }
     }
 
     package func captureHighResolutionStill(
@@ -245,6 +354,8 @@ private struct VirtualCameraStream: Sendable {
     let pool: CVPixelBufferPool
     let formatDescription: CMFormatDescription
     let controls: VirtualCameraControls
+    /// For a compressed format: what compresses each rendered frame.
+    let compression: VirtualStreamCompression?
     let sink: StreamSink
 
     func run(on thread: VirtualCaptureThread) {
@@ -252,7 +363,9 @@ private struct VirtualCameraStream: Sendable {
         let value = frameDuration.value
         let timescale = frameDuration.timescale
         let aspect = Double(format.width) / Double(format.height)
-        let isNV12 = format.mediaSubType == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+        let isNV12 =
+            (compression?.format.renderedPixelFormat ?? format.mediaSubType)
+            == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
         let frameNanoseconds = Int64((Int128(value) * 1_000_000_000 + Int128(timescale) - 1) / Int128(timescale))
         // The first frame: the first k with k · duration at or after now, so every timestamp is exact.
         let now = Int128(CMClock.hostNanosecondsNow())
@@ -275,6 +388,11 @@ private struct VirtualCameraStream: Sendable {
                 if case .success(let buffer) = pool.pixelBuffer(
                     allocationThreshold: VirtualCamera.poolAllocationThreshold)
                 {
+                    // The renderer encodes BT.709 at every size; say so once per pool buffer (it stays on reuse).
+                    if CVBufferCopyAttachment(buffer, kCVImageBufferYCbCrMatrixKey, nil) == nil {
+                        CVBufferSetAttachment(
+                            buffer, kCVImageBufferYCbCrMatrixKey, kCVImageBufferYCbCrMatrix_ITU_R_709_2, .shouldPropagate)
+                    }
                     return buffer
                 }
                 guard clockMode == .freeRunning, CMClock.hostNanosecondsNow() < deadline else { return nil }
@@ -322,9 +440,28 @@ private struct VirtualCameraStream: Sendable {
             }
             let timing = CMSampleTimingInfo(
                 duration: frameDuration, presentationTimeStamp: presentationTime, decodeTimeStamp: .invalid)
-            // The description was made from the pool's size and format, so it matches every buffer.
-            let sample = samples.sampleBuffer(imageBuffer: buffer, formatDescription: formatDescription, timing: timing)
-            sink(.output(sample, sequence: sequence))
+            if let compression {
+                // The rendered buffer goes back to the pool when this returns; only the bitstream leaves.
+                switch compression.compress(buffer, presentationTime: presentationTime) {
+                case .compressed(let block):
+                    let sample: CMSampleBuffer
+                    do {
+                        sample = try CMSampleBuffer(
+                            dataBuffer: block, formatDescription: formatDescription, numSamples: 1,
+                            sampleTimings: [timing], sampleSizes: [block.dataLength])
+                    } catch {
+                        preconditionFailure("a one-sample compressed buffer with one timing and one size is consistent")
+                    }
+                    sink(.output(sample, sequence: sequence))
+                case .dropped(let reason):
+                    sink(.dropped(sequence: sequence, presentationTime: presentationTime, reason: reason))
+                }
+            } else {
+                // The description was made from the pool's size and format, so it matches every buffer.
+                let sample = samples.sampleBuffer(
+                    imageBuffer: buffer, formatDescription: formatDescription, timing: timing)
+                sink(.output(sample, sequence: sequence))
+            }
             for completion in completions { completion(presentationTime) }
         }
 
@@ -337,5 +474,48 @@ private struct VirtualCameraStream: Sendable {
         let fault = pacer.run(on: thread)
         controls.streamDidStop()
         if let fault { sink(.fault(fault)) }
+    }
+}
+
+/// A compressed stream's compressor and the slots its bitstream is delivered in.
+///
+/// `@unchecked Sendable`: made by `start` on the caller's thread and handed to the capture thread, which is then the
+/// only one to use the (thread-bound) compressor.
+final class VirtualStreamCompression: @unchecked Sendable {
+    let format: VirtualCompressedFormat
+    private let compressor: any VirtualFrameCompressor
+    /// As many slots as consumers may hold pixel buffers of a raw format.
+    private let slots = VirtualBitstreamSlots(count: VirtualCamera.poolAllocationThreshold)
+
+    init(format: VirtualCompressedFormat, compressor: any VirtualFrameCompressor) {
+        self.format = format
+        self.compressor = compressor
+    }
+
+    /// What became of one frame.
+    enum Outcome {
+        /// The bitstream, in a lent slot.
+        case compressed(CMBlockBuffer)
+        /// Lost: `.outOfBuffers` when consumers hold every slot, `.discontinuity` when the encoder fails (as a
+        /// camera's damaged frame is lost).
+        case dropped(DropReason)
+    }
+
+    /// Compresses `frame` into a free slot.
+    func compress(_ frame: CVPixelBuffer, presentationTime: CMTime) -> Outcome {
+        guard let slot = slots.reserve() else { return .dropped(.outOfBuffers) }
+        var block: CMBlockBuffer?
+        do {
+            try compressor.compress(frame, presentationTime: presentationTime) { bytes in
+                block = slots.fill(slot, with: bytes)
+            }
+        } catch {
+            block = nil
+        }
+        guard let block else {
+            slots.cancel(slot)
+            return .dropped(.discontinuity)
+        }
+        return .compressed(block)
     }
 }

@@ -287,16 +287,21 @@ package final class VirtualCameraControls: CameraControlling {
 
     private let runtime: Mutex<Runtime>
 
-    /// The controls of the back or front camera, in their initial state: continuous auto focus (lens at the scene's
-    /// focus target), exposure and white balance, converged for the default scene (1/60 s, ISO 100).
-    package init(position: VirtualCameraPosition, maxZoomFactor: Double) {
+    /// The controls of a camera that sees the scene from `position`, in their initial state: continuous auto focus
+    /// (lens at the scene's focus target), exposure and white balance, converged for the default scene (1/60 s,
+    /// ISO 100). `capabilities` defaults to the position's (`capabilities(position:)`); the USB webcam passes its
+    /// own.
+    package init(
+        position: VirtualCameraPosition, maxZoomFactor: Double, capabilities: CameraCapabilities? = nil
+    ) {
         self.position = position
         self.maxZoomFactor = maxZoomFactor
         var scene = VirtualScene()
         scene.camera = position
         self.runtime = Mutex(Runtime(scene: scene))
         self.store = CameraControlStore(
-            capabilities: Self.capabilities(position: position), initialState: Self.initialState(scene: scene))
+            capabilities: capabilities ?? Self.capabilities(position: position),
+            initialState: Self.initialState(scene: scene))
     }
 
     /// What the virtual cameras can do: everything, except that the front camera has no flash and no torch.

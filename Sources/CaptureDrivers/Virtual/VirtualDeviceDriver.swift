@@ -1,5 +1,5 @@
-/// The built-in virtual devices as a driver: "Virtual Back Camera", "Virtual Front Camera" and "Virtual Microphone",
-/// always present unless a test unplugs them.
+/// The built-in virtual devices as a driver: "Virtual Back Camera", "Virtual Front Camera", "Virtual USB Webcam" and
+/// "Virtual Microphone", always present unless a test unplugs them.
 ///
 /// Threading: thread safe; the devices are created once and never replaced, so discovery always returns the same
 /// backend objects.
@@ -9,23 +9,29 @@ package final class VirtualDeviceDriver: CaptureDriver {
 
     package let backCamera: VirtualCamera
     package let frontCamera: VirtualCamera
+    /// The external camera that behaves like a common UVC webcam (MJPEG, YUYV, H.264); its compressed formats
+    /// stream once a compressor factory is installed (`VirtualCamera.installFrameCompressors(_:)`).
+    package let usbWebcam: VirtualCamera
     package let microphone: VirtualMicrophone
 
-    /// A driver with devices of its own that report to `registry` (nil: `DeviceRegistry.shared`).
-    package init(registry: DeviceRegistry? = nil) {
+    /// A driver with devices of its own that report to `registry` (nil: `DeviceRegistry.shared`); the webcam's
+    /// compressed formats use `compressors` when given.
+    package init(registry: DeviceRegistry? = nil, compressors: VirtualFrameCompressorFactory? = nil) {
         backCamera = VirtualCamera(position: .back, registry: registry)
         frontCamera = VirtualCamera(position: .front, registry: registry)
+        usbWebcam = VirtualCamera.usbWebcam(registry: registry, compressors: compressors)
         microphone = VirtualMicrophone(registry: registry)
     }
 
     package var origin: DeviceOrigin { .virtual }
 
-    /// The connected virtual devices: back camera, front camera, microphone.
+    /// The connected virtual devices: back camera, front camera, USB webcam, microphone. The back camera comes
+    /// first, so it stays the default camera.
     package func discoverDevices() -> [any CaptureBackend] {
-        let devices: [any CaptureBackend] = [backCamera, frontCamera, microphone]
+        let devices: [any CaptureBackend] = [backCamera, frontCamera, usbWebcam, microphone]
         return devices.filter(\.isConnected)
     }
 
     /// Every virtual device, connected or not, for the test controls.
-    package var devices: [any VirtualDevice] { [backCamera, frontCamera, microphone] }
+    package var devices: [any VirtualDevice] { [backCamera, frontCamera, usbWebcam, microphone] }
 }

@@ -73,7 +73,9 @@ package enum HEICEncoder {
         defer { heif_nclx_color_profile_free(nclx) }
         nclx.pointee.color_primaries = heif_color_primaries_ITU_R_BT_709_5
         nclx.pointee.transfer_characteristics = heif_transfer_characteristic_ITU_R_BT_709_5
-        nclx.pointee.matrix_coefficients = heif_matrix_coefficients_ITU_R_BT_709_5
+        // The numbers' own matrix (BT.601 from a JPEG camera), so a reader turns them into the right colours.
+        nclx.pointee.matrix_coefficients =
+            YCbCrMatrix.of(image) == .itu601 ? heif_matrix_coefficients_ITU_R_BT_601_6 : heif_matrix_coefficients_ITU_R_BT_709_5
         nclx.pointee.full_range_flag = format == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange ? 1 : 0
         try check(heif_image_set_nclx_color_profile(picture, nclx))
 

@@ -111,12 +111,13 @@ extension _AVCaptureDeviceSharedInstance {
     /// The device with a unique identifier (the same object discovery returns), or nil when it is not present.
     ///
     /// Ours: `file:PATH` is the movie at PATH played in real time as a camera (its first video track), and
-    /// `file:PATH#audio` its sound as a microphone; nil when the file cannot be read or lacks the track. Whatever
-    /// `OPENAV_DEVICES` says, since the caller named the file.
+    /// `file:PATH#audio` its sound as a microphone; nil when the file cannot be read or lacks the track
+    /// (`AVCaptureDevice.movieFileDevice(uniqueID:)` says why). A relative PATH resolves against the working
+    /// directory. Whatever `OPENAV_DEVICES` says, since the caller named the file.
     public init?(uniqueID deviceUniqueID: String) {
         let shared =
             DeviceDirectory.shared.devices().first { $0.uniqueID == deviceUniqueID }
-            ?? MovieFileDevices.backend(forUniqueID: deviceUniqueID).map(DeviceDirectory.shared.device(for:))
+            ?? (try? MovieFileDevices.backend(forUniqueID: deviceUniqueID))?.map(DeviceDirectory.shared.device(for:))
         guard let device = shared as? Self else { return nil }
         self = device
     }

@@ -3,19 +3,28 @@ import Foundation
 import MediaCodecs
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A movie file's tracks and packets for a movie-file device, read with MediaCodecs' `Demuxer` (libavformat): the
 /// implementation of CaptureDrivers' `MoviePacketSource` seam, so the driver plays files without importing
 /// MediaCodecs.
 ///
 /// Tracks: the first video and the first audio stream that can be played. Video: H.264 (`'avc1'`, its `avcC` or
 /// Annex B parameter sets under the sample description atoms), HEVC (`'hvc1'`), MJPEG (`'jpeg'`), MPEG-4 part 2,
-/// ProRes, VP8/VP9, AV1, and raw planar 4:2:0 (y4m) as `'y420'`/`'f420'` frames. Audio: AAC (`'aac '`, the
-/// AudioSpecificConfig as magic cookie), ALAC, MP3, Opus, FLAC, and little-endian linear PCM (wav) as it is.
+/// ProRes, VP8/VP9, AV1, and raw video in any container (y4m, NUT, Matroska, AVI) in the pixel formats
+/// OpenCoreVideo has (`'y420'`, `'f420'`, `'420v'`, `'yuvs'`, `'2vuy'`, `'L008'`, `'24RGB'`, `'24BG'`, the 32-bit
+/// RGB orders). Audio: AAC (`'aac '`, the AudioSpecificConfig as magic cookie), ALAC, MP3, Opus, FLAC, and
+/// little-endian linear PCM (wav) as it is. `unplayable` names the streams left out and why.
 ///
 /// Threading: thread-bound, as the demuxer it holds.
 package final class DemuxerPacketSource: MoviePacketSource {
     package let tracks: [MovieTrack]
     package let duration: CMTime
+    /// The video and audio streams that cannot be played, each with why ("video codec theora", "raw video in
+    /// yuv444p"), for the error that says why a file gives no device.
+    package let unplayable: [String]
     private let demuxer: Demuxer
 
     /// Opens `url`. Throws the demuxer's error for a file libavformat cannot read.
@@ -23,9 +32,28 @@ package final class DemuxerPacketSource: MoviePacketSource {
         demuxer = try Demuxer(path: url.path)
         duration = demuxer.duration
         var tracks: [MovieTrack] = []
-        if let video = demuxer.streams.lazy.compactMap(Self.videoTrack).first { tracks.append(video) }
-        if let audio = demuxer.streams.lazy.compactMap(Self.audioTrack).first { tracks.append(audio) }
-        self.tracks = tracks
+        var unplayable: [String] = []
+        for stream in demuxer.streams {
+            switch stream.mediaType {
+            case .video:
+                guard !tracks.contains(where: { $0.media == .video }) else { continue }
+                switch Self.videoTrack(stream) {
+                case .success(let track): tracks.append(track)
+                case .failure(let reason): unplayable.append(reason.text)
+                }
+            case .audio:
+                guard !tracks.contains(where: { $0.media == .audio }) else { continue }
+                if let track = Self.audioTrack(stream) {
+                    tracks.append(track)
+                } else {
+                    unplayable.append("audio codec \(stream.codecName)")
+                }
+            case .other:
+                continue
+            }
+        }
+        self.tracks = tracks.sorted { $0.media == .video && $1.media != .video }
+        self.unplayable = unplayable
     }
 
     /// The opener movie-file devices are made with.
@@ -50,26 +78,47 @@ package final class DemuxerPacketSource: MoviePacketSource {
         "vp9": "vp09", "av1": "av01",
     ]
 
-    private static func videoTrack(_ stream: Demuxer.Stream) -> MovieTrack? {
-        guard stream.mediaType == .video, stream.width > 0, stream.height > 0 else { return nil }
+    /// FFmpeg's raw pixel formats that are OpenCoreVideo pixel formats, byte for byte.
+    private static let rawPixelFormats: [String: OSType] = [
+        "yuv420p": kCVPixelFormatType_420YpCbCr8Planar, "yuvj420p": kCVPixelFormatType_420YpCbCr8PlanarFullRange,
+        "nv12": kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, "yuyv422": kCVPixelFormatType_422YpCbCr8_yuvs,
+        "uyvy422": kCVPixelFormatType_422YpCbCr8, "gray": kCVPixelFormatType_OneComponent8,
+        "rgb24": kCVPixelFormatType_24RGB, "bgr24": kCVPixelFormatType_24BGR, "argb": kCVPixelFormatType_32ARGB,
+        "bgra": kCVPixelFormatType_32BGRA, "abgr": kCVPixelFormatType_32ABGR, "rgba": kCVPixelFormatType_32RGBA,
+    ]
+
+    /// Why a video stream cannot be played.
+    struct Unplayable: Error {
+        var text: String
+    }
+
+    private static func videoTrack(_ stream: Demuxer.Stream) -> Result<MovieTrack, Unplayable> {
+        guard stream.width > 0, stream.height > 0 else {
+            return .failure(Unplayable(text: "video \(stream.codecName) of unknown size"))
+        }
         let frameDuration =
             stream.frameRate > 0 ? CMTime(seconds: 1 / stream.frameRate, preferredTimescale: 90_000) : CMTime.invalid
         if stream.codecName == "rawvideo" {
-            let pixelFormat: OSType
-            switch stream.pixelFormatName {
-            case "yuv420p": pixelFormat = kCVPixelFormatType_420YpCbCr8Planar
-            case "yuvj420p": pixelFormat = kCVPixelFormatType_420YpCbCr8PlanarFullRange
-            default: return nil
+            guard let pixelFormat = rawPixelFormats[stream.pixelFormatName] else {
+                let known = rawPixelFormats.keys.sorted().joined(separator: ", ")
+                return .failure(Unplayable(text: "raw video in \(stream.pixelFormatName) (raw formats played: \(known))"))
             }
             guard
                 let description = try? CMFormatDescription(
                     videoCodecType: .init(rawValue: pixelFormat), width: stream.width, height: stream.height)
-            else { return nil }
-            return MovieTrack(
-                index: stream.index, media: .video, formatDescription: description, rawPixelFormat: pixelFormat,
-                frameDuration: frameDuration, duration: stream.duration)
+            else { return .failure(Unplayable(text: "raw video in \(stream.pixelFormatName)")) }
+            // AVI's uncompressed RGB runs bottom-up; libavformat marks it by ending the extradata with "BottomUp".
+            let isBottomUp = stream.extradata.count >= 9 && Array(stream.extradata.suffix(9)) == Array("BottomUp\0".utf8)
+            return .success(
+                MovieTrack(
+                    index: stream.index, media: .video, formatDescription: description,
+                    rawLayout: RawVideoLayout(pixelFormat: pixelFormat, isBottomUp: isBottomUp),
+                    frameDuration: frameDuration, duration: stream.duration))
         }
-        guard let code = videoCodecTypes[stream.codecName] else { return nil }
+        guard let code = videoCodecTypes[stream.codecName] else {
+            let known = videoCodecTypes.keys.sorted().joined(separator: ", ")
+            return .failure(Unplayable(text: "video codec \(stream.codecName) (codecs played: \(known), rawvideo)"))
+        }
         var extensions: [String: Any] = [:]
         if !stream.extradata.isEmpty {
             let atom = stream.codecName == "hevc" ? "hvcC" : stream.codecName == "h264" ? "avcC" : "glbl"
@@ -79,10 +128,11 @@ package final class DemuxerPacketSource: MoviePacketSource {
             let description = try? CMFormatDescription(
                 videoCodecType: .init(rawValue: fourCharCode(code)), width: stream.width, height: stream.height,
                 extensions: extensions)
-        else { return nil }
-        return MovieTrack(
-            index: stream.index, media: .video, formatDescription: description, frameDuration: frameDuration,
-            duration: stream.duration)
+        else { return .failure(Unplayable(text: "video codec \(stream.codecName)")) }
+        return .success(
+            MovieTrack(
+                index: stream.index, media: .video, formatDescription: description, frameDuration: frameDuration,
+                duration: stream.duration))
     }
 
     private static let audioFormatIDs: [String: String] = [
@@ -90,7 +140,7 @@ package final class DemuxerPacketSource: MoviePacketSource {
     ]
 
     private static func audioTrack(_ stream: Demuxer.Stream) -> MovieTrack? {
-        guard stream.mediaType == .audio, stream.sampleRate > 0, stream.channelCount > 0 else { return nil }
+        guard stream.sampleRate > 0, stream.channelCount > 0 else { return nil }
         let rate = Float64(stream.sampleRate)
         let channels = UInt32(stream.channelCount)
         let asbd: AudioStreamBasicDescription
@@ -119,30 +169,86 @@ package final class DemuxerPacketSource: MoviePacketSource {
     }
 }
 
-/// The movie-file devices made from `file:` unique IDs, kept so the same ID gives the same device object.
+/// Movie files opened as devices: the checks that say why a file cannot be, and the devices made from `file:`
+/// unique IDs, kept so the same ID gives the same device object while the file plays.
 ///
-/// Threading: thread safe (a mutex).
-enum MovieFileDevices {
+/// Threading: thread safe (a mutex guards the table).
+package enum MovieFileDevices {
     private static let opened = Mutex<[String: any CaptureBackend]>([:])
 
+    /// The camera and microphone of the movie file at `path` (relative paths resolve against the working
+    /// directory; errors name `path` as given).
+    ///
+    /// - Throws: an `NSError` in `NSPOSIXErrorDomain` with the OS's reason when the file cannot be opened (missing,
+    ///   not permitted, a directory); `AVError(.fileFormatNotRecognized)` when FFmpeg does not read it as media;
+    ///   `AVError(.decoderNotFound)` naming the codecs when it has no track that can be played.
+    package static func open(
+        path: String, loops: Bool, pacing: MoviePacing
+    ) throws -> (camera: CaptureDrivers.MovieFileDevice?, microphone: CaptureDrivers.MovieFileDevice?) {
+        let url = URL(fileURLWithPath: path).standardizedFileURL
+        try checkReadable(url.path, given: path)
+        // Opened here to learn why it fails; the devices open the file again to list and to play it.
+        let source: DemuxerPacketSource
+        do {
+            source = try DemuxerPacketSource(url: url)
+        } catch let error as MediaCodecsError {
+            throw AVError(
+                .fileFormatNotRecognized, "\(path) is not a media file FFmpeg can read (\(error.message))",
+                suggestion: "Give a movie, y4m or sound file.")
+        }
+        guard !source.tracks.isEmpty else {
+            if source.unplayable.isEmpty {
+                throw AVError(.invalidSourceMedia, "\(path) has no video or audio track")
+            }
+            throw AVError(
+                .decoderNotFound, "\(path) has no track that can be played: " + source.unplayable.joined(separator: "; "),
+                suggestion: "Convert it, e.g. ffmpeg -i \(path) -c:v libx264 -c:a aac out.mp4")
+        }
+        return try CaptureDrivers.MovieFileDevice.devices(
+            url: url, loops: loops, pacing: pacing, opener: DemuxerPacketSource.opener)
+    }
+
+    /// Throws the OS's reason when `path` cannot be opened for reading as a file.
+    private static func checkReadable(_ path: String, given: String) throws {
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        var failure = descriptor < 0 ? errno : 0
+        if descriptor >= 0 {
+            var status = stat()
+            if fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFDIR { failure = EISDIR }
+            close(descriptor)
+        }
+        guard failure != 0 else { return }
+        let reason = String(cString: strerror(failure))
+        throw NSError(
+            domain: NSPOSIXErrorDomain, code: Int(failure),
+            userInfo: [NSLocalizedDescriptionKey: "cannot open \(given): \(reason)", NSFilePathErrorKey: given])
+    }
+
     /// The backend for a `file:PATH` (camera) or `file:PATH#audio` (microphone) unique ID, opened at first use
-    /// (real time, no loop); nil when the file cannot be read or has no such track.
-    static func backend(forUniqueID uniqueID: String) -> (any CaptureBackend)? {
+    /// (real time, no loop) and kept while it plays; a file that played to its end is opened afresh.
+    ///
+    /// - Throws: what ``open(path:loops:pacing:)`` throws, or `AVError(.deviceNotConnected)` when the file has no
+    ///   such track.
+    package static func backend(forUniqueID uniqueID: String) throws -> (any CaptureBackend)? {
         guard uniqueID.hasPrefix("file:") else { return nil }
-        if let known = opened.withLock({ $0[uniqueID] }) { return known }
         var path = String(uniqueID.dropFirst("file:".count))
         let wantsAudio = path.hasSuffix("#audio")
         if wantsAudio { path.removeLast("#audio".count) }
-        guard
-            let devices = try? MovieFileDevice.devices(
-                url: URL(fileURLWithPath: path), loops: false, pacing: .realTime, opener: DemuxerPacketSource.opener)
-        else { return nil }
-        return opened.withLock { table in
-            if let camera = devices.camera { table[camera.identity.uniqueID] = table[camera.identity.uniqueID] ?? camera }
-            if let microphone = devices.microphone {
-                table[microphone.identity.uniqueID] = table[microphone.identity.uniqueID] ?? microphone
-            }
-            return table[uniqueID]
+        // The table is keyed by the absolute path, so `file:clip.mov` and `file:/here/clip.mov` are one device.
+        let key = "file:" + URL(fileURLWithPath: path).standardizedFileURL.path + (wantsAudio ? "#audio" : "")
+        if let known = opened.withLock({ $0[key] }), known.isConnected { return known }
+        let devices = try open(path: path, loops: false, pacing: .realTime)
+        let backend = opened.withLock { table -> (any CaptureBackend)? in
+            if let known = table[key], known.isConnected { return known }
+            if let camera = devices.camera { table[camera.identity.uniqueID] = camera }
+            if let microphone = devices.microphone { table[microphone.identity.uniqueID] = microphone }
+            return table[key]
         }
+        guard let backend else {
+            throw AVError(
+                .deviceNotConnected, "\(path) has no \(wantsAudio ? "audio" : "video") track",
+                suggestion: wantsAudio ? "Record without sound (--audio none)." : "Play its sound with file:\(path)#audio.")
+        }
+        return backend
     }
 }

@@ -8,7 +8,12 @@ import Synchronization
 /// Threading: thread safe (a mutex guards the table); notifications are posted on the thread that reported
 /// the change.
 package final class DeviceDirectory: Sendable {
-    package static let shared = DeviceDirectory(registry: .shared)
+    /// The directory of `DeviceRegistry.shared`. The virtual webcam gets its MediaCodecs compressors first, so every
+    /// device this lists can stream each of its formats.
+    package static let shared: DeviceDirectory = {
+        VirtualWebcamCompressors.installedOnSharedWebcam
+        return DeviceDirectory(registry: .shared)
+    }()
 
     package let registry: DeviceRegistry
     private let devicesByID = Mutex<[String: AVCaptureDevice]>([:])

@@ -125,14 +125,16 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     }
 
     /// The largest a recorded file may grow, in bytes, or 0 (the default) for no limit. A recording that would
-    /// pass it ends with `AVError.maximumFileSizeReached` before it does.
+    /// pass it ends with `AVError.maximumFileSizeReached` at the last whole frame that fits: the finished file is
+    /// never larger (see ``AVCaptureMovieFileOutput``).
     public var maxRecordedFileSize: Int64 {
         get { fileState.withLock { $0.maxRecordedFileSize } }
         set { fileState.withLock { $0.maxRecordedFileSize = max(0, newValue) } }
     }
 
-    /// Free space, in bytes, the volume must keep; 0 (the default) for no check. Checked before a recording
-    /// starts (it then ends at once with `AVError.diskFull`) and about once a second while it runs.
+    /// Free space, in bytes, the volume must keep; 0 (the default) for 1 MiB. Checked before a recording starts
+    /// (it then ends at once with `AVError.diskFull`) and at every sample while it runs: the recording ends with
+    /// `AVError.diskFull` at the last whole frame that keeps it free, the file finished.
     public var minFreeDiskSpaceLimit: Int64 {
         get { fileState.withLock { $0.minFreeDiskSpaceLimit } }
         set { fileState.withLock { $0.minFreeDiskSpaceLimit = max(0, newValue) } }

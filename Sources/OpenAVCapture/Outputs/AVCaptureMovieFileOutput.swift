@@ -17,13 +17,18 @@ import Synchronization
 /// - ``stopRecording()``: `error` nil.
 /// - ``AVCaptureFileOutput/maxRecordedDuration``: `.maximumDurationReached`; the file holds every frame whose end
 ///   is within the limit, so it is at most one frame short of it.
-/// - ``AVCaptureFileOutput/maxRecordedFileSize``: `.maximumFileSizeReached`. The rule that keeps the file under the
-///   limit: before each frame the size the file would have is projected as the larger of (a) the bytes on disk
-///   plus 64 KiB (the writer's unflushed buffer share and the movie header still to come) and (b) the recorded
-///   duration after that frame times 1.5 × (video bit rate + audio bit rate) / 8 plus 64 KiB; when it would pass
-///   the limit, the recording ends before that frame. It holds while the encoder keeps within 1.5× its average
-///   bit rate, which x264's rate control does over more than a few frames.
-/// - ``AVCaptureFileOutput/minFreeDiskSpaceLimit``: `.diskFull`, checked before the start and each second.
+/// - ``AVCaptureFileOutput/maxRecordedFileSize``: `.maximumFileSizeReached`. The finished file is never larger:
+///   the writer checks each encoded packet against a bound of the finished file's size (the media plus what the
+///   movie's index and headers can take for them, counted by the muxer) and writes nothing from the first packet
+///   that would pass the limit on, so the file ends at the last whole frame that fits, within a frame or two of
+///   the limit (97–99 % of it at 0.5 and 10 Mb/s, from 300 kB up, except where one frame is a large share of it:
+///   x264's first frames at a high rate). Fragments are cut at a quarter of the limit at most, so the file on
+///   disk follows the recording.
+/// - ``AVCaptureFileOutput/minFreeDiskSpaceLimit``: `.diskFull`, checked before the start (too little: the recording
+///   does not start) and at every sample: the file may grow until the volume would keep only the limit, the same
+///   packet-exact way. Without a limit a recording keeps 1 MiB free, so a full disk is met before a write fails.
+///   When the volume has no room for the finishing rewrite's copy (it needs the file's size again until its rename),
+///   the complete fragmented movie is kept as it is: every sample in it, readable, not moved to fast start.
 /// - The video or audio device of the recording fails (unplugged): `.deviceWasDisconnected` (or the session's
 ///   error, such as `.sessionWasInterrupted` when another application takes the device).
 /// - The session stops running: the recording is finished normally, `error` nil (our choice: the file is complete
@@ -32,6 +37,12 @@ import Synchronization
 /// With every error above `AVErrorRecordingSuccessfullyFinishedKey` is true and the file is finalized. An existing
 /// file gives `.fileAlreadyExists` (false), the file untouched; a recording that got no sample before it was
 /// stopped gives `.noDataCaptured` (false) and leaves no file. `didFinishRecordingTo` comes for every request.
+///
+/// Failures leave no debris. A recording that fails before any media reached the file (the encoder refuses the
+/// first frame, a full disk) leaves no file at the URL and nothing beside it (`AVErrorRecordingSuccessfullyFinishedKey`
+/// false). One that fails later keeps what plays: when an encoder failed, the file is finished with everything
+/// written before (true); when writing the file failed, it is cut back to its last complete fragment, readable
+/// but unfinished (false).
 ///
 /// Starting a recording while one is under way switches files: the old file gets every sample before the new
 /// file's first video frame (a key frame, since it is the first of its file), the new file everything from it on;
@@ -167,7 +178,7 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
             case .hevc: VideoEncoder.nativePixelFormats(for: .hevc)
             default: []
             }
-        return formats.isEmpty ? nil : VideoFormatDemand(pixelFormats: formats)
+        return formats.isEmpty ? nil : VideoFormatDemand(pixelFormats: formats, evenDimensions: true)
     }
 
     override func encoderDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? {

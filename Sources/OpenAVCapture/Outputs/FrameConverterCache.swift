@@ -7,6 +7,8 @@ import OpenCoreVideo
 /// Threading: used on one queue at a time (the output's delegate queue).
 struct FrameConverterCache {
     private var converters: [PixelBufferConverter.Format: [PixelBufferConverter.Format: PixelBufferConverter]] = [:]
+    /// The Y'CbCr matrix of the current source; a change retires the converters.
+    private var matrix = YCbCrMatrix.itu709
 
     /// `source` in `target`'s pixel format and size, or nil when the output's buffers are all held or the
     /// conversion is impossible (the caller reports a drop).
@@ -14,12 +16,16 @@ struct FrameConverterCache {
         let from = PixelBufferConverter.Format(of: source)
         let to = PixelBufferConverter.Format(pixelFormatType: target.pixelFormat, width: target.width, height: target.height)
         if PixelBufferConverter.isIdentity(from: from, to: to) { return source }
+        let sourceMatrix = YCbCrMatrix.of(source)
+        if sourceMatrix != matrix {
+            matrix = sourceMatrix
+            converters = [:]
+        }
         if converters[from]?[to] == nil {
             // Keep only the converters of the current source format: a format change retires the old ones.
             converters = converters.filter { $0.key == from }
-            // BT.709 whatever the size: the virtual cameras encode it, and so do HD cameras; V4L2 drivers that report
-            // another colorspace will tag their buffers when the V4L2 driver lands.
-            guard let made = try? PixelBufferConverter(from: from, to: to, matrix: .itu709, minimumBufferCount: 2, bufferLimit: 6)
+            // The source's own matrix (its attachment; BT.709, the virtual cameras' and HD cameras', by default).
+            guard let made = try? PixelBufferConverter(from: from, to: to, matrix: matrix, minimumBufferCount: 2, bufferLimit: 6)
             else { return nil }
             converters[from, default: [:]][to] = made
         }

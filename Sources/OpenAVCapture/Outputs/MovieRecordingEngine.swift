@@ -60,12 +60,6 @@ final class MovieRecordingEngine: @unchecked Sendable {
         var audioEdge: CMTime = .invalid
         var pendingAudio: [CMSampleBuffer] = []
         var didStart = false
-        var bitRate = 0
-        /// The movie fragment interval in seconds (1 for files written without fragments).
-        var fragmentSeconds = 1.0
-        /// The longest time between video key frames in seconds (a fragment can run over its cap by that much).
-        var keyFrameSeconds = 1.0
-        var lastDiskCheck: CMTime = .zero
         /// While draining: the error to finish with, and the written time audio must reach.
         var finishError: AVError?
         var drainUntil: CMTime = .invalid
@@ -77,8 +71,12 @@ final class MovieRecordingEngine: @unchecked Sendable {
         }
 
         var recordedDuration: CMTime {
-            let edge = hasVideo ? videoEdge : audioEdge
-            return edge.isNumeric && start.isNumeric ? edge - start : .zero
+            var edge = hasVideo ? videoEdge : audioEdge
+            // A size limit stopped the writer there: later samples were given to it but not written.
+            if let stopped = writer?.sizeLimits.stoppedAt, stopped.isNumeric, edge.isNumeric, stopped < edge {
+                edge = stopped
+            }
+            return edge.isNumeric && start.isNumeric ? max(edge - start, .zero) : .zero
         }
     }
 
@@ -334,6 +332,10 @@ final class MovieRecordingEngine: @unchecked Sendable {
 
     /// Whether a sample at written time `time` lasting `duration` may be written; ends the recording when a limit
     /// says no.
+    ///
+    /// The size limits are the writer's to apply, packet by packet, against a bound of the finished file
+    /// (``FileSizeLimits``): here the disk budget is brought up to date and a limit the writer met ends the
+    /// recording.
     private func checkLimits(_ recording: Recording, at time: CMTime, duration: CMTime) -> Bool {
         let limits = recording.request.limits
         let end = time + duration - recording.start
@@ -343,39 +345,40 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 "The recording reached maxRecordedDuration (\(limits.maxDuration.seconds) s).")
             return false
         }
-        if limits.maxFileSize > 0 {
-            let header: Int64 = 64 * 1024
-            let onDisk = Self.fileSize(recording.request.url) + header
-            let projected = Int64(end.seconds * Double(recording.bitRate) * 1.5 / 8) + header
-            if max(onDisk, projected) > limits.maxFileSize {
-                finishForLimit(
-                    recording, .maximumFileSizeReached,
-                    "The recording reached maxRecordedFileSize (\(limits.maxFileSize) bytes).")
-                return false
-            }
+        guard let writer = recording.writer else { return true }
+        updateDiskBudget(recording, writer: writer)
+        switch writer.sizeLimits.reason {
+        case .fileSize?:
+            finishForLimit(
+                recording, .maximumFileSizeReached,
+                "The recording reached maxRecordedFileSize (\(limits.maxFileSize) bytes).")
+            return false
+        case .disk?:
+            let free = Self.freeSpace(at: recording.request.url) ?? 0
+            finishForLimit(
+                recording, .diskFull,
+                limits.minFreeDiskSpace > 0
+                    ? "Free space would fall below minFreeDiskSpaceLimit (\(free) bytes free)."
+                    : "The disk is nearly full (\(free) bytes free); the recording stopped while it could finish.")
+            return false
+        case nil:
+            return true
         }
-        if (end - recording.lastDiskCheck).seconds >= 1 {
-            recording.lastDiskCheck = end
-            // Whatever minFreeDiskSpaceLimit says, a recording stops while the disk still holds its next
-            // fragments, so it ends in a finished file instead of a failed write: two fragments at 1.5 × the bit
-            // rate, and 1 MiB. A fragment lasts one fragment interval, or holds at most the muxer's cap plus one key
-            // frame interval when that is less (high bit rates).
-            let bytesPerSecond = Double(recording.bitRate) * 1.5 / 8
-            let fragment = min(
-                recording.fragmentSeconds * bytesPerSecond,
-                Double(Muxer.Options.defaultMaximumFragmentBytes) + recording.keyFrameSeconds * bytesPerSecond)
-            let reserve = Int64(2 * fragment) + 1 << 20
-            let floor = max(limits.minFreeDiskSpace, reserve)
-            if let free = Self.freeSpace(at: recording.request.url), free < floor {
-                finishForLimit(
-                    recording, .diskFull,
-                    free < limits.minFreeDiskSpace
-                        ? "Free space fell below minFreeDiskSpaceLimit (\(free) bytes free)."
-                        : "The disk is nearly full (\(free) bytes free); the recording stopped while it could finish.")
-                return false
-            }
-        }
-        return true
+    }
+
+    /// The free bytes a recording leaves on its volume: `minFreeDiskSpaceLimit`, or 1 MiB when none is set, so a
+    /// full disk is met before a write fails.
+    static func freeSpaceFloor(_ limits: Limits) -> Int64 {
+        limits.minFreeDiskSpace > 0 ? limits.minFreeDiskSpace : 1 << 20
+    }
+
+    /// Tells the writer how large the file may grow before the volume's free space would fall below the floor: the
+    /// bytes the file has on disk plus those free, less the floor. Read again for every sample, so space others
+    /// take or give back counts at once (`statvfs` costs a microsecond).
+    private func updateDiskBudget(_ recording: Recording, writer: AVAssetWriter) {
+        guard let free = Self.freeSpace(at: recording.request.url) else { return }
+        let budget = Self.fileSize(recording.request.url) + free - Self.freeSpaceFloor(recording.request.limits)
+        writer.sizeLimits.diskBudget.store(max(0, budget), ordering: .relaxed)
     }
 
     private func finishForLimit(_ recording: Recording, _ code: AVError.Code, _ description: String) {
@@ -442,6 +445,13 @@ final class MovieRecordingEngine: @unchecked Sendable {
             let failure: (any Error)? =
                 if writer.status == .completed {
                     error
+                } else if writer.fileAfterFailure == .complete, !writer.keptFragmentedFile {
+                    // An encoder failed: the file was finished with everything written before.
+                    error
+                        ?? Self.finishedError(
+                            (writer.error as? AVError)?.code ?? .unknown,
+                            "The movie holds what was recorded before the failure: "
+                                + ((writer.error as? AVError)?.localizedDescription ?? "writing failed."))
                 } else if writer.keptFragmentedFile {
                     // Every sample is in the file, as movie fragments: playable, just not rewritten with the
                     // index first (the disk had no room for the rewrite).
@@ -451,14 +461,25 @@ final class MovieRecordingEngine: @unchecked Sendable {
                             "The movie was kept as written, in fragments: "
                                 + ((writer.error as? AVError)?.localizedDescription ?? "it could not be rewritten."))
                 } else {
-                    Self.unfinished(writer.error, url: request.url)
+                    // The writer removed a file with nothing playable, or kept its complete fragments.
+                    Self.unfinished(error ?? writer.error, url: request.url)
                 }
             reportFinish(request, error: failure, recordedDuration: duration)
         }
     }
 
+    /// The writer failed: the file was finished with what was written, cut back to its complete fragments, or
+    /// removed when nothing playable was in it (``AVAssetWriter/fileAfterFailure``); the delegate hears which.
     private func writerFailed(_ recording: Recording) {
-        recording.finishError = Self.unfinished(recording.writer?.error, url: recording.request.url)
+        let writerError = recording.writer?.error
+        if recording.writer?.fileAfterFailure == .complete {
+            recording.finishError = Self.finishedError(
+                (writerError as? AVError)?.code ?? .unknown,
+                "The movie holds what was recorded before the failure: "
+                    + ((writerError as? AVError)?.localizedDescription ?? "writing failed."))
+        } else {
+            recording.finishError = Self.unfinished(writerError, url: recording.request.url)
+        }
         finalize(recording)
     }
 
@@ -479,9 +500,17 @@ final class MovieRecordingEngine: @unchecked Sendable {
         }
         let (fragmentInterval, metadata) = output.recordingFragmentIntervalAndMetadata
         writer.movieFragmentInterval = fragmentInterval
-        recording.fragmentSeconds = fragmentInterval.isNumeric && fragmentInterval > .zero ? fragmentInterval.seconds : 1
         writer.metadata = metadata
-        var bitRate = 0
+        let limits = request.limits
+        if limits.maxFileSize > 0 {
+            writer.sizeLimits.maximumFileBytes.store(limits.maxFileSize, ordering: .relaxed)
+            // Fragments of a quarter of the limit at most: what reaches the disk follows the recording closely,
+            // and a crash loses a quarter of the allowed size at most.
+            writer.maximumFragmentBytes = Int(
+                clamping: min(Int64(Muxer.Options.defaultMaximumFragmentBytes), max(16 << 10, limits.maxFileSize / 4)))
+        }
+        writer.minimumFreeBytesAfterRewrite = Self.freeSpaceFloor(limits)
+        updateDiskBudget(recording, writer: writer)
         if let video = request.connections.first(where: { AVCaptureFileOutput.isVideo($0) }), let firstVideo,
             let image = firstVideo.imageBuffer
         {
@@ -495,13 +524,11 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 properties?[AVVideoExpectedSourceFrameRateKey] = max(1, Int((1 / frameDuration.seconds).rounded()))
                 settings[AVVideoCompressionPropertiesKey] = properties
             }
-            recording.keyFrameSeconds = Self.keyFrameSeconds(properties, frameDuration: frameDuration)
-            bitRate +=
-                (properties?[AVVideoAverageBitRateKey] as? Int)
-                ?? CVPixelBufferGetWidth(image) * CVPixelBufferGetHeight(image) * 30 * 2
-            // The encoder is made for the frames' own pixel format (the conversion stage delivers one it takes).
+            // The encoder is made for the frames' own pixel format (the conversion stage delivers one it takes) and
+            // tags the stream with their Y'CbCr matrix: a description of the picture itself carries both.
             let input = AVAssetWriterInput(
-                mediaType: .video, outputSettings: settings, sourceFormatHint: firstVideo.formatDescription)
+                mediaType: .video, outputSettings: settings,
+                sourceFormatHint: (try? CMFormatDescription(imageBuffer: image)) ?? firstVideo.formatDescription)
             input.expectsMediaDataInRealTime = true
             input.transform = CGAffineTransform(rotationAngle: video.videoRotationAngle * .pi / 180)
             writer.add(input)
@@ -516,13 +543,11 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 settings[AVSampleRateKey] = Int(description.mSampleRate.rounded())
                 settings[AVNumberOfChannelsKey] = Int(description.mChannelsPerFrame)
             }
-            bitRate += settings[AVEncoderBitRateKey] as? Int ?? 1_536_000
             let input = AVAssetWriterInput(mediaType: .audio, outputSettings: settings, sourceFormatHint: hint)
             input.expectsMediaDataInRealTime = true
             writer.add(input)
             recording.audioInput = input
         }
-        recording.bitRate = bitRate
         recording.writer = writer
         guard writer.startWriting() else {
             recording.finishError = Self.unfinished(writer.error, url: request.url)
@@ -530,20 +555,6 @@ final class MovieRecordingEngine: @unchecked Sendable {
             return false
         }
         return true
-    }
-
-    /// The longest time between key frames that video compression properties give: one second unless
-    /// `AVVideoMaxKeyFrameIntervalKey` (frames) or `AVVideoMaxKeyFrameIntervalDurationKey` (seconds) say otherwise,
-    /// as the encoder resolves them.
-    private static func keyFrameSeconds(_ properties: [String: Any]?, frameDuration: CMTime) -> Double {
-        var seconds = 1.0
-        if let frames = properties?[AVVideoMaxKeyFrameIntervalKey] as? Int, frames > 0, frameDuration.isNumeric {
-            seconds = Double(frames) * frameDuration.seconds
-        }
-        if let limit = properties?[AVVideoMaxKeyFrameIntervalDurationKey] as? Double, limit > 0 {
-            seconds = min(seconds, limit)
-        }
-        return seconds
     }
 
     // MARK: Callbacks

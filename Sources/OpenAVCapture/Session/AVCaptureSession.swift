@@ -547,6 +547,8 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
             case .dropped(_, let time, let reason):
                 self.routeDrop(at: time, reason: reason, through: slot)
             case .fault(let fault):
+                // The device's last words: frames its decoder held back (a movie file's end) go out before the fault.
+                for buffer in decodeStage.drain() { self.route(buffer, through: slot, converting: conversionStage) }
                 self.eventQueue.async { self.deviceDidFault(key, fault) }
             }
         }

@@ -12,19 +12,24 @@ package struct VideoFormatDemand: Hashable, Sendable {
     /// The width and height frames must have, before the connection's rotation (nil: the device's).
     package var width: Int?
     package var height: Int?
+    /// Whether an odd width or height of the device's is brought down to even (4:2:0 encoders take even sizes
+    /// only: a 321x241 file source is recorded at 320x240).
+    package var evenDimensions: Bool
 
-    package init(pixelFormats: [OSType], width: Int? = nil, height: Int? = nil) {
+    package init(pixelFormats: [OSType], width: Int? = nil, height: Int? = nil, evenDimensions: Bool = false) {
         precondition(!pixelFormats.isEmpty, "VideoFormatDemand needs at least one pixel format")
         self.pixelFormats = pixelFormats
         self.width = width
         self.height = height
+        self.evenDimensions = evenDimensions
     }
 
     /// The format a frame of `source` is converted to: `source` itself when it is already taken.
     package func target(for source: PixelBufferConverter.Format) -> PixelBufferConverter.Format {
-        PixelBufferConverter.Format(
+        func even(_ side: Int) -> Int { evenDimensions ? max(2, side & ~1) : side }
+        return PixelBufferConverter.Format(
             pixelFormatType: pixelFormats.contains(source.pixelFormatType) ? source.pixelFormatType : pixelFormats[0],
-            width: width ?? source.width, height: height ?? source.height)
+            width: even(width ?? source.width), height: even(height ?? source.height))
     }
 }
 
@@ -35,7 +40,8 @@ package struct VideoFormatDemand: Hashable, Sendable {
 /// it is get it untouched (no copy), and each distinct other target is converted once (libswscale through
 /// `PixelBufferConverter`) and shared by every output that asked for it: a movie file output and a data output that
 /// both want `'420v'` from a YUYV camera cost one conversion. Y'CbCr range is kept or mapped by libswscale exactly;
-/// conversions to and from RGB use BT.709, the matrix the virtual cameras and HD cameras encode.
+/// conversions to and from RGB use the frame's Y'CbCr matrix (its `kCVImageBufferYCbCrMatrixKey`: BT.601 from JPEG,
+/// BT.709 from the virtual cameras, which is also the default), and converted Y'CbCr frames carry it on.
 ///
 /// What is left to outputs: rotation and mirroring (per connection, `PixelTransform` on the delegate's queue) and
 /// stills (a still output converts only the one frame it takes, on its own queue).
@@ -46,6 +52,7 @@ package final class FrameConversionStage: @unchecked Sendable {
     private struct ConverterKey: Hashable {
         var source: PixelBufferConverter.Format
         var target: PixelBufferConverter.Format
+        var matrix: YCbCrMatrix
     }
 
     /// What the current frame became for each target asked so far (nil: the conversion failed). Cleared by
@@ -87,13 +94,15 @@ package final class FrameConversionStage: @unchecked Sendable {
     private func convert(
         _ image: CVPixelBuffer, from source: PixelBufferConverter.Format, to target: PixelBufferConverter.Format
     ) -> CVPixelBuffer? {
-        let key = ConverterKey(source: source, target: target)
+        // The frame's own matrix (BT.601 from JPEG, BT.709 from the virtual cameras), so RGB comes out right.
+        let matrix = YCbCrMatrix.of(image)
+        let key = ConverterKey(source: source, target: target, matrix: matrix)
         if converters[key] == nil {
             // A device changes format rarely: converters of an older source format retire with it.
             converters = converters.filter { $0.key.source == source }
             guard
                 let made = try? PixelBufferConverter(
-                    from: source, to: target, matrix: .itu709, minimumBufferCount: 2, bufferLimit: bufferLimit)
+                    from: source, to: target, matrix: matrix, minimumBufferCount: 2, bufferLimit: bufferLimit)
             else { return nil }
             converters[key] = made
         }
@@ -110,6 +119,8 @@ struct ImageSampleWrapper {
         var pixelFormat: OSType
         var width: Int
         var height: Int
+        /// The Y'CbCr matrix attachment, which the description carries as an extension.
+        var matrix: YCbCrMatrix?
     }
 
     private var descriptions: [Key: CMFormatDescription] = [:]
@@ -121,7 +132,7 @@ struct ImageSampleWrapper {
     ) -> CMSampleBuffer? {
         let key = Key(
             pixelFormat: CVPixelBufferGetPixelFormatType(image), width: CVPixelBufferGetWidth(image),
-            height: CVPixelBufferGetHeight(image))
+            height: CVPixelBufferGetHeight(image), matrix: YCbCrMatrix(attachedTo: image))
         let description: CMFormatDescription
         if let cached = descriptions[key] {
             description = cached

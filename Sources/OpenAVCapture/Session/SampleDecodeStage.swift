@@ -46,6 +46,8 @@ package final class SampleDecodeStage: @unchecked Sendable {
     private var audioFormat: CMFormatDescription?
     private var audio: AudioDecoder?
     private var wrapper = ImageSampleWrapper()
+    /// The last compressed video buffer decoded: what frames drained at the end are wrapped like.
+    private var lastVideoSample: CMSampleBuffer?
 
     package init(mjpeg: MJPEGPath = .turboJPEG) {
         mjpegPath = mjpeg
@@ -69,6 +71,29 @@ package final class SampleDecodeStage: @unchecked Sendable {
         case "mjpeg": kCVPixelFormatType_420YpCbCr8BiPlanarFullRange
         default: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
         }
+    }
+
+    /// The frames the video decoder still holds back (an inter-frame codec's delay, B-frame reordering), for the
+    /// end of a stream: a movie file that ended, a device that faulted. The decoder is told no more packets come;
+    /// a later compressed buffer starts a new one.
+    package func drain() -> [CMSampleBuffer] {
+        guard let video, let like = lastVideoSample else { return [] }
+        self.video = nil
+        videoFormat = nil
+        lastVideoSample = nil
+        var drained: [CMSampleBuffer] = []
+        do {
+            try video.finish()
+            while case .frame(let frame) = try video.receiveFrame() {
+                let duration = frame.duration.isValid ? frame.duration : like.duration
+                if let wrapped = wrapper.wrap(frame.pixelBuffer, like: like, time: frame.presentationTime, duration: duration) {
+                    drained.append(wrapped)
+                }
+            }
+        } catch {
+            // A frame that fails to decode at the very end is lost, as it would be mid-stream.
+        }
+        return drained
     }
 
     /// Decodes `sample` if it is compressed.
@@ -113,6 +138,7 @@ package final class SampleDecodeStage: @unchecked Sendable {
             video = try VideoDecoder(configuration)
         }
         guard let video else { return [] }
+        lastVideoSample = sample
         try video.send(
             data, presentationTime: sample.presentationTimeStamp, decodeTime: sample.decodeTimeStamp,
             duration: sample.duration)

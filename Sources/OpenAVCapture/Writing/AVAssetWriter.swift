@@ -19,7 +19,10 @@ import Synchronization
 /// Encoding: each input's output settings make a libavcodec encoder at ``startWriting()`` (H.264 with libx264,
 /// HEVC, JPEG, ProRes 422; AAC, ALAC, linear PCM), and the file is written with libavformat. Appended buffers are
 /// encoded and muxed on the writer's own serial queue, not on the caller's thread: `append` only enqueues.
-/// Errors found there put the writer in `.failed`; the next `append` returns `false`.
+/// Errors found there put the writer in `.failed`; the next `append` returns `false`. A failure leaves what plays
+/// and nothing else (ours; Apple leaves the file as it stands): when an encoder failed, the file is finished with
+/// what was written before; when writing the file failed, a fragmented movie is cut back to its last complete
+/// fragment; a file with nothing playable in it is removed.
 ///
 /// Crash safety: with a numeric ``movieFragmentInterval`` a movie is written as fragments, and the file is
 /// readable up to its last fragment if the process dies; a clean finish turns it into a conventional fast-start
@@ -83,6 +86,28 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
     var keptFragmentedFile: Bool { state.withLock { $0.keptFragmentedFile } }
     /// Encoded bytes written so far (file outputs report them as the recorded size between fragments).
     let encodedBytes = EncodedByteCounter()
+    /// The sizes the file must stay within (file outputs set them); a packet that would pass them is not written,
+    /// nor anything after it.
+    let sizeLimits = FileSizeLimits()
+    /// What a failure left at ``outputURL``: nil while the writer has not failed (see
+    /// ``WriterPipeline/FileAfterFailure``).
+    var fileAfterFailure: WriterPipeline.FileAfterFailure? { state.withLock { $0.fileAfterFailure } }
+
+    /// The media bytes after which a fragment is cut early (``Muxer/Options/maximumFragmentBytes``). File outputs
+    /// with a size limit set a fraction of it, so the fragments on disk follow the recording closely. Set it before
+    /// ``startWriting()``.
+    var maximumFragmentBytes: Int {
+        get { state.withLock { $0.maximumFragmentBytes } }
+        set { setBeforeWriting("maximumFragmentBytes") { $0.maximumFragmentBytes = newValue } }
+    }
+
+    /// The free bytes the volume must keep after the finishing rewrite of a fragmented movie; with less, the
+    /// complete fragmented movie is kept instead (``Muxer/Options/minimumFreeBytesAfterRewrite``). Set it before
+    /// ``startWriting()``.
+    var minimumFreeBytesAfterRewrite: Int64 {
+        get { state.withLock { $0.minimumFreeBytesAfterRewrite } }
+        set { setBeforeWriting("minimumFreeBytesAfterRewrite") { $0.minimumFreeBytesAfterRewrite = newValue } }
+    }
 
     private struct State {
         var status: Status = .unknown
@@ -96,6 +121,9 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
         var sessionEnd: CMTime?
         /// Whether the writer made the file (so cancelling removes it).
         var ownsFile = false
+        var maximumFragmentBytes = Muxer.Options.defaultMaximumFragmentBytes
+        var minimumFreeBytesAfterRewrite: Int64 = 0
+        var fileAfterFailure: WriterPipeline.FileAfterFailure?
     }
 
     /// A writer of a new file at `outputURL`.
@@ -283,16 +311,19 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
                     (key: $0.key, value: $0.value)
                 })
             options.overwrite = false
+            options.maximumFragmentBytes = state.maximumFragmentBytes
+            options.minimumFreeBytesAfterRewrite = state.minimumFreeBytesAfterRewrite
             return (state.inputs, options)
         }
         precondition(!inputs.isEmpty, "AVAssetWriter.startWriting(): the writer has no inputs")
-        let tracks = inputs.map { ($0.settings, $0.encoderPixelFormat, $0.trackTransform) }
+        let tracks = inputs.map { ($0.encoderSettings, $0.encoderPixelFormat, $0.trackTransform) }
         let path = outputURL.path
         let fileType = muxerFileType
         let failure: MediaCodecsError? = queue.sync {
             do throws(MediaCodecsError) {
                 pipeline.value = try WriterPipeline(
-                    path: path, fileType: fileType, options: options, tracks: tracks, encodedBytes: encodedBytes)
+                    path: path, fileType: fileType, options: options, tracks: tracks, encodedBytes: encodedBytes,
+                    limits: sizeLimits)
                 return nil
             } catch {
                 return error
@@ -356,17 +387,21 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
         case .writing:
             for input in inputs { input.markFinishedForWriterFinish() }
             queue.async { [self] in
-                let (failure, keptFragments): (MediaCodecsError?, Bool) = pipeline.with { pipeline in
-                    guard let pipeline else { return (nil, false) }
-                    do throws(MediaCodecsError) {
-                        try pipeline.finish()
-                        return (nil, false)
-                    } catch {
-                        return (error, pipeline.muxer.keptFragmentedFile)
+                let (failure, keptFragments, left): (MediaCodecsError?, Bool, WriterPipeline.FileAfterFailure?) =
+                    pipeline.with { pipeline in
+                        guard let pipeline else { return (nil, false, nil) }
+                        do throws(MediaCodecsError) {
+                            try pipeline.finish()
+                            return (nil, false, nil)
+                        } catch {
+                            return (error, pipeline.muxer.keptFragmentedFile, pipeline.keepPlayablePart())
+                        }
                     }
-                }
                 if let failure {
-                    if keptFragments { state.withLock { $0.keptFragmentedFile = true } }
+                    state.withLock {
+                        $0.keptFragmentedFile = keptFragments
+                        $0.fileAfterFailure = left
+                    }
                     fail(AVError(failure, writing: outputURL.path))
                 } else {
                     let old = state.withLock { state in
@@ -416,7 +451,9 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
 
     // MARK: Internal
 
-    /// Runs `work` on the queue with the pipeline, if writing; a thrown error fails the writer.
+    /// Runs `work` on the queue with the pipeline, if writing; a thrown error fails the writer, and the file keeps
+    /// what plays (``WriterPipeline/keepPlayablePart()``): finished with what was written, cut back to its
+    /// complete fragments, or removed when nothing playable was written. No debris is left at the URL.
     func perform(_ work: @escaping @Sendable (WriterPipeline) throws(MediaCodecsError) -> Void) {
         queue.async { [self] in
             let failure: MediaCodecsError? = pipeline.with { pipeline in
@@ -426,6 +463,8 @@ public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Senda
                     return nil
                 } catch {
                     pipeline.hasFailed = true
+                    let left = pipeline.keepPlayablePart()
+                    state.withLock { $0.fileAfterFailure = left }
                     return error
                 }
             }

@@ -216,6 +216,17 @@ public final class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked 
         return kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
     }
 
+    /// The settings the encoder is made with: the output settings, and for video the Y'CbCr matrix of the source
+    /// format hint (`kCMFormatDescriptionExtension_YCbCrMatrix`), so the stream is tagged with the matrix its
+    /// pictures were made with (BT.601 from a JPEG camera, whatever the size).
+    var encoderSettings: WriterTrackSettings {
+        guard case .video(var configuration) = settings, let hint = sourceFormatHint, hint.mediaType == .video,
+            let matrix = YCbCrMatrix(formatDescription: hint)
+        else { return settings }
+        configuration.matrix = matrix
+        return .video(configuration)
+    }
+
     /// Set by a pixel buffer adaptor.
     func setSourcePixelFormat(_ format: OSType?) {
         state.withLock { $0.pixelFormat = format }

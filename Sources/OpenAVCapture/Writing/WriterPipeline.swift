@@ -13,6 +13,7 @@ final class WriterPipeline {
     /// One input's encoder and stream.
     final class Track {
         let stream: Int
+        let isVideo: Bool
         /// Released once flushed at the finish, so the encoder's frames are not held through the muxer's rewrite.
         private(set) var video: VideoEncoder?
         private(set) var audio: AudioEncoder?
@@ -25,6 +26,7 @@ final class WriterPipeline {
 
         init(stream: Int, video: VideoEncoder?, audio: AudioEncoder?) {
             self.stream = stream
+            self.isVideo = video != nil
             self.video = video
             self.audio = audio
         }
@@ -45,13 +47,25 @@ final class WriterPipeline {
     var hasFailed = false
     /// Counts the encoded bytes handed to the muxer; the writer reads it from any thread.
     let encodedBytes: EncodedByteCounter
+    /// The sizes the file must stay within (see ``write(_:stream:)``).
+    let limits: FileSizeLimits
+    /// Set when a packet did not fit within ``limits``: nothing at or after this time (the refused packet's) is
+    /// written, so every track ends where the file stopped.
+    private(set) var sealedAt: CMTime?
+    /// Whether the muxer threw: the file as it stands is all there is (see ``keepPlayablePart()``).
+    private(set) var muxerFailed = false
+    /// Per audio stream, its last packet written: where it ends, how long it lasts and its size. A video packet
+    /// is written only with room left for the audio still to come up to its end (see ``audioRoom(until:)``).
+    private var lastAudio: [Int: (end: CMTime, duration: CMTime, bytes: Int)] = [:]
 
     /// Makes every encoder and the muxer with its streams; claims the file (created exclusively).
     init(
         path: String, fileType: Muxer.FileType, options: Muxer.Options,
-        tracks settings: [(WriterTrackSettings, OSType, Muxer.TrackTransform)], encodedBytes: EncodedByteCounter
+        tracks settings: [(WriterTrackSettings, OSType, Muxer.TrackTransform)], encodedBytes: EncodedByteCounter,
+        limits: FileSizeLimits
     ) throws(MediaCodecsError) {
         self.encodedBytes = encodedBytes
+        self.limits = limits
         var encoders: [(VideoEncoder?, AudioEncoder?)] = []
         for (setting, pixelFormat, _) in settings {
             switch setting {
@@ -104,9 +118,10 @@ final class WriterPipeline {
         let target = PixelBufferConverter.Format(
             pixelFormatType: configuration.pixelFormat, width: configuration.width, height: configuration.height)
         if source == target { return pixelBuffer }
-        if track.pixelConverter?.source != source {
+        let matrix = configuration.matrix ?? YCbCrMatrix.of(pixelBuffer)
+        if track.pixelConverter?.source != source || track.pixelConverter?.matrix != matrix {
             // The encoder holds a few pictures (x264's lookahead is off, but frame threads keep theirs): no limit.
-            track.pixelConverter = try PixelBufferConverter(from: source, to: target, matrix: .itu709)
+            track.pixelConverter = try PixelBufferConverter(from: source, to: target, matrix: matrix)
         }
         return try track.pixelConverter!.convert(pixelBuffer)
     }
@@ -155,7 +170,46 @@ final class WriterPipeline {
         // Every packet is in the muxer: the encoders (x264 keeps tens of megabytes of frames at 1080p) go before
         // the muxer rewrites a fragmented movie, which is the moment of the recording's peak memory otherwise.
         for track in tracks { track.releaseEncoders() }
-        try muxer.finish()
+        if sealedAt != nil, muxer.mediaBytes == 0 {
+            // Not one packet fitted: a file without media is no recording.
+            muxer.abandon()
+            throw MediaCodecsError(
+                .invalidState, while: "finishing \(muxer.path)",
+                message: "no sample fitted within the size limit; the file was removed")
+        }
+        do throws(MediaCodecsError) {
+            try muxer.finish()
+        } catch {
+            if !muxer.keptFragmentedFile { muxer.abandon() }
+            throw error
+        }
+    }
+
+    /// What a failed writer leaves at its URL.
+    enum FileAfterFailure: Sendable, Equatable {
+        /// Nothing playable had been written: no file.
+        case removed
+        /// What was written before the failure, finished: a complete movie (or the complete fragmented one).
+        case complete
+        /// The movie fragments complete on disk when the failure came (the muxer itself failed), or an audio file
+        /// as written: playable, unfinished.
+        case partial
+    }
+
+    /// After a failure: finishes the file with what was written when the muxer is sound (an encoder failed), or
+    /// keeps the complete fragments on disk (see ``Muxer/abandon()``); removes a file with nothing playable.
+    func keepPlayablePart() -> FileAfterFailure {
+        for track in tracks { track.releaseEncoders() }
+        if !muxerFailed, muxer.isWriting, muxer.mediaBytes > 0 {
+            do throws(MediaCodecsError) {
+                try muxer.finish()
+                return .complete
+            } catch {
+                // The trailer or the rewrite failed: the fragments on disk, or the kept fragmented movie, below.
+            }
+        }
+        if muxer.keptFragmentedFile { return .complete }
+        return muxer.abandon() == .removed ? .removed : .partial
     }
 
     private func drain(_ track: Track) throws(MediaCodecsError) {
@@ -167,9 +221,45 @@ final class WriterPipeline {
         }
     }
 
+    /// Writes `packet` when it fits within ``limits``; the first that does not seals the file at its time.
     private func write(_ packet: EncodedPacket, stream: Int) throws(MediaCodecsError) {
-        try muxer.write(packet, stream: stream)
+        let time = packet.presentationTime.isNumeric ? packet.presentationTime : packet.decodeTime
+        if let sealedAt, !(time < sealedAt) { return }
+        let isVideo = tracks.contains { $0.stream == stream && $0.isVideo }
+        if let (limit, reason) = limits.tightest(),
+            Int64(
+                muxer.finishedSizeBound(afterWriting: packet, stream: stream)
+                    + (isVideo ? audioRoom(until: time + packet.duration) : 0)) > limit
+        {
+            // A later packet of another track may still come from before this one (the audio encoder's delay):
+            // it is written if it fits, so the tracks end together.
+            sealedAt = sealedAt.map { min($0, time) } ?? time
+            limits.noteReached(reason, at: sealedAt ?? time)
+            return
+        }
+        do throws(MediaCodecsError) {
+            try muxer.write(packet, stream: stream)
+        } catch {
+            muxerFailed = true
+            throw error
+        }
         encodedBytes.count.add(Int64(packet.data.dataLength), ordering: .relaxed)
+        if !isVideo, time.isNumeric, packet.duration.isNumeric, packet.duration > .zero {
+            lastAudio[stream] = (time + packet.duration, packet.duration, packet.data.dataLength)
+        }
+    }
+
+    /// The bytes the audio packets still to come up to `end` will take, judged by each audio stream's last packet:
+    /// the audio encoder delivers later than the video encoder, so without this room a recording stopped by a
+    /// video frame could lose the sound of its last frames.
+    private func audioRoom(until end: CMTime) -> Int {
+        guard end.isNumeric else { return 0 }
+        var room = 0
+        for (_, last) in lastAudio where last.end < end {
+            let packets = ((end - last.end).seconds / last.duration.seconds).rounded(.up)
+            room += Int(packets) * (last.bytes + 40)  // 40: its index entries, and a timing change
+        }
+        return room
     }
 }
 
@@ -178,4 +268,44 @@ final class WriterPipeline {
 final class EncodedByteCounter: Sendable {
     let count = Atomic<Int64>(0)
     var value: Int64 { count.load(ordering: .relaxed) }
+}
+
+/// The sizes a writer's file must stay within, and which one stopped it. The file output sets them (the disk budget
+/// as free space changes); the writer's pipeline checks every packet against the tighter before writing it.
+///
+/// Thread safe: atomics, and a mutex for the time the file stopped.
+final class FileSizeLimits: Sendable {
+    /// Which limit stopped the file.
+    enum Reason: Int, Sendable {
+        /// ``maximumFileBytes``: the recording's `maxRecordedFileSize`.
+        case fileSize = 1
+        /// ``diskBudget``: the volume's free space, less what it must keep.
+        case disk = 2
+    }
+
+    /// The most bytes the finished file may have; `Int64.max` for no limit.
+    let maximumFileBytes = Atomic<Int64>(.max)
+    /// The most bytes the file may grow to before the volume's free space would fall below what it must keep;
+    /// `Int64.max` for no limit.
+    let diskBudget = Atomic<Int64>(.max)
+    private let reached = Atomic<Int>(0)
+    private let stopTime = Mutex<CMTime>(.invalid)
+
+    /// The tighter limit and its reason, or nil when neither is set.
+    func tightest() -> (Int64, Reason)? {
+        let size = maximumFileBytes.load(ordering: .relaxed)
+        let disk = diskBudget.load(ordering: .relaxed)
+        guard size < .max || disk < .max else { return nil }
+        return size <= disk ? (size, .fileSize) : (disk, .disk)
+    }
+
+    /// The limit that stopped the file, if one did.
+    var reason: Reason? { Reason(rawValue: reached.load(ordering: .acquiring)) }
+    /// The time (the writer's source time) from which nothing was written; invalid while no limit stopped it.
+    var stoppedAt: CMTime { stopTime.withLock { $0 } }
+
+    func noteReached(_ reason: Reason, at time: CMTime) {
+        stopTime.withLock { $0 = time }
+        _ = reached.compareExchange(expected: 0, desired: reason.rawValue, ordering: .acquiringAndReleasing)
+    }
 }

@@ -280,7 +280,7 @@ final class StillCaptureEngine: @unchecked Sendable {
                 let data: Data
                 if isJPEG {
                     if work.value.jpeg == nil { work.value.jpeg = try JPEGEncoder() }
-                    data = try work.value.jpeg!.encode(nv12, quality: quality, matrix: .itu709, exif: exif)
+                    data = try work.value.jpeg!.encode(nv12, quality: quality, matrix: YCbCrMatrix.of(nv12), exif: exif)
                 } else {
                     data = try HEICEncoder.encode(nv12, quality: quality, orientation: orientation, exif: exif)
                 }
@@ -359,6 +359,7 @@ final class StillCaptureEngine: @unchecked Sendable {
                 }
             }
         }
+        CVBufferPropagateAttachments(image, copy)
         return copy
     }
 
