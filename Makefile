@@ -65,6 +65,8 @@ VM_RUN ?= $(abspath ../shared/tools/vm-run)
 VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip
 # The first two boots: vivid and snd-aloop as before; vhci-hcd (USB/IP's host controller) with the drivers of what
 # the emulator plugs in, loaded up front because the VM has no udev to load them when the device appears.
+# Seconds a boot may take: the first runs every kernel suite, the USB webcam's (about 2.5 minutes) included.
+VM_TIMEOUT ?= 900
 VM_MODULES := --module vivid --module snd-aloop --module vhci-hcd --module uvcvideo --module snd-usb-audio
 VM_CACHE ?= $(HOME)/.cache/vm-run-openav
 # Serial: the kernel suites share one vivid (and one snd-aloop), as the virtual devices are shared on the host.
@@ -81,7 +83,7 @@ test-kernel:
 	toolchain=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"); \
 	scratch=$$(mktemp -d); \
 	vm() { (cd "$$scratch" && "$(VM_RUN)" --cache "$(VM_CACHE)" --packages $(VM_IMAGE_PACKAGES) --share-ro "$$toolchain" \
-		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=all --timeout 300 "$$@"); }; \
+		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=all --timeout $(VM_TIMEOUT) "$$@"); }; \
 	if ! vm -- true; then rm -rf "$$scratch"; echo "test-kernel: skipped: the VM does not boot here (see vm-run's message above)"; exit 0; fi; \
 	vm $(VM_MODULES) -- sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter KernelTests --skip HotPlugKernelTests --skip 'Multiplanar.*KernelTests'"; first=$$?; \
 	vm $(VM_MODULES) -- sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter HotPlugKernelTests"; second=$$?; \
