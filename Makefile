@@ -16,7 +16,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench format lint clean
+.PHONY: all build demo test test-kernel deps bench format lint clean usb-webcam-emulator
 
 all: build
 
@@ -53,14 +53,21 @@ test: deps
 	$(SWIFT) test --skip-build --no-parallel
 	@$(MAKE) --no-print-directory test-kernel
 
-## test-kernel: the suites named *KernelTests against real kernel drivers (vivid, snd-aloop) in a throw-away VM:
+## test-kernel: the suites named *KernelTests against real kernel drivers (vivid, snd-aloop, and uvcvideo and
+## snd-usb-audio on the USB/IP webcam emulator) in a throw-away VM:
 ## one boot for everything but hot-plug and multi-planar, one for hot-plug (it unloads vivid), one with vivid
 ## loaded multi-planar (`multiplanar=2`, as SoC and ISP drivers are) for the Multiplanar*KernelTests. Skips, saying
 ## why, where the VM cannot run. The first run builds the VM image (a few minutes, cached in $(VM_CACHE)).
 VM_RUN ?= $(abspath ../shared/tools/vm-run)
 # Libraries the test bundle links that the VM image lacks. They are part of vm-run's cache key, so the image lives
 # in a cache of its own: plain vm-run runs elsewhere do not rebuild it (nor it theirs).
-VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0
+# usbip: `usbip attach` plugs the USB webcam emulator into vhci-hcd (USBWebcamKernelTests).
+VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip
+# The first two boots: vivid and snd-aloop as before; vhci-hcd (USB/IP's host controller) with the drivers of what
+# the emulator plugs in, loaded up front because the VM has no udev to load them when the device appears.
+# Seconds a boot may take: the first runs every kernel suite, the USB webcam's (about 2.5 minutes) included.
+VM_TIMEOUT ?= 900
+VM_MODULES := --module vivid --module snd-aloop --module vhci-hcd --module uvcvideo --module snd-usb-audio
 VM_CACHE ?= $(HOME)/.cache/vm-run-openav
 # Serial: the kernel suites share one vivid (and one snd-aloop), as the virtual devices are shared on the host.
 KERNEL_TESTS := .build/debug/OpenAVCapturePackageTests.xctest --testing-library swift-testing --no-parallel
@@ -72,17 +79,26 @@ test-kernel:
 	if [ "$$(id -u)" != 0 ] && [ ! -f "$(VM_CACHE)/rootfs.img" ]; then \
 		echo "test-kernel: skipped: building the VM image needs root"; exit 0; fi; \
 	[ -x .build/debug/OpenAVCapturePackageTests.xctest ] || $(SWIFT) build --build-tests >/dev/null; \
+	$(MAKE) --no-print-directory usb-webcam-emulator >/dev/null || echo "test-kernel: the USB webcam emulator did not build; its suite skips"; \
 	toolchain=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"); \
 	scratch=$$(mktemp -d); \
 	vm() { (cd "$$scratch" && "$(VM_RUN)" --cache "$(VM_CACHE)" --packages $(VM_IMAGE_PACKAGES) --share-ro "$$toolchain" \
-		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=all --timeout 300 "$$@"); }; \
+		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=all --timeout $(VM_TIMEOUT) "$$@"); }; \
 	if ! vm -- true; then rm -rf "$$scratch"; echo "test-kernel: skipped: the VM does not boot here (see vm-run's message above)"; exit 0; fi; \
-	vm -- sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter KernelTests --skip HotPlugKernelTests --skip 'Multiplanar.*KernelTests'"; first=$$?; \
-	vm -- sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter HotPlugKernelTests"; second=$$?; \
+	vm $(VM_MODULES) -- sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter KernelTests --skip HotPlugKernelTests --skip 'Multiplanar.*KernelTests'"; first=$$?; \
+	vm $(VM_MODULES) -- sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter HotPlugKernelTests"; second=$$?; \
 	vm --module "vivid multiplanar=2" --module snd-aloop -- \
 		sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter 'Multiplanar.*KernelTests'"; third=$$?; \
 	rm -rf "$$scratch"; \
 	[ $$first = 0 ] && [ $$second = 0 ] && [ $$third = 0 ]
+
+## usb-webcam-emulator: the USB webcam and microphone the kernel tests plug in over USB/IP (Tests/USBWebcamEmulator),
+## a static C program, so it runs in the VM as it is.
+EMULATOR := .build/usb-webcam-emulator/usb-webcam-emulator
+usb-webcam-emulator: $(EMULATOR)
+$(EMULATOR): Tests/USBWebcamEmulator/usb-webcam-emulator.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -static -o $@ $< -lm
 
 ## bench: the Benchmarks/ package (package-benchmark); prints mallocs and times per operation.
 bench: deps

@@ -132,29 +132,55 @@ package final class ALSADeviceDriver: CaptureDriver {
     /// The capture PCMs ALSA's name hints list now, `default` first, except those that cannot be opened at all (no
     /// formats: a hint for a card that is gone, a sound server that is not running), which no device object could
     /// stand for. Probing opens each PCM once (then cached), outside the table's lock.
+    ///
+    /// A microphone this scan finds gone or back is reported to the registry here too, not only by the `sound`
+    /// uevent's rescan: whichever scan sees the change first flips the microphone's state, and the other then finds
+    /// nothing to report, so a discovery that wins the race must report it (else the device object stays
+    /// disconnected after a replug). New microphones are not announced from discovery: they are being discovered.
     package func discoverDevices() -> [any CaptureBackend] {
         startMonitoring()
-        return scan().present.filter { !$0.formats.isEmpty }
+        let (present, changes) = scan()
+        report(changes.filter { !$0.isArrival })
+        return present.filter { !$0.formats.isEmpty }
+    }
+
+    /// A change a scan found: a known microphone gone or back, or a new one (`isArrival`).
+    private struct ScanChange {
+        var event: ConnectionEvent
+        var isArrival: Bool
+    }
+
+    /// Reports scan changes to the registry, outside the table's lock (a microphone back but without formats, its
+    /// PCM not openable yet, is left for a later scan).
+    private func report(_ changes: [ScanChange]) {
+        for change in changes {
+            if case .connected(let backend) = change.event, backend.formats.isEmpty { continue }
+            (registry ?? DeviceRegistry.shared).report(change.event)
+        }
     }
 
     /// Lists the PCMs again: those gone are marked disconnected, those back connected, new ones made.
-    private func scan() -> (present: [any CaptureBackend], changes: [ConnectionEvent]) {
+    private func scan() -> (present: [any CaptureBackend], changes: [ScanChange]) {
         let entries = ALSACaptureDeviceEntry.microphones(from: ALSANameHint.all())
         return known.withLock { known in
-            var changes: [ConnectionEvent] = []
+            var changes: [ScanChange] = []
             let present = Set(entries.map(\.hintName))
             for (name, microphone) in known where !present.contains(name) {
-                if microphone.setConnected(false) { changes.append(.disconnected(microphone)) }
+                if microphone.setConnected(false) {
+                    changes.append(ScanChange(event: .disconnected(microphone), isArrival: false))
+                }
             }
             let microphones: [any CaptureBackend] = entries.map { entry in
                 if let existing = known[entry.hintName] {
-                    if existing.setConnected(true) { changes.append(.connected(existing)) }
+                    if existing.setConnected(true) {
+                        changes.append(ScanChange(event: .connected(existing), isArrival: false))
+                    }
                     return existing
                 }
                 let microphone = ALSAMicrophone(
                     pcmName: entry.pcmName, localizedName: entry.localizedName, uniqueID: "alsa:\(entry.hintName)")
                 known[entry.hintName] = microphone
-                changes.append(.connected(microphone))
+                changes.append(ScanChange(event: .connected(microphone), isArrival: true))
                 return microphone
             }
             return (microphones, changes)
@@ -167,10 +193,7 @@ package final class ALSADeviceDriver: CaptureDriver {
         guard let hotPlugMonitor, !isMonitoring.exchange(true, ordering: .relaxed) else { return }
         hotPlugMonitor.addHandler(subsystem: "sound") { [weak self] _ in
             guard let self else { return }
-            for change in scan().changes {
-                if case .connected(let backend) = change, backend.formats.isEmpty { continue }
-                (registry ?? DeviceRegistry.shared).report(change)
-            }
+            report(scan().changes)
         }
     }
 }
