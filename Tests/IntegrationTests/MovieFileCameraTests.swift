@@ -61,17 +61,7 @@ final class MovieSoundCollector: NSObject, AVCaptureAudioDataOutputSampleBufferD
 
     func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         guard let asbd = sampleBuffer.formatDescription?.audioStreamBasicDescription else { return }
-        let channels = Int(asbd.mChannelsPerFrame)
-        var left: [Float] = []
-        sampleBuffer.dataBuffer?.withUnsafeBytes { bytes in
-            if asbd.mFormatFlags & kAudioFormatFlagIsFloat != 0 {
-                let floats = bytes.bindMemory(to: Float.self)
-                left = stride(from: 0, to: floats.count, by: channels).map { floats[$0] }
-            } else {
-                let ints = bytes.bindMemory(to: Int16.self)
-                left = stride(from: 0, to: ints.count, by: channels).map { Float(ints[$0]) / 32768 }
-            }
-        }
+        let left = leftChannel(of: sampleBuffer)
         state.withLock { state in
             state.samples += left
             state.rate = asbd.mSampleRate

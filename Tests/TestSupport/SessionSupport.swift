@@ -125,3 +125,20 @@ public struct SessionSetupFailure: Error, CustomStringConvertible {
     public var description: String
     init(_ description: String) { self.description = description }
 }
+
+/// The first channel of an interleaved PCM buffer (Float32, or Int16 scaled to ±1), for tests that look for tones.
+public func leftChannel(of sampleBuffer: CMSampleBuffer) -> [Float] {
+    guard let asbd = sampleBuffer.formatDescription?.audioStreamBasicDescription else { return [] }
+    let channels = max(1, Int(asbd.mChannelsPerFrame))
+    var left: [Float] = []
+    sampleBuffer.dataBuffer?.withUnsafeBytes { bytes in
+        if asbd.mFormatFlags & kAudioFormatFlagIsFloat != 0 {
+            let floats = bytes.bindMemory(to: Float.self)
+            left = stride(from: 0, to: floats.count, by: channels).map { floats[$0] }
+        } else {
+            let ints = bytes.bindMemory(to: Int16.self)
+            left = stride(from: 0, to: ints.count, by: channels).map { Float(ints[$0]) / 32768 }
+        }
+    }
+    return left
+}
