@@ -299,6 +299,10 @@ package final class VideoEncoder {
             context.pointee.bit_rate = Int64(config.averageBitRate)
             context.pointee.rc_max_rate = Int64(config.averageBitRate) * 3 / 2
             context.pointee.rc_buffer_size = Int32(clamping: config.averageBitRate * 3 / 2)
+            // The rate-control buffer starts a tenth full, not x264's nine tenths: otherwise the frames after the first
+            // key frame take up to twice the average (a short or size-limited recording is mostly those), e.g. at
+            // 10 Mb/s 640x480 key frame 109 kB then 201, 159, 116 kB instead of 123 kB then 47, 34, 34 kB.
+            context.pointee.rc_initial_buffer_occupancy = Int32(clamping: config.averageBitRate * 3 / 20)
             setOption(&options, "preset", config.preset ?? (config.codec == .h264 ? "superfast" : "ultrafast"))
             setOption(&options, "tune", "zerolatency")
             if config.codec == .h264 {
