@@ -139,6 +139,9 @@ package final class VideoEncoder {
         package var threadCount: Int
         /// The libx264/libx265 preset; `nil` picks the default above.
         package var preset: String?
+        /// Whether H.264/HEVC rate control starts with its buffer nearly empty, so the first second keeps to the
+        /// average bit rate (a recording with a small size limit is mostly its first frames).
+        package var startsRateControlNearlyEmpty: Bool
         /// The Y'CbCr matrix of the buffers' numbers (Y'CbCr input) or of the encoded numbers (RGB input): the
         /// stream is tagged with it. `nil`: BT.709 from 1280x720 up, BT.601 below.
         package var matrix: YCbCrMatrix?
@@ -161,6 +164,7 @@ package final class VideoEncoder {
             self.threadCount = 1
             self.preset = nil
             self.matrix = nil
+            self.startsRateControlNearlyEmpty = false
         }
     }
 
@@ -299,10 +303,12 @@ package final class VideoEncoder {
             context.pointee.bit_rate = Int64(config.averageBitRate)
             context.pointee.rc_max_rate = Int64(config.averageBitRate) * 3 / 2
             context.pointee.rc_buffer_size = Int32(clamping: config.averageBitRate * 3 / 2)
-            // The rate-control buffer starts a tenth full, not x264's nine tenths: otherwise the frames after the first
-            // key frame take up to twice the average (a short or size-limited recording is mostly those), e.g. at
-            // 10 Mb/s 640x480 key frame 109 kB then 201, 159, 116 kB instead of 123 kB then 47, 34, 34 kB.
-            context.pointee.rc_initial_buffer_occupancy = Int32(clamping: config.averageBitRate * 3 / 20)
+            if config.startsRateControlNearlyEmpty {
+                // A tenth full, not x264's nine tenths: then the frames after the first key frame stay near the
+                // average instead of taking up to twice it (10 Mb/s 640x480: key frame 123 kB then 47, 34, 34 kB,
+                // instead of 109 kB then 201, 159, 116 kB), at the cost of a plainer first key frame at low rates.
+                context.pointee.rc_initial_buffer_occupancy = Int32(clamping: config.averageBitRate * 3 / 20)
+            }
             setOption(&options, "preset", config.preset ?? (config.codec == .h264 ? "superfast" : "ultrafast"))
             setOption(&options, "tune", "zerolatency")
             if config.codec == .h264 {

@@ -538,6 +538,9 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 mediaType: .video, outputSettings: settings,
                 sourceFormatHint: (try? CMFormatDescription(imageBuffer: image)) ?? firstVideo.formatDescription)
             input.expectsMediaDataInRealTime = true
+            // With a size limit the file may end within its first seconds: keep them to the average rate, so the
+            // limit holds as much of the recording as it can.
+            input.keepsFirstSecondToAverageRate = request.limits.maxFileSize > 0
             input.transform = CGAffineTransform(rotationAngle: video.videoRotationAngle * .pi / 180)
             writer.add(input)
             recording.videoInput = input

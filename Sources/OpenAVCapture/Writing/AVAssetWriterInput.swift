@@ -41,6 +41,8 @@ public final class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked 
         weak var writer: AVAssetWriter?
         var trackIndex = -1
         var isAttached = false
+        /// Set by a movie file output with a size limit: rate control starts nearly empty.
+        var keepsFirstSecondToAverageRate = false
         var expectsMediaDataInRealTime = false
         var transform = CGAffineTransform.identity
         var metadata: [AVMetadataItem] = []
@@ -220,11 +222,19 @@ public final class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked 
     /// format hint (`kCMFormatDescriptionExtension_YCbCrMatrix`), so the stream is tagged with the matrix its
     /// pictures were made with (BT.601 from a JPEG camera, whatever the size).
     var encoderSettings: WriterTrackSettings {
-        guard case .video(var configuration) = settings, let hint = sourceFormatHint, hint.mediaType == .video,
-            let matrix = YCbCrMatrix(formatDescription: hint)
-        else { return settings }
-        configuration.matrix = matrix
+        guard case .video(var configuration) = settings else { return settings }
+        if let hint = sourceFormatHint, hint.mediaType == .video {
+            configuration.matrix = YCbCrMatrix(formatDescription: hint)
+        }
+        configuration.startsRateControlNearlyEmpty = state.withLock { $0.keepsFirstSecondToAverageRate }
         return .video(configuration)
+    }
+
+    /// Whether the encoder keeps its first second to the average bit rate (rate control starting nearly empty):
+    /// a movie file output sets it when a size limit may end the recording within its first seconds.
+    var keepsFirstSecondToAverageRate: Bool {
+        get { state.withLock { $0.keepsFirstSecondToAverageRate } }
+        set { state.withLock { $0.keepsFirstSecondToAverageRate = newValue } }
     }
 
     /// Set by a pixel buffer adaptor.
