@@ -166,6 +166,9 @@ package final class VideoEncoder {
             self.matrix = nil
             self.startsRateControlNearlyEmpty = false
         }
+
+        /// The matrix the stream is tagged with and RGB input is converted with: ``matrix``, else by size.
+        package var streamMatrix: YCbCrMatrix { matrix ?? .conventional(width: width, height: height) }
     }
 
     /// The configuration the encoder was made with.
@@ -292,7 +295,7 @@ package final class VideoEncoder {
         context.pointee.thread_count = Int32(config.threadCount)
         context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
         context.pointee.color_range = fullRange ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG
-        let matrix = config.matrix ?? YCbCrMatrix.conventional(width: config.width, height: config.height)
+        let matrix = config.streamMatrix
         context.pointee.colorspace = matrix == .itu709 ? AVCOL_SPC_BT709 : AVCOL_SPC_SMPTE170M
         context.pointee.color_primaries = isHD ? AVCOL_PRI_BT709 : AVCOL_PRI_SMPTE170M
         context.pointee.color_trc = isHD ? AVCOL_TRC_BT709 : AVCOL_TRC_SMPTE170M

@@ -2,17 +2,30 @@ import OpenCoreMedia
 import OpenCoreVideo
 
 /// The matrix as Apple's APIs carry it: a pixel buffer's `kCVImageBufferYCbCrMatrixKey` attachment and a video
-/// description's `kCMFormatDescriptionExtension_YCbCrMatrix`. Decoders set it, converters and encoders read it, so
-/// every consumer reads a frame's numbers as they were made.
+/// description's `kCMFormatDescriptionExtension_YCbCrMatrix` (the same key and values). Decoders set it, converters
+/// and encoders read it, so every consumer reads a frame's numbers as they were made.
 extension YCbCrMatrix {
-    /// The matrix a buffer's ``kCVImageBufferYCbCrMatrixKey`` attachment names, or nil when it names none (or one
-    /// libswscale lacks).
-    package init?(attachedTo buffer: CVPixelBuffer) {
-        switch CVBufferCopyAttachment(buffer, kCVImageBufferYCbCrMatrixKey, nil) as? String {
+    /// The matrix an attachment or extension value names (`kCVImageBufferYCbCrMatrix_…`), or nil when it names none
+    /// (or one libswscale lacks).
+    package init?(attachmentValue value: Any?) {
+        switch value as? String {
         case kCVImageBufferYCbCrMatrix_ITU_R_709_2: self = .itu709
         case kCVImageBufferYCbCrMatrix_ITU_R_601_4: self = .itu601
         default: return nil
         }
+    }
+
+    /// The `kCVImageBufferYCbCrMatrix_…` value that names this matrix.
+    package var attachmentValue: String {
+        switch self {
+        case .itu601: kCVImageBufferYCbCrMatrix_ITU_R_601_4
+        case .itu709: kCVImageBufferYCbCrMatrix_ITU_R_709_2
+        }
+    }
+
+    /// The matrix a buffer's ``kCVImageBufferYCbCrMatrixKey`` attachment names, or nil.
+    package init?(attachedTo buffer: CVPixelBuffer) {
+        self.init(attachmentValue: CVBufferCopyAttachment(buffer, kCVImageBufferYCbCrMatrixKey, nil))
     }
 
     /// The matrix of `buffer`'s Y'CbCr numbers: its attachment, or BT.709 when it has none (the virtual cameras
@@ -21,22 +34,13 @@ extension YCbCrMatrix {
 
     /// The matrix of a video format description (its ``kCMFormatDescriptionExtension_YCbCrMatrix``), or nil.
     package init?(formatDescription: CMFormatDescription) {
-        switch formatDescription.extensions[kCMFormatDescriptionExtension_YCbCrMatrix] as? String {
-        case kCVImageBufferYCbCrMatrix_ITU_R_709_2: self = .itu709
-        case kCVImageBufferYCbCrMatrix_ITU_R_601_4: self = .itu601
-        default: return nil
-        }
+        self.init(attachmentValue: formatDescription.extensions[kCMFormatDescriptionExtension_YCbCrMatrix])
     }
 
     /// Marks `buffer`'s numbers as made with this matrix (a propagating attachment, as Apple's decoders set).
     package func attach(to buffer: CVPixelBuffer) {
-        let value =
-            switch self {
-            case .itu601: kCVImageBufferYCbCrMatrix_ITU_R_601_4
-            case .itu709: kCVImageBufferYCbCrMatrix_ITU_R_709_2
-            }
-        if CVBufferCopyAttachment(buffer, kCVImageBufferYCbCrMatrixKey, nil) as? String != value {
-            CVBufferSetAttachment(buffer, kCVImageBufferYCbCrMatrixKey, value, .shouldPropagate)
+        if YCbCrMatrix(attachedTo: buffer) != self {
+            CVBufferSetAttachment(buffer, kCVImageBufferYCbCrMatrixKey, attachmentValue, .shouldPropagate)
         }
     }
 }

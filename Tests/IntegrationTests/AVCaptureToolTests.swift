@@ -181,15 +181,22 @@ struct AVCaptureToolTests {
         #expect(indexSteps(indices).isEmpty, "\(indices)")
     }
 
+    /// One second of the virtual camera recorded by the tool into `source`, then stream-copied by ffmpeg into
+    /// `container` (a file name beside it, whose extension picks the container); returns the copy.
+    private func recordedClip(_ source: String, copiedTo container: String) throws -> URL {
+        let source = try toolScratch(source)
+        #expect(try avcapture(["record", source.path, "--overwrite", "--duration", "1", "--preset", "320x240"]).status == 0)
+        let copy = source.deletingLastPathComponent().appendingPathComponent(container)
+        let copied = try MediaTool.ffmpeg.run(["-nostdin", "-v", "error", "-y", "-i", source.path, "-c", "copy", copy.path])
+        try #require(copied.status == 0, "\(copied.error)")
+        return copy
+    }
+
     @Test("record --video file:clip.mp4 (relative) ends with the input: exit 0, 'end of input', every frame kept")
     func movieFileEndOfInput() throws {
         guard MediaTool.available(for: "AVCaptureToolTests.movieFileEndOfInput") else { return }
-        let source = try toolScratch("end-source.mov")
-        #expect(try avcapture(["record", source.path, "--overwrite", "--duration", "1", "--preset", "320x240"]).status == 0)
-        let directory = source.deletingLastPathComponent()
-        let clip = directory.appendingPathComponent("end-clip.mp4")
-        let copied = try MediaTool.ffmpeg.run(["-nostdin", "-v", "error", "-y", "-i", source.path, "-c", "copy", clip.path])
-        try #require(copied.status == 0, "\(copied.error)")
+        let clip = try recordedClip("end-source.mov", copiedTo: "end-clip.mp4")
+        let directory = clip.deletingLastPathComponent()
         let sourceIndices = try decodedFrameIndices(clip)
 
         // Video and sound from the file (the file's sound goes with its picture), then video only.
@@ -266,12 +273,8 @@ struct AVCaptureToolTests {
     @Test("FFmpeg's own log lines reach stderr only with --verbose (a damaged MPEG-TS file)")
     func ffmpegLogOnlyWhenVerbose() throws {
         guard MediaTool.available(for: "AVCaptureToolTests.ffmpegLogOnlyWhenVerbose") else { return }
-        let source = try toolScratch("damaged-source.mov")
-        #expect(try avcapture(["record", source.path, "--overwrite", "--duration", "1", "--preset", "320x240"]).status == 0)
-        let directory = source.deletingLastPathComponent()
-        let damaged = directory.appendingPathComponent("damaged.ts")
-        let made = try MediaTool.ffmpeg.run(["-nostdin", "-v", "error", "-y", "-i", source.path, "-c", "copy", damaged.path])
-        try #require(made.status == 0, "\(made.error)")
+        let damaged = try recordedClip("damaged-source.mov", copiedTo: "damaged.ts")
+        let directory = damaged.deletingLastPathComponent()
         // Garbage over a few stretches of the transport stream: corrupt packets for the demuxer and the decoder.
         var bytes = try Data(contentsOf: damaged)
         for part in 1..<6 {

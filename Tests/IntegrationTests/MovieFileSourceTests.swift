@@ -62,6 +62,26 @@ private func transcode(_ source: URL, to name: String, _ arguments: [String]) th
     return url
 }
 
+/// Records `devices` (a movie file's camera and microphone) with a movie file output until the input ends; the
+/// recording is asked for before the file starts playing, so its first frame is in it.
+private func recordToTheEnd(of devices: [AVCaptureDevice], to url: URL) throws -> MovieRecordingDelegate {
+    let session = AVCaptureSession()
+    session.beginConfiguration()
+    session.sessionPreset = .inputPriority
+    for device in devices { session.addInput(try AVCaptureDeviceInput(device: device)) }
+    let output = AVCaptureMovieFileOutput()
+    session.addOutput(output)
+    session.commitConfiguration()
+    try? FileManager.default.removeItem(at: url)
+    let delegate = MovieRecordingDelegate()
+    output.startRecording(to: url, recordingDelegate: delegate)
+    session.startRunning()
+    let finished = delegate.waitForFinish(timeout: 20)
+    session.stopRunning()
+    try #require(finished, "the recording did not end with the input")
+    return delegate
+}
+
 /// Plays `camera` into a data output until the session reports the end of the input; returns the frames and the
 /// output's statistics.
 private func playToEnd(
@@ -183,23 +203,8 @@ struct MovieFileSourceTests {
         guard MediaTool.available(for: "MovieFileSourceTests.endOfInputFinishesRecording") else { return }
         let clip = try await virtualClip("end-source.mov", frames: 45)
         let movie = try MovieFileDevice(url: clip)
-        let session = AVCaptureSession()
-        session.beginConfiguration()
-        session.sessionPreset = .inputPriority
-        session.addInput(try AVCaptureDeviceInput(device: try #require(movie.camera)))
-        session.addInput(try AVCaptureDeviceInput(device: try #require(movie.microphone)))
-        let output = AVCaptureMovieFileOutput()
-        session.addOutput(output)
-        session.commitConfiguration()
         let url = try writerScratchURL("end-recorded.mov")
-        try? FileManager.default.removeItem(at: url)
-        let delegate = MovieRecordingDelegate()
-        // Asked for before the file starts playing, so its first frame is in the recording.
-        output.startRecording(to: url, recordingDelegate: delegate)
-        session.startRunning()
-        let finished = delegate.waitForFinish(timeout: 20)
-        session.stopRunning()
-        try #require(finished, "the recording did not end with the input")
+        let delegate = try recordToTheEnd(of: [try #require(movie.camera), try #require(movie.microphone)], to: url)
         #expect(delegate.avError?.code == .deviceWasDisconnected, "\(String(describing: delegate.error))")
         #expect(delegate.successfullyFinished == true)
         #expect(try ffmpegDecodeErrors(url).isEmpty)
@@ -215,21 +220,8 @@ struct MovieFileSourceTests {
         let clip = try await virtualClip("odd-base.mov", frames: 20, audio: false)
         let odd = try transcode(clip, to: "odd-source.nut", ["-vf", "scale=321:241", "-c:v", "rawvideo", "-pix_fmt", "yuv420p"])
         let movie = try MovieFileDevice(url: odd)
-        let session = AVCaptureSession()
-        session.beginConfiguration()
-        session.sessionPreset = .inputPriority
-        session.addInput(try AVCaptureDeviceInput(device: try #require(movie.camera)))
-        let output = AVCaptureMovieFileOutput()
-        session.addOutput(output)
-        session.commitConfiguration()
         let url = try writerScratchURL("odd-recorded.mov")
-        try? FileManager.default.removeItem(at: url)
-        let delegate = MovieRecordingDelegate()
-        output.startRecording(to: url, recordingDelegate: delegate)
-        session.startRunning()
-        let finished = delegate.waitForFinish(timeout: 20)
-        session.stopRunning()
-        try #require(finished, "the recording did not end with the input")
+        let delegate = try recordToTheEnd(of: [try #require(movie.camera)], to: url)
         #expect(delegate.successfullyFinished == true, "\(String(describing: delegate.error))")
         let video = try #require(try FFprobeReport(url).stream("video"))
         #expect(video["width"] as? Int == 320)

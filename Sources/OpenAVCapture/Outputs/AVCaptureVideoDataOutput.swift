@@ -276,12 +276,9 @@ public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendabl
         if turned, let format = request.pixelFormat, !PixelTransform.canTurn(format) { return nil }
         let quarterTurn = Int(current.rotationAngle) % 180 != 0
         return VideoFormatDemand(
-            pixelFormats: request.pixelFormat.map { [$0] } ?? Self.deliverablePixelFormats,
+            pixelFormats: request.pixelFormat.map { [$0] } ?? VideoOutputPipeline.supportedPixelFormats,
             width: quarterTurn ? request.height : request.width, height: quarterTurn ? request.width : request.height)
     }
-
-    /// Formats delivered as the device gives them when the settings name none: every available one.
-    private static let deliverablePixelFormats = VideoOutputPipeline.supportedPixelFormats
 
     override package func receiveDrop(
         presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection

@@ -118,7 +118,8 @@ final class WriterPipeline {
         let target = PixelBufferConverter.Format(
             pixelFormatType: configuration.pixelFormat, width: configuration.width, height: configuration.height)
         if source == target { return pixelBuffer }
-        let matrix = configuration.matrix ?? YCbCrMatrix.of(pixelBuffer)
+        // A Y'CbCr picture's own matrix; RGB is turned into numbers with the matrix the stream is tagged with.
+        let matrix = YCbCrMatrix(attachedTo: pixelBuffer) ?? configuration.streamMatrix
         if track.pixelConverter?.source != source || track.pixelConverter?.matrix != matrix {
             // The encoder holds a few pictures (x264's lookahead is off, but frame threads keep theirs): no limit.
             track.pixelConverter = try PixelBufferConverter(from: source, to: target, matrix: matrix)
