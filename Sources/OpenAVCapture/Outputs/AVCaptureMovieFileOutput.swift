@@ -105,8 +105,14 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
         if Self.isVideo(connection) {
             return [AVVideoCodecKey, AVVideoCompressionPropertiesKey]
         }
-        return [AVFormatIDKey, AVSampleRateKey, AVNumberOfChannelsKey, AVEncoderBitRateKey]
+        return [AVFormatIDKey, AVSampleRateKey, AVNumberOfChannelsKey, AVEncoderBitRateKey] + Self.linearPCMKeys
     }
+
+    /// The keys that shape linear PCM (`kAudioFormatLinearPCM` in ``setOutputSettings(_:for:)``), as the audio
+    /// file output and the writer take them.
+    private static let linearPCMKeys = [
+        AVLinearPCMBitDepthKey, AVLinearPCMIsFloatKey, AVLinearPCMIsBigEndianKey, AVLinearPCMIsNonInterleaved,
+    ]
 
     /// The settings `connection`'s media is recorded with: what was set, completed with the defaults (H.264 at the
     /// device's size, about 0.1 bit per pixel per frame at 30 fps, a key frame a second; AAC at 64 kbit/s per
@@ -141,6 +147,10 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
         let formatID = (result[AVFormatIDKey] as? UInt32) ?? kAudioFormatMPEG4AAC
         if formatID == kAudioFormatMPEG4AAC {
             result[AVEncoderBitRateKey] = stored[AVEncoderBitRateKey] ?? 64_000 * max(1, channels)
+        }
+        if formatID == kAudioFormatLinearPCM {
+            for key in Self.linearPCMKeys { result[key] = stored[key] }
+            result[AVLinearPCMBitDepthKey] = stored[AVLinearPCMBitDepthKey] ?? 16
         }
         return result
     }

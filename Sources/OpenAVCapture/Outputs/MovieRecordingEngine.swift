@@ -63,6 +63,9 @@ final class MovieRecordingEngine: @unchecked Sendable {
         /// While draining: the error to finish with, and the written time audio must reach.
         var finishError: AVError?
         var drainUntil: CMTime = .invalid
+        /// After a resume: sound before this written time is already in the file (or would overlap it), so the
+        /// first buffers are trimmed to start exactly there; invalid once sound flows again.
+        var resumedAudioFrom: CMTime = .invalid
 
         init(_ request: Request) {
             self.request = request
@@ -220,6 +223,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
             for audio in pending where audio.presentationTimeStamp >= time { appendAudio(audio, to: recording) }
         case .resuming:
             recording.offset = time - recording.videoEdge
+            recording.resumedAudioFrom = max(recording.videoEdge, recording.audioEdge)
             recording.phase = .recording
             let pending = recording.pendingAudio
             recording.pendingAudio.removeAll()
@@ -239,8 +243,15 @@ final class MovieRecordingEngine: @unchecked Sendable {
     private func handleAudio(_ buffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         for recording in draining where recording.request.connections.contains(where: { $0 === connection }) {
             let written = buffer.presentationTimeStamp - recording.offset
-            if written < recording.drainUntil { appendAudio(buffer, to: recording) }
-            if !(written + Self.audioDuration(buffer) < recording.drainUntil) { finalize(recording) }
+            let end = written + Self.audioDuration(buffer)
+            if end <= recording.drainUntil {
+                appendAudio(buffer, to: recording)
+            } else if let head = Self.framesBefore(recording.drainUntil - written, buffer) {
+                // The buffer that crosses the video's end gives the frames before it: the sound ends with the
+                // picture, to the sample.
+                appendAudio(head, to: recording)
+            }
+            if !(end < recording.drainUntil) { finalize(recording) }
         }
         guard let recording = current, recording.request.connections.contains(where: { $0 === connection }) else {
             return
@@ -260,14 +271,29 @@ final class MovieRecordingEngine: @unchecked Sendable {
             recording.offset = time - recording.audioEdge
             recording.phase = .recording
             appendAudio(buffer, to: recording)
+        case .paused where recording.hasVideo:
+            // The pause ends the sound where it ends the picture, to the sample, as a stop does: sound that
+            // arrives after the pause but belongs before the last frame's end is still written.
+            let written = time - recording.offset
+            let room = recording.videoEdge - written
+            if room.isNumeric, room > .zero {
+                appendAudio(Self.audioDuration(buffer) > room ? Self.framesBefore(room, buffer) : buffer, to: recording)
+            }
         case .recording:
+            let written = time - recording.offset
             if recording.hasVideo {
-                appendAudio(buffer, to: recording)
+                // Sound stops at maxRecordedDuration to the sample (the frame that crosses it ends the recording,
+                // and the drain brings the sound up to the last frame's end, which is the limit at most).
+                let room = recording.request.limits.maxDuration - (written - recording.start)
+                if room.isNumeric, Self.audioDuration(buffer) > room {
+                    if let head = Self.framesBefore(room, buffer) { appendAudio(head, to: recording) }
+                } else {
+                    appendAudio(buffer, to: recording)
+                }
                 break
             }
             // Sound alone ends at maxRecordedDuration to the sample: the frames of the buffer that crosses it that
             // still fit are written before the limit ends the recording.
-            let written = time - recording.offset
             if let head = Self.framesBefore(recording.request.limits.maxDuration - (written - recording.start), buffer) {
                 appendAudio(head, to: recording)
             }
@@ -301,8 +327,18 @@ final class MovieRecordingEngine: @unchecked Sendable {
         didWrite(recording)
     }
 
-    private func appendAudio(_ buffer: CMSampleBuffer, to recording: Recording) {
-        guard let input = recording.audioInput, recording.start.isNumeric else { return }
+    private func appendAudio(_ buffer: CMSampleBuffer?, to recording: Recording) {
+        guard var buffer, let input = recording.audioInput, recording.start.isNumeric else { return }
+        if recording.resumedAudioFrom.isNumeric {
+            // The first sound after a resume starts where the file's sound stopped, to the sample: what comes
+            // before that edge was heard before the pause (or while paused) and is left out.
+            let skipped = recording.resumedAudioFrom - (buffer.presentationTimeStamp - recording.offset)
+            if skipped > .zero {
+                guard let tail = Self.framesAfter(skipped, buffer) else { return }
+                buffer = tail
+            }
+            recording.resumedAudioFrom = .invalid
+        }
         guard input.pendingBufferCount < Self.maximumAudioBacklog else {
             output?.encoderWasBehind(isVideo: false)
             return
@@ -625,24 +661,43 @@ final class MovieRecordingEngine: @unchecked Sendable {
     /// The first frames of an interleaved PCM buffer that fit in `room`, when the buffer lasts longer than `room`
     /// and at least one frame fits; nil otherwise (it fits whole, or nothing of it does).
     static func framesBefore(_ room: CMTime, _ buffer: CMSampleBuffer) -> CMSampleBuffer? {
-        guard room.isNumeric, room > .zero, let format = buffer.formatDescription,
-            let description = format.audioStreamBasicDescription, description.mFormatID == kAudioFormatLinearPCM,
-            description.mBytesPerFrame > 0, let data = buffer.dataBuffer
+        guard room.isNumeric, room > .zero, let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate
         else { return nil }
-        let rate = description.mSampleRate
         // To the nearest frame: device times are host-clock nanoseconds, so the room is a sample count give or take
         // a nanosecond.
         let frames = Int((room.seconds * rate).rounded())
         guard frames > 0, frames < buffer.numSamples else { return nil }
-        let byteCount = frames * Int(description.mBytesPerFrame)
-        guard byteCount <= data.dataLength else { return nil }
-        let head = data.withUnsafeBytes { CMBlockBuffer(copying: UnsafeRawBufferPointer(rebasing: $0[..<byteCount])) }
+        return pcmFrames(0..<frames, of: buffer)
+    }
+
+    /// The frames of an interleaved PCM buffer after its first `skipped`, timed from there; nil when nothing of
+    /// it is left (or it is not PCM, whose frames cannot be split).
+    static func framesAfter(_ skipped: CMTime, _ buffer: CMSampleBuffer) -> CMSampleBuffer? {
+        guard let description = buffer.formatDescription?.audioStreamBasicDescription else { return nil }
+        let first = Int((skipped.seconds * description.mSampleRate).rounded())
+        guard first < buffer.numSamples else { return nil }
+        guard first > 0 else { return buffer }
+        return pcmFrames(first..<buffer.numSamples, of: buffer)
+    }
+
+    /// Frames `range` of an interleaved PCM buffer as a buffer of their own, timed from the first.
+    private static func pcmFrames(_ range: Range<Int>, of buffer: CMSampleBuffer) -> CMSampleBuffer? {
+        guard let format = buffer.formatDescription, let description = format.audioStreamBasicDescription,
+            description.mFormatID == kAudioFormatLinearPCM, description.mBytesPerFrame > 0,
+            let data = buffer.dataBuffer
+        else { return nil }
+        let bytesPerFrame = Int(description.mBytesPerFrame)
+        let bytes = (range.lowerBound * bytesPerFrame)..<(range.upperBound * bytesPerFrame)
+        guard bytes.upperBound <= data.dataLength else { return nil }
+        let copy = data.withUnsafeBytes { CMBlockBuffer(copying: UnsafeRawBufferPointer(rebasing: $0[bytes])) }
+        let rate = Int32(description.mSampleRate.rounded())
         let timing = CMSampleTimingInfo(
-            duration: CMTime(value: 1, timescale: Int32(rate.rounded())),
-            presentationTimeStamp: buffer.presentationTimeStamp, decodeTimeStamp: .invalid)
+            duration: CMTime(value: 1, timescale: rate),
+            presentationTimeStamp: buffer.presentationTimeStamp + CMTime(value: Int64(range.lowerBound), timescale: rate),
+            decodeTimeStamp: .invalid)
         return try? CMSampleBuffer(
-            dataBuffer: head, formatDescription: format, numSamples: frames, sampleTimings: [timing],
-            sampleSizes: [Int(description.mBytesPerFrame)])
+            dataBuffer: copy, formatDescription: format, numSamples: range.count, sampleTimings: [timing],
+            sampleSizes: [bytesPerFrame])
     }
 
     static func retimed(_ buffer: CMSampleBuffer, to time: CMTime, sampleDuration: CMTime) -> CMSampleBuffer? {
