@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 
 /// The built avcapture binary, beside the test bundle (`swift build --build-tests` builds both).
-private let toolPath: String? = {
+let toolPath: String? = {
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     let candidates = [
         executable.deletingLastPathComponent().appendingPathComponent("avcapture").path,
@@ -24,10 +24,11 @@ private func avcapture(_ arguments: [String]) throws -> ToolResult {
 
 private func toolScratch(_ name: String) throws -> URL { try scratchURL(name, suite: "avcapture-tool") }
 
-/// Runs avcapture on the virtual devices in `directory` (for relative paths), through coreutils' `env -C`.
-private func avcapture(_ arguments: [String], in directory: URL) throws -> ToolResult {
+/// Runs avcapture in `directory` (for relative paths), through coreutils' `env -C`, with `OPENAV_DEVICES` set to
+/// `devices` (nil: unset, as a user has it).
+func avcapture(_ arguments: [String], in directory: URL, devices: String? = "virtual") throws -> ToolResult {
     var environment = ProcessInfo.processInfo.environment
-    environment["OPENAV_DEVICES"] = "virtual"
+    environment["OPENAV_DEVICES"] = devices
     environment["OPENAV_FFMPEG_LOG"] = nil
     return try ToolResult.run(
         executable: "/usr/bin/env", ["-C", directory.path, toolPath!] + arguments, environment: environment)

@@ -304,6 +304,28 @@ struct RecordingEdgesTests {
     }
 }
 
+@Suite(
+    "The edges of a recording through avcapture, as a user runs it", .serialized,
+    .enabled(if: toolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
+struct RecordingEdgesToolTests {
+    @Test("audio --audio file:REL, OPENAV_DEVICES unset: the file's sound from first sample to last; --duration 1 to the sample")
+    func audioFromAFile() async throws {
+        guard MediaTool.available(for: "RecordingEdgesToolTests.audioFromAFile") else { return }
+        let source = try await EdgeSource.make("edge-cli", frames: 45)
+        let directory = source.url.deletingLastPathComponent()
+        let relative = "file:" + source.url.lastPathComponent + "#audio"
+        for (name, extra, count) in [
+            ("edge-cli-all.wav", [String](), source.samples.count), ("edge-cli-1s.wav", ["--duration", "1"], 48_000),
+        ] {
+            let result = try avcapture(["audio", name, "--overwrite", "--audio", relative] + extra, in: directory, devices: nil)
+            #expect(result.status == 0, "\(name): \(result.error)")
+            let recorded = try decodedSamples(directory.appendingPathComponent(name))
+            let agreeing = matchingRun(recorded[...], source.samples, from: 0)
+            #expect(recorded.count == count && agreeing == count, "\(name): \(recorded.count) samples, \(agreeing) the source's")
+        }
+    }
+}
+
 /// An audio edge and a video edge in the same place: `samples` (a sample index) within one frame interval of
 /// frame index `frames`. Buffers arrive in whole frames and periods, so the edges can differ by less than that.
 private func expectEndsTogether(samples: Int, frames: Int, _ label: String) {
