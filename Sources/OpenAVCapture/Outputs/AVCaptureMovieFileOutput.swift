@@ -100,7 +100,9 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
     /// The codecs video can be recorded with; the first is the default.
     public var availableVideoCodecTypes: [AVVideoCodecType] { [.h264, .hevc, .jpeg, .proRes422] }
 
-    /// The keys ``setOutputSettings(_:for:)`` takes for `connection`'s media.
+    /// The keys ``setOutputSettings(_:for:)`` takes for `connection`'s media. Sound: AAC (the default), Apple
+    /// Lossless or linear PCM (`kAudioFormatLinearPCM`, 16-bit integers unless `AVLinearPCMBitDepthKey` and
+    /// `AVLinearPCMIsFloatKey` say otherwise), which records the source's samples bit for bit.
     public func supportedOutputSettingsKeys(for connection: AVCaptureConnection) -> [String] {
         if Self.isVideo(connection) {
             return [AVVideoCodecKey, AVVideoCompressionPropertiesKey]
