@@ -83,4 +83,55 @@ import TestSupport
         let dropped = movie.recordingStatistics.totalDroppedVideoFrames
         #expect(missing <= dropped, "\(missing) frames missing from the movie, \(dropped) reported dropped")
     }
+
+    @Test("Recorded as Motion JPEG, the webcam's JPEG frames go into the movie as they come, while a data output gets them decoded")
+    func motionJPEGIsWrittenAsItComes() throws {
+        guard MediaTool.available([.ffmpeg, .ffprobe], for: "webcam Motion JPEG passthrough") else { return }
+        let webcam = try #require(AVCaptureDevice.default(.external, for: .video, position: .unspecified))
+        let controller = try #require(webcam.virtualCamera)
+        defer { controller.restoreDefaults() }
+        let mjpeg = try #require(
+            webcam.formats.first {
+                $0.formatDescription.mediaSubType.rawValue == kCMVideoCodecType_JPEG
+                    && $0.formatDescription.dimensions == CMVideoDimensions(width: 1280, height: 720)
+            })
+        let movie = AVCaptureMovieFileOutput()
+        let data = AVCaptureVideoDataOutput()
+        let frames = MovieFrameCollector()
+        data.setSampleBufferDelegate(frames, queue: DispatchQueue(label: "webcam frames"))
+        let session = try makeSession(preset: .inputPriority, devices: [webcam], outputs: [movie, data])
+        try webcam.lockForConfiguration()
+        webcam.activeFormat = mjpeg
+        webcam.activeVideoMinFrameDuration = CMTime(value: 1, timescale: 15)
+        webcam.activeVideoMaxFrameDuration = CMTime(value: 1, timescale: 15)
+        webcam.unlockForConfiguration()
+        movie.setOutputSettings([AVVideoCodecKey: AVVideoCodecType.jpeg], for: try #require(movie.connection(with: .video)))
+        movie.maxRecordedDuration = CMTime(value: 2, timescale: 1)
+
+        session.startRunning()
+        defer { session.stopRunning() }
+        let url = try scratchURL("webcam-mjpeg-as-it-comes.mov")
+        let recording = MovieRecordingDelegate()
+        movie.startRecording(to: url, recordingDelegate: recording)
+        #expect(recording.waitForFinish(timeout: 60), "the movie did not finish")
+        #expect(recording.avError?.code == .maximumDurationReached, "\(String(describing: recording.error))")
+        session.stopRunning()
+
+        let video = try #require(try FFprobeReport(url).stream("video"))
+        #expect(video["codec_name"] as? String == "mjpeg")
+        #expect(try ffmpegDecodeErrors(url).isEmpty, "ffmpeg found decode errors")
+        // The camera's frames are 4:2:2, as USB webcams send; our Motion JPEG encoder writes 4:2:0. So a frame of
+        // the movie in 4:2:2 is the camera's own, not decoded and encoded again.
+        let formats = try MediaTool.ffprobe.run([
+            "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pix_fmt", "-of", "csv=p=0", url.path,
+        ])
+        let pixelFormats = String(decoding: formats.output, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(pixelFormats.count >= 20, "\(pixelFormats.count) frames in 2 s at 15 fps")
+        #expect(Set(pixelFormats) == ["yuvj422p"], "frame formats \(Set(pixelFormats))")
+        let indices = try decodedFrameIndices(url).compactMap { $0 }
+        #expect(zip(indices, indices.dropFirst()).allSatisfy { $0 < $1 }, "indices out of order: \(indices)")
+        // The data output still got decoded pictures of the same frames.
+        #expect(frames.received.count >= 20 && frames.received.allSatisfy { $0.index != nil || $0.isFlash },
+                "\(frames.received.count) decoded frames")
+    }
 }

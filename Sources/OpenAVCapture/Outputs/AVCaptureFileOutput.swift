@@ -290,7 +290,8 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
 
     override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         guard isActive.load(ordering: .relaxed) || hasFileDelegate.load(ordering: .relaxed) else { return }
-        let isVideo = sampleBuffer.imageBuffer != nil
+        // A picture, or a compressed frame the file takes as it is.
+        let isVideo = sampleBuffer.imageBuffer != nil || sampleBuffer.formatDescription?.mediaType == .video
         // At most 8 video frames wait for the engine; more are dropped (it is behind). The engine bounds what waits
         // for the encoder (video and audio) in turn.
         if isVideo {
@@ -317,6 +318,18 @@ public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
 
     /// The pixel formats the encoder of `connection`'s media takes as they are; nil takes any (subclasses).
     func encoderDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? { nil }
+
+    /// While recording, compressed frames the file takes as they are (see ``writesAsItComes(_:for:)``); not while
+    /// a file output delegate watches, since it is shown decoded frames.
+    override package func takesCompressedVideo(_ format: CMFormatDescription, from connection: AVCaptureConnection)
+        -> Bool
+    {
+        isActive.load(ordering: .relaxed) && !hasFileDelegate.load(ordering: .relaxed)
+            && writesAsItComes(format, for: connection)
+    }
+
+    /// Whether `connection`'s frames in compressed `format` go into the file as they are (subclasses).
+    func writesAsItComes(_ format: CMFormatDescription, for connection: AVCaptureConnection) -> Bool { false }
 
     override package func receiveDrop(
         presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection

@@ -64,6 +64,8 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
         var outputSettings: [ObjectIdentifier: [String: Any]] = [:]
         /// What each video connection's encoder takes, worked out when its settings are set (absent: H.264's).
         var encoderDemands: [ObjectIdentifier: VideoFormatDemand?] = [:]
+        /// The codec each video connection records with, when one was set (absent: H.264).
+        var codecs: [ObjectIdentifier: AVVideoCodecType] = [:]
     }
 
     /// H.264's input formats, the default codec's.
@@ -175,10 +177,12 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
                     "AVCaptureMovieFileOutput: codec \(codec) is not one of availableVideoCodecTypes")
             }
         }
-        let demand = Self.encoderDemand(for: Self.codec(outputSettings?[AVVideoCodecKey]) ?? .h264)
+        let codec = Self.codec(outputSettings?[AVVideoCodecKey]) ?? .h264
+        let demand = Self.encoderDemand(for: codec)
         settings.withLock { settings in
             settings.outputSettings[ObjectIdentifier(connection)] = outputSettings
             settings.encoderDemands[ObjectIdentifier(connection)] = demand
+            settings.codecs[ObjectIdentifier(connection)] = codec
         }
     }
 
@@ -191,6 +195,11 @@ public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sen
             default: []
             }
         return formats.isEmpty ? nil : VideoFormatDemand(pixelFormats: formats, evenDimensions: true)
+    }
+
+    /// A camera's JPEG frames recorded as Motion JPEG are written as they come: no decode, no encode.
+    override func writesAsItComes(_ format: CMFormatDescription, for connection: AVCaptureConnection) -> Bool {
+        format.mediaSubType == .jpeg && settings.withLock { $0.codecs[ObjectIdentifier(connection)] } == .jpeg
     }
 
     override func encoderDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? {

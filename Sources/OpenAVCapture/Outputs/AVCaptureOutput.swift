@@ -47,6 +47,14 @@ public class AVCaptureOutput: NSObject, @unchecked Sendable {
     /// nothing because the output would not use the frame. Must not block.
     package func videoDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? { nil }
 
+    /// Whether the output takes `connection`'s compressed frames of `format` as the device delivers them (a movie
+    /// file output writing the camera's own codec), read on the capture thread for every compressed frame. Such an
+    /// output gets the compressed frame instead of the decoded one; when every output of the device takes it, the
+    /// frame is not decoded at all. Must not block.
+    package func takesCompressedVideo(_ format: CMFormatDescription, from connection: AVCaptureConnection) -> Bool {
+        false
+    }
+
     /// A frame the device dropped, on the capture thread. Must not block.
     package func receiveDrop(
         presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection

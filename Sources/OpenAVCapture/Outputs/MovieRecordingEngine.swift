@@ -319,7 +319,9 @@ final class MovieRecordingEngine: @unchecked Sendable {
             return
         }
         let written = buffer.presentationTimeStamp - recording.offset
-        guard let retimed = Self.retimed(buffer, to: written, sampleDuration: duration), input.append(retimed) else {
+        guard let retimed = Self.retimed(buffer, to: written, sampleDuration: duration),
+            retimed.imageBuffer != nil ? input.append(retimed) : input.appendAsItComes(retimed)
+        else {
             writerFailed(recording)
             return
         }
@@ -556,11 +558,11 @@ final class MovieRecordingEngine: @unchecked Sendable {
         writer.minimumFreeBytesAfterRewrite = Self.freeSpaceFloor(limits)
         updateDiskBudget(recording, writer: writer)
         if let video = request.connections.first(where: { AVCaptureFileOutput.isVideo($0) }), let firstVideo,
-            let image = firstVideo.imageBuffer
+            let hint = Self.pictureDescription(of: firstVideo)
         {
             var settings = output.recordingSettings(for: video, fileType: request.fileType)
-            settings[AVVideoWidthKey] = CVPixelBufferGetWidth(image)
-            settings[AVVideoHeightKey] = CVPixelBufferGetHeight(image)
+            settings[AVVideoWidthKey] = Int(hint.dimensions.width)
+            settings[AVVideoHeightKey] = Int(hint.dimensions.height)
             let codec = settings[AVVideoCodecKey] as? AVVideoCodecType ?? .h264
             var properties = settings[AVVideoCompressionPropertiesKey] as? [String: Any]
             let frameDuration = Self.frameDuration(firstVideo)
@@ -570,9 +572,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
             }
             // The encoder is made for the frames' own pixel format (the conversion stage delivers one it takes) and
             // tags the stream with their Y'CbCr matrix: a description of the picture itself carries both.
-            let input = AVAssetWriterInput(
-                mediaType: .video, outputSettings: settings,
-                sourceFormatHint: (try? CMFormatDescription(imageBuffer: image)) ?? firstVideo.formatDescription)
+            let input = AVAssetWriterInput(mediaType: .video, outputSettings: settings, sourceFormatHint: hint)
             input.expectsMediaDataInRealTime = true
             // With a size limit the file may end within its first seconds: keep them to the average rate, so the
             // limit holds as much of the recording as it can.
@@ -646,6 +646,18 @@ final class MovieRecordingEngine: @unchecked Sendable {
         var info = (error as? AVError)?.userInfo ?? [NSLocalizedDescriptionKey: "Writing \(url.path) failed."]
         info[AVErrorRecordingSuccessfullyFinishedKey] = false
         return AVError((error as? AVError)?.code ?? .unknown, userInfo: info)
+    }
+
+    /// What the encoder of a recording whose first frame is `buffer` is made for: the picture's own description
+    /// (its pixel format, size and Y'CbCr matrix), or for a compressed frame written as it comes (a camera's JPEG)
+    /// full-range NV12 of its size with JPEG's BT.601 matrix, what its decoded pictures would be.
+    static func pictureDescription(of buffer: CMSampleBuffer) -> CMFormatDescription? {
+        if let image = buffer.imageBuffer { return (try? CMFormatDescription(imageBuffer: image)) ?? buffer.formatDescription }
+        guard let format = buffer.formatDescription, format.mediaType == .video else { return nil }
+        return try? CMFormatDescription(
+            videoCodecType: .init(rawValue: kCVPixelFormatType_420YpCbCr8BiPlanarFullRange),
+            width: Int(format.dimensions.width), height: Int(format.dimensions.height),
+            extensions: [kCMFormatDescriptionExtension_YCbCrMatrix: kCVImageBufferYCbCrMatrix_ITU_R_601_4])
     }
 
     static func frameDuration(_ buffer: CMSampleBuffer) -> CMTime {

@@ -536,11 +536,17 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
             guard let self else { return }
             switch event {
             case .output(let sampleBuffer, _):
+                // Outputs that write the device's compressed frames as they are get them first; a frame every
+                // output took that way is not decoded.
+                let (takers, everyoneTookIt) = self.routeCompressed(sampleBuffer, through: slot)
+                if everyoneTookIt { break }
                 switch decodeStage.process(sampleBuffer) {
                 case .passThrough:
-                    self.route(sampleBuffer, through: slot, converting: conversionStage)
+                    self.route(sampleBuffer, through: slot, converting: conversionStage, skipping: takers)
                 case .decoded(let buffers):
-                    for buffer in buffers { self.route(buffer, through: slot, converting: conversionStage) }
+                    for buffer in buffers {
+                        self.route(buffer, through: slot, converting: conversionStage, skipping: takers)
+                    }
                 case .dropped(let reason):
                     self.routeDrop(at: sampleBuffer.presentationTimeStamp, reason: reason, through: slot)
                 }
@@ -563,13 +569,37 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
         }
     }
 
-    /// Hands one buffer to every enabled connection of its device, each frame in the format its output takes.
-    /// Runs on the capture thread.
-    private func route(_ sampleBuffer: CMSampleBuffer, through slot: RouteSlot, converting stage: FrameConversionStage) {
+    /// Hands a compressed video frame to the enabled connections whose outputs take it as it is
+    /// (`takesCompressedVideo`); returns those connections, and whether they are all the enabled ones. Only
+    /// intra-frame codecs are ever taken (Motion JPEG), so skipping the decoder for a frame loses it nothing.
+    /// Runs on the capture thread; allocates only when an output takes the frame.
+    private func routeCompressed(_ sampleBuffer: CMSampleBuffer, through slot: RouteSlot)
+        -> (takers: [ObjectIdentifier], everyone: Bool)
+    {
+        guard sampleBuffer.imageBuffer == nil, let format = sampleBuffer.formatDescription, format.mediaType == .video
+        else { return ([], false) }
+        let routes = slot.routes.withLock { $0 }
+        var takers: [ObjectIdentifier] = []
+        var enabled = 0
+        for route in routes where route.connection.isEnabled {
+            enabled += 1
+            guard let output = route.output, output.takesCompressedVideo(format, from: route.connection) else { continue }
+            output.receive(sampleBuffer, from: route.connection)
+            takers.append(ObjectIdentifier(route.connection))
+        }
+        return (takers, !takers.isEmpty && takers.count == enabled)
+    }
+
+    /// Hands one buffer to every enabled connection of its device but `skipped` ones, each frame in the format its
+    /// output takes. Runs on the capture thread.
+    private func route(
+        _ sampleBuffer: CMSampleBuffer, through slot: RouteSlot, converting stage: FrameConversionStage,
+        skipping skipped: [ObjectIdentifier] = []
+    ) {
         let targets = slot.routes.withLock { $0 }
         let isVideo = sampleBuffer.imageBuffer != nil
         defer { if isVideo { stage.endFrame() } }
-        for route in targets where route.connection.isEnabled {
+        for route in targets where route.connection.isEnabled && !skipped.contains(ObjectIdentifier(route.connection)) {
             guard let output = route.output else { continue }
             if !route.connection.audioChannels.isEmpty { AudioLevels.measure(sampleBuffer, into: route.connection.audioChannels) }
             guard isVideo, let demand = output.videoDemand(for: route.connection) else {

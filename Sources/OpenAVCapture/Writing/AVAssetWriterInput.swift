@@ -139,6 +139,18 @@ public final class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked 
         }
     }
 
+    /// A compressed frame in the codec the input encodes to (a camera's JPEG for a Motion JPEG track), written as
+    /// it is: neither decoded nor encoded. The movie file output's path; Apple's `append(_:)` takes pictures when
+    /// output settings are given, so this is not public.
+    func appendAsItComes(_ sampleBuffer: CMSampleBuffer) -> Bool {
+        guard let (writer, index) = admit(caller: "append(_:)") else { return false }
+        writer.perform { [self] pipeline throws(MediaCodecsError) in
+            defer { didProcess() }
+            try pipeline.appendCompressedVideo(sampleBuffer, track: index)
+        }
+        return true
+    }
+
     /// The pixel buffer adaptor's path: encode `pixelBuffer` at `time`.
     func appendPixelBuffer(_ pixelBuffer: CVPixelBuffer, at time: CMTime, caller: String) -> Bool {
         precondition(time.isNumeric, "AVAssetWriterInput.\(caller): the presentation time must be numeric")
