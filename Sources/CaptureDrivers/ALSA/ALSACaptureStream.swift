@@ -176,7 +176,7 @@ final class ALSACaptureStream: Sendable {
         _ block: CMBlockBuffer, measuredStart: Int64, clock: inout ALSAPeriodClock, progress: inout Progress
     ) {
         let frames = parameters.periodFrames
-        let stamp = clock.stamp(frames: frames, measured: measuredStart)
+        let stamp = clock.stamp(frames: frames, measured: measuredStart, afterLoss: progress.lostFrames)
         let periodNanoseconds = Double(frames) / parameters.format.sampleRate * 1e9
         if progress.lostFrames {
             // What the overrun lost, as whole periods (at least one: something was lost), stamped back from here.
