@@ -74,9 +74,10 @@ final class X11ScreenCaptureStream: Sendable {
         while !stopRequested.load(ordering: .relaxed) {
             guard waitForFrameTime(deadline, grabber) else { break }
             let now = CMClock.hostNanosecondsNow()
-            // Absolute deadlines do not drift; a deadline missed by more than a frame is given up, not caught up.
-            deadline += duration
-            if deadline <= now { deadline = now + duration }
+            // Absolute deadlines do not drift. A frame grabbed clearly late (by more than a quarter frame) starts
+            // the schedule again from itself: catching up would put the next frames closer together than
+            // minFrameDuration allows.
+            deadline = now - deadline > duration / 4 ? now + duration : deadline + duration
             switch grabber.nextFrame(sequence: sequence, settings: screen.settings) {
             case .unchanged:
                 continue
