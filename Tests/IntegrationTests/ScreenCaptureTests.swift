@@ -297,3 +297,66 @@ struct ScreenCaptureTests {
         try #require(collector.waitFor(6))
     }
 }
+
+/// The built avcapture binary, beside the test bundle (`swift build --build-tests` builds both).
+private let screenToolPath: String? = {
+    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    let candidate = executable.deletingLastPathComponent().appendingPathComponent("avcapture").path
+    return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
+}()
+
+@Suite(
+    "avcapture --screen on Xvfb", .serialized,
+    .enabled(if: screenToolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
+struct ScreenCaptureToolTests {
+    /// Runs avcapture with the real devices (screens are real) on the test's server, no microphone needed.
+    private func avcapture(_ arguments: [String], server: XvfbServer) throws -> ToolResult {
+        var environment = ProcessInfo.processInfo.environment
+        environment["OPENAV_DEVICES"] = "all"
+        environment["DISPLAY"] = server.displayName
+        return try ToolResult.run(executable: screenToolPath!, arguments, environment: environment)
+    }
+
+    @Test("devices lists the screen; record --screen --crop --fps writes a movie of the crop at that rate")
+    func recordScreen() throws {
+        guard MediaTool.available(for: "ScreenCaptureToolTests.recordScreen"),
+            let server = XvfbServer.start(width: 1280, height: 720, for: "ScreenCaptureToolTests.recordScreen")
+        else { return }
+        let painter = try X11Painter(server: server)
+        painter.paint(background: 0x00_00FF, [.init(x: 100, y: 60, width: 320, height: 240, color: 0xFF_0000)])
+
+        let devices = try avcapture(["devices"], server: server)
+        #expect(devices.status == 0, "\(devices.error)")
+        #expect(devices.outputText.contains("Screens (record --screen N):"))
+        #expect(devices.outputText.contains("1280x720 at +0+0"), "\(devices.outputText)")
+
+        let url = try scratchURL("screen-tool.mov", suite: "screen-tool")
+        let result = try avcapture(
+            ["record", url.path, "--screen", "--audio", "none", "--crop", "100,60,320,240", "--fps", "15", "--duration", "1"],
+            server: server)
+        try #require(result.status == 0, "avcapture failed: \(result.error)")
+        let video = try #require(try FFprobeReport(url).stream("video"))
+        #expect(video["width"] as? Int == 320)
+        #expect(video["height"] as? Int == 240)
+        // The crop is the red rectangle exactly: its centre and corners decode red.
+        let frames = try decodedRGBFrames(url, width: 320, height: 240)
+        let first = try #require(frames.first)
+        for (x, y) in [(160, 120), (2, 2), (317, 237)] {
+            let offset = (y * 320 + x) * 3
+            #expect(first[offset] > 230 && first[offset + 1] < 30 && first[offset + 2] < 30, "(\(x), \(y))")
+        }
+        #expect(frames.count >= 5, "\(frames.count) frames")
+        // --fps 15 is a minimum frame duration: no two frames closer than the stream's pacing allows (a frame
+        // grabbed late restarts the schedule, so a gap can shrink to 3/4 of 1/15 s, never more).
+        let packets = try MediaTool.ffprobe.run([
+            "-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time", "-of", "csv=p=0", url.path,
+        ])
+        let times = packets.outputText.split(separator: "\n").compactMap { Double($0) }.sorted()
+        let gaps = zip(times, times.dropFirst()).map { $1 - $0 }
+        #expect(gaps.allSatisfy { $0 >= 0.75 / 15 - 0.001 }, "gaps \(gaps)")
+
+        let missing = try avcapture(["record", url.path + "2.mov", "--screen", "3", "--audio", "none"], server: server)
+        #expect(missing.status == 69)
+        #expect(missing.error.contains("no screen 3"), "\(missing.error)")
+    }
+}

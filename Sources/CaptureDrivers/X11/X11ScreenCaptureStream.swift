@@ -78,7 +78,7 @@ final class X11ScreenCaptureStream: Sendable {
             // the schedule again from itself: catching up would put the next frames closer together than
             // minFrameDuration allows.
             deadline = now - deadline > duration / 4 ? now + duration : deadline + duration
-            switch grabber.nextFrame(sequence: sequence, settings: screen.settings) {
+            switch grabber.nextFrame(at: now, settings: screen.settings) {
             case .unchanged:
                 continue
             case .frame(let sample):

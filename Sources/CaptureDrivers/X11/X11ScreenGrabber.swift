@@ -164,8 +164,9 @@ final class X11ScreenGrabber: @unchecked Sendable {
         }
     }
 
-    /// The frame for this frame time, or why there is none.
-    func nextFrame(sequence: UInt64, settings: ScreenCaptureSettings) -> Outcome {
+    /// The frame for the frame time `hostNanoseconds` (its presentation time: the pacing's guarantees hold for the
+    /// timestamps exactly), or why there is none.
+    func nextFrame(at hostNanoseconds: Int64, settings: ScreenCaptureSettings) -> Outcome {
         let originX = monitor.x + min(max(0, settings.cropX), monitor.width - sourceWidth)
         let originY = monitor.y + min(max(0, settings.cropY), monitor.height - sourceHeight)
         let area = (x: Int(originX), y: Int(originY), width: Int(sourceWidth), height: Int(sourceHeight))
@@ -174,7 +175,7 @@ final class X11ScreenGrabber: @unchecked Sendable {
         if let failure = connectionFailure() { return .failed(failure) }
         let changed = damaged || pointer != drawnPointer
         if settings.removesDuplicateFrames && hasDeliveredFrame && !changed { return .unchanged }
-        let time = CMClock.hostTimeNow
+        let time = CMClock.hostTime(nanoseconds: hostNanoseconds)
         let timing = CMSampleTimingInfo(duration: frameDuration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
         let image: CVPixelBuffer
         if let recycler {
