@@ -264,6 +264,42 @@ struct ScreenCaptureTests {
         #expect(marks(hidden) == nil)
     }
 
+    @Test("scaleFactor 0.5 delivers the crop at half size, and moving the crop's origin shows at once")
+    func scaledCrop() throws {
+        guard let server = XvfbServer.start(width: 800, height: 600, for: "ScreenCaptureTests.scaledCrop") else { return }
+        let painter = try X11Painter(server: server)
+        // The crop (200, 100, 400, 300): red left half, blue right half; white everywhere else.
+        painter.paint(
+            background: 0xFF_FFFF,
+            [
+                .init(x: 200, y: 100, width: 200, height: 300, color: 0xFF_0000),
+                .init(x: 400, y: 100, width: 200, height: 300, color: 0x00_00FF),
+            ])
+        let input = try #require(AVCaptureScreenInput(displayID: CGMainDisplayID()))
+        input.cropRect = CGRect(x: 200, y: 100, width: 400, height: 300)
+        input.scaleFactor = 0.5
+        input.capturesCursor = false
+        let collector = FrameCollector()
+        let session = try dataSession(input, collector)
+        session.startRunning()
+        defer { session.stopRunning() }
+        try #require(collector.waitFor(2))
+        let scaled = try #require(collector.last)
+        #expect(CVPixelBufferGetWidth(scaled) == 200 && CVPixelBufferGetHeight(scaled) == 150)
+        #expect(rgb(scaled, 2, 2) == (255, 0, 0))
+        #expect(rgb(scaled, 98, 148) == (255, 0, 0))
+        #expect(rgb(scaled, 101, 2) == (0, 0, 255))
+        #expect(rgb(scaled, 197, 148) == (0, 0, 255))
+        // The same size 200 pixels to the right: the blue half then white; no restart, the next frames show it.
+        input.cropRect = CGRect(x: 400, y: 100, width: 400, height: 300)
+        let before = collector.count
+        try #require(collector.waitFor(before + 3))
+        let moved = try #require(collector.last)
+        #expect(CVPixelBufferGetWidth(moved) == 200)
+        #expect(rgb(moved, 2, 2) == (0, 0, 255))
+        #expect(rgb(moved, 150, 75) == (255, 255, 255))
+    }
+
     @Test("removesDuplicateFrames: a still screen delivers its first frame, then one per change inside the crop")
     func duplicatesRemoved() throws {
         guard let server = XvfbServer.start(width: 800, height: 600, for: "ScreenCaptureTests.duplicates") else { return }

@@ -38,9 +38,11 @@ package enum ScreenPointerOverlay {
     ) {
         let left = pointerX - cursor.hotspotX - originX
         let top = pointerY - cursor.hotspotY - originY
-        let rows = max(0, -top)..<min(cursor.height, height - top)
-        let columns = max(0, -left)..<min(cursor.width, width - left)
-        guard !rows.isEmpty, !columns.isEmpty else { return }
+        let (firstRow, endRow) = (max(0, -top), min(cursor.height, height - top))
+        let (firstColumn, endColumn) = (max(0, -left), min(cursor.width, width - left))
+        // A cursor wholly outside the frame has an empty (or inverted) span.
+        guard firstRow < endRow, firstColumn < endColumn else { return }
+        let (rows, columns) = (firstRow..<endRow, firstColumn..<endColumn)
         cursor.pixels.withUnsafeBufferPointer { source in
             for row in rows {
                 let destination = (base + (top + row) * bytesPerRow).assumingMemoryBound(to: UInt8.self)
