@@ -171,9 +171,12 @@ struct ScreenCaptureTests {
         let video = try #require(report.stream("video"))
         #expect(video["width"] as? Int == crop.width)
         #expect(video["height"] as? Int == crop.height)
-        // Screen frames are stamped when grabbed (a variable frame rate), so the decode keeps their times as they are.
+        // Screen frames are stamped at their frame times, which jitter around the grid (a variable frame rate): the
+        // decode keeps their times and the file's time base (ffmpeg's default, 1/30 s here, would give two frames
+        // 29 ms apart one tick and call that an error of ours).
         let decode = try MediaTool.ffmpeg.run([
-            "-nostdin", "-v", "error", "-i", url.path, "-fps_mode", "passthrough", "-f", "null", "-",
+            "-nostdin", "-v", "error", "-i", url.path, "-fps_mode", "passthrough", "-enc_time_base", "-1", "-f", "null",
+            "-",
         ])
         #expect(decode.status == 0 && decode.error.isEmpty, "ffmpeg: \(decode.error)")
         let frames = try decodedRGBFrames(url, width: crop.width, height: crop.height)

@@ -58,6 +58,8 @@ final class X11ScreenGrabber: @unchecked Sendable {
     /// What the last delivered frame showed of the pointer.
     private var drawnPointer: PointerState?
     private var hasDeliveredFrame = false
+    /// A change was seen but its frame could not be delivered (every segment held): the next frame time grabs anyway.
+    private var owesFrame = false
 
     private struct PointerState: Equatable {
         var x: Int
@@ -170,11 +172,14 @@ final class X11ScreenGrabber: @unchecked Sendable {
         let originX = monitor.x + min(max(0, settings.cropX), monitor.width - sourceWidth)
         let originY = monitor.y + min(max(0, settings.cropY), monitor.height - sourceHeight)
         let area = (x: Int(originX), y: Int(originY), width: Int(sourceWidth), height: Int(sourceHeight))
-        let damaged = readDamage(in: area)
+        // Damage is read only when it decides anything: reading it costs two round trips while the screen changes.
+        let damaged = settings.removesDuplicateFrames ? readDamage(in: area) : true
         let pointer = pointerState(settings, area: area)
         if let failure = connectionFailure() { return .failed(failure) }
-        let changed = damaged || pointer != drawnPointer
+        let changed = damaged || pointer != drawnPointer || owesFrame
         if settings.removesDuplicateFrames && hasDeliveredFrame && !changed { return .unchanged }
+        // Until a frame goes out, the change it would show is owed (its damage has been read).
+        owesFrame = true
         let time = CMClock.hostTime(nanoseconds: hostNanoseconds)
         let timing = CMSampleTimingInfo(duration: frameDuration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
         let image: CVPixelBuffer
@@ -205,6 +210,7 @@ final class X11ScreenGrabber: @unchecked Sendable {
             preconditionFailure("a screen grabber has either segments or a scaling source")
         }
         hasDeliveredFrame = true
+        owesFrame = false
         drawnPointer = pointer
         return .frame(samples.sampleBuffer(imageBuffer: image, formatDescription: formatDescription, timing: timing))
     }
