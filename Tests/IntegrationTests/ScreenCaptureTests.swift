@@ -91,6 +91,22 @@ struct ScreenCaptureTests {
         input.cropRect = CGRect(x: 100, y: 50, width: 641, height: 361)
         input.scaleFactor = 0.5
         #expect(input.ports.first?.formatDescription?.dimensions == CMVideoDimensions(width: 321, height: 181))
+        // A crop reaching past the display is kept inside it; an empty one is the whole display.
+        input.scaleFactor = 1
+        input.cropRect = CGRect(x: 1000, y: 600, width: 500, height: 500)
+        #expect(input.ports.first?.formatDescription?.dimensions == CMVideoDimensions(width: 280, height: 120))
+        input.cropRect = .zero
+        #expect(input.ports.first?.formatDescription?.dimensions == CMVideoDimensions(width: 1280, height: 720))
+        // Frame durations are clamped to 1/120 ... 1 s; .invalid restores 1/30 s.
+        input.minFrameDuration = CMTime(value: 1, timescale: 1000)
+        #expect(input.minFrameDuration == CMTime(value: 1, timescale: 120))
+        input.minFrameDuration = .invalid
+        #expect(input.minFrameDuration == CMTime(value: 1, timescale: 30))
+        // One display is one device: a session takes it once.
+        let session = AVCaptureSession()
+        session.addInput(input)
+        let second = try #require(AVCaptureScreenInput(displayID: CGMainDisplayID()))
+        #expect(!session.canAddInput(second))
         _ = server
     }
 
