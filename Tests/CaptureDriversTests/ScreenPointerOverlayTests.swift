@@ -61,7 +61,9 @@ import Testing
                 pointerX: 32, pointerY: 32, into: buffer.baseAddress!, width: size, height: size,
                 bytesPerRow: size * 4, originX: 0, originY: 0)
         }
-        func isRing(_ x: Int, _ y: Int) -> Bool { bytes[(y * size + x) * 4 + 2] == ScreenPointerOverlay.clickRingColor.red }
+        func isRing(_ x: Int, _ y: Int) -> Bool {
+            bytes[(y * size + x) * 4 + 2] == ScreenPointerOverlay.clickRingColor.red
+        }
         let radius = ScreenPointerOverlay.clickRingRadius
         #expect(isRing(32 + radius - 1, 32))
         #expect(isRing(32, 32 - radius + 1))

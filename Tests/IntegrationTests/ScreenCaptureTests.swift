@@ -4,8 +4,8 @@
 import Foundation
 import OpenAVCapture
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Decodes a movie's video to RGB24 with ffmpeg: the frames, each `width × height × 3` bytes.
 private func decodedRGBFrames(_ url: URL, width: Int, height: Int) throws -> [[UInt8]] {
@@ -32,7 +32,9 @@ private func rgb(_ image: CVPixelBuffer, _ x: Int, _ y: Int) -> (Int, Int, Int) 
 private final class FrameCollector: NSObject, AVCaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
     private let frames = Mutex<[CVPixelBuffer]>([])
 
-    func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+    func captureOutput(
+        _ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection
+    ) {
         guard let image = sampleBuffer.imageBuffer else { return }
         var copy: CVPixelBuffer?
         CVPixelBufferCreate(
@@ -78,7 +80,9 @@ private func dataSession(_ input: AVCaptureScreenInput, _ collector: FrameCollec
 struct ScreenCaptureTests {
     @Test("Displays come from the X server; a display it lacks gives no input")
     func displays() throws {
-        guard let server = XvfbServer.start(width: 1280, height: 720, for: "ScreenCaptureTests.displays") else { return }
+        guard let server = XvfbServer.start(width: 1280, height: 720, for: "ScreenCaptureTests.displays") else {
+            return
+        }
         let displays = try AVCaptureScreenInput.displays()
         try #require(displays.count == 1)
         #expect(displays[0].bounds == CGRect(x: 0, y: 0, width: 1280, height: 720))
@@ -285,7 +289,9 @@ struct ScreenCaptureTests {
 
     @Test("scaleFactor 0.5 delivers the crop at half size, and moving the crop's origin shows at once")
     func scaledCrop() throws {
-        guard let server = XvfbServer.start(width: 800, height: 600, for: "ScreenCaptureTests.scaledCrop") else { return }
+        guard let server = XvfbServer.start(width: 800, height: 600, for: "ScreenCaptureTests.scaledCrop") else {
+            return
+        }
         let painter = try X11Painter(server: server)
         // The crop (200, 100, 400, 300): red left half, blue right half; white everywhere else.
         painter.paint(
@@ -321,7 +327,9 @@ struct ScreenCaptureTests {
 
     @Test("removesDuplicateFrames: a still screen delivers its first frame, then one per change inside the crop")
     func duplicatesRemoved() throws {
-        guard let server = XvfbServer.start(width: 800, height: 600, for: "ScreenCaptureTests.duplicates") else { return }
+        guard let server = XvfbServer.start(width: 800, height: 600, for: "ScreenCaptureTests.duplicates") else {
+            return
+        }
         let painter = try X11Painter(server: server)
         painter.paint(background: 0x40_4040, [])
         let input = try #require(AVCaptureScreenInput(displayID: CGMainDisplayID()))
@@ -362,7 +370,8 @@ private let screenToolPath: String? = {
 
 @Suite(
     "avcapture --screen on Xvfb", .serialized,
-    .enabled(if: screenToolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
+    .enabled(
+        if: screenToolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
 struct ScreenCaptureToolTests {
     /// Runs avcapture with the real devices (screens are real) on the test's server, no microphone needed.
     private func avcapture(_ arguments: [String], server: XvfbServer) throws -> ToolResult {
@@ -387,7 +396,10 @@ struct ScreenCaptureToolTests {
 
         let url = try scratchURL("screen-tool.mov", suite: "screen-tool")
         let result = try avcapture(
-            ["record", url.path, "--screen", "--audio", "none", "--crop", "100,60,320,240", "--fps", "15", "--duration", "1"],
+            [
+                "record", url.path, "--screen", "--audio", "none", "--crop", "100,60,320,240", "--fps", "15",
+                "--duration", "1",
+            ],
             server: server)
         try #require(result.status == 0, "avcapture failed: \(result.error)")
         let video = try #require(try FFprobeReport(url).stream("video"))

@@ -41,7 +41,9 @@ public final class XvfbServer: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.path)
         // -displayfd: Xvfb takes the first free display number and writes it to the descriptor when it is ready.
-        process.arguments = ["-displayfd", "1", "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp", "-noreset"]
+        process.arguments = [
+            "-displayfd", "1", "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp", "-noreset",
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -186,7 +188,8 @@ public struct ScreenIndexCode: Sendable {
     public func rectangles(for index: Int) -> [X11Painter.Rectangle] {
         (0..<bits).compactMap { bit in
             guard index >> (bits - 1 - bit) & 1 == 1 else { return nil }
-            return X11Painter.Rectangle(x: x + bit * blockSize, y: y + 0, width: blockSize, height: blockSize, color: 0xFF_FFFF)
+            return X11Painter.Rectangle(
+                x: x + bit * blockSize, y: y + 0, width: blockSize, height: blockSize, color: 0xFF_FFFF)
         }
     }
 

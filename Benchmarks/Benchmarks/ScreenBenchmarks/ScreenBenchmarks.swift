@@ -91,7 +91,9 @@ let memcpyPerFrame = BenchmarkMetric.custom("CPU per memcpy (µs)", useScalingFa
 final class FrameWaiter: NSObject, AVCaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
     let arrived = DispatchSemaphore(value: 0)
 
-    func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+    func captureOutput(
+        _ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection
+    ) {
         blackHole(sampleBuffer.imageBuffer)
         arrived.signal()
     }
@@ -167,7 +169,8 @@ let benchmarks: @Sendable () -> Void = {
     // One iteration is one second of a still screen: its CPU time over that second is the share of a core.
     Benchmark(
         "Idle screen 1920x1080, removesDuplicateFrames, one second",
-        configuration: .init(metrics: metrics + [idleShare], warmupIterations: 1, maxDuration: .seconds(10), maxIterations: 5)
+        configuration: .init(
+            metrics: metrics + [idleShare], warmupIterations: 1, maxDuration: .seconds(10), maxIterations: 5)
     ) { (benchmark: Benchmark, screen: ScreenSession?) in
         guard let screen else { return }
         let before = processCPUNanoseconds()

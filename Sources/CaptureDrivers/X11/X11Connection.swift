@@ -55,17 +55,21 @@ final class X11Connection: @unchecked Sendable {
                     + " `Xvfb :99 -screen 0 1920x1080x24 &` and DISPLAY=:99.")
         }
         guard let display = XOpenDisplay(displayName) else {
-            let socket = displayName.hasPrefix(":") ? "/tmp/.X11-unix/X\(displayName.dropFirst().prefix { $0.isNumber })" : nil
+            let socket =
+                displayName.hasPrefix(":") ? "/tmp/.X11-unix/X\(displayName.dropFirst().prefix { $0.isNumber })" : nil
             let serverExists = socket.map { FileManager.default.fileExists(atPath: $0) } ?? true
             throw serverExists
                 ? X11Unavailable(
                     reason: "the X server \(displayName) refused the connection",
                     advice:
                         "This user may not use it: copy its cookie (`xauth`, XAUTHORITY=\(environment["XAUTHORITY"] ?? "~/.Xauthority")),"
-                        + " or allow local users on the server with `xhost +SI:localuser:\(environment["USER"] ?? "$USER")`.")
+                        + " or allow local users on the server with `xhost +SI:localuser:\(environment["USER"] ?? "$USER")`."
+                )
                 : X11Unavailable(
                     reason: "no X server at DISPLAY=\(displayName)",
-                    advice: "Start one (Xorg, or `Xvfb \(displayName) -screen 0 1920x1080x24`) or set DISPLAY to a running server.")
+                    advice:
+                        "Start one (Xorg, or `Xvfb \(displayName) -screen 0 1920x1080x24`) or set DISPLAY to a running server."
+                )
         }
         CX11_keepRunningOnConnectionLoss(display)
         self.display = display
@@ -111,7 +115,8 @@ final class X11Connection: @unchecked Sendable {
                 if let atomName { XFree(atomName) }
                 // The first output's XID identifies the monitor for the server's life; a monitor without outputs
                 // (one made with `xrandr --setmonitor`) gets its position in the list, kept clear of XIDs.
-                let identifier = monitor.noutput > 0 ? UInt32(truncatingIfNeeded: monitor.outputs[0]) : UInt32(index + 1)
+                let identifier =
+                    monitor.noutput > 0 ? UInt32(truncatingIfNeeded: monitor.outputs[0]) : UInt32(index + 1)
                 found.append(
                     X11Monitor(
                         identifier: identifier, name: monitorName, isPrimary: monitor.primary != 0,
@@ -120,7 +125,10 @@ final class X11Connection: @unchecked Sendable {
         }
         if found.isEmpty {
             let size = screenSize
-            found = [X11Monitor(identifier: 1, name: "screen", isPrimary: true, x: 0, y: 0, width: size.width, height: size.height)]
+            found = [
+                X11Monitor(
+                    identifier: 1, name: "screen", isPrimary: true, x: 0, y: 0, width: size.width, height: size.height)
+            ]
         }
         // Stable: the primary first, then RandR's order.
         let primary = found.firstIndex(where: \.isPrimary) ?? 0

@@ -92,7 +92,8 @@ package final class X11Screen: CaptureBackend {
         let range = FrameDurationRange(minFrameRate: 1, maxFrameRate: Self.maximumFrameRate)
         let duration = configuration.frameDuration
         guard duration.isNumeric, duration > .zero else {
-            return .adjusted(StreamConfiguration(format: configuration.format, frameDuration: CMTime(value: 1, timescale: 30)))
+            return .adjusted(
+                StreamConfiguration(format: configuration.format, frameDuration: CMTime(value: 1, timescale: 30)))
         }
         if range.contains(duration) { return .valid }
         let clamped = min(max(duration, range.minFrameDuration), range.maxFrameDuration)

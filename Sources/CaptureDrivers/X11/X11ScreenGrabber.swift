@@ -90,7 +90,8 @@ final class X11ScreenGrabber: @unchecked Sendable {
         self.monitor = screen.monitor
         self.displayName = connection.name
         self.frameDuration = frameDuration
-        self.frameNanoseconds = max(1, CMTimeConvertScale(frameDuration, timescale: 1_000_000_000, method: .default).value)
+        self.frameNanoseconds = max(
+            1, CMTimeConvertScale(frameDuration, timescale: 1_000_000_000, method: .default).value)
         let sourceWidth = min(settings.cropWidth, screen.monitor.width)
         let sourceHeight = min(settings.cropHeight, screen.monitor.height)
         self.sourceWidth = sourceWidth
@@ -112,13 +113,14 @@ final class X11ScreenGrabber: @unchecked Sendable {
                     try X11SharedImage(connection: connection, width: sourceWidth, height: sourceHeight)
                 }
                 segments = made
-                recycler = CVPixelBufferRecycler(try made.map { segment throws(X11SharedImage.Failure) in
-                    do {
-                        return try segment.wrapPixelBuffer()
-                    } catch {
-                        throw X11SharedImage.Failure(message: "a pixel buffer could not wrap the segment: \(error)")
-                    }
-                })
+                recycler = CVPixelBufferRecycler(
+                    try made.map { segment throws(X11SharedImage.Failure) in
+                        do {
+                            return try segment.wrapPixelBuffer()
+                        } catch {
+                            throw X11SharedImage.Failure(message: "a pixel buffer could not wrap the segment: \(error)")
+                        }
+                    })
                 scalingSource = nil
                 scaledPool = nil
                 scaleColumns = []
@@ -189,16 +191,18 @@ final class X11ScreenGrabber: @unchecked Sendable {
             guard let index = isFree.firstIndex(of: true) else { return .noFreeBuffer(time) }
             let segment = segments[index]
             guard segment.grab(connection: connection, x: originX, y: originY) else { return .failed(grabFailure()) }
-            draw(pointer, into: segment.baseAddress, width: segment.width, height: segment.height,
-                 bytesPerRow: segment.bytesPerRow, area: area)
+            draw(
+                pointer, into: segment.baseAddress, width: segment.width, height: segment.height,
+                bytesPerRow: segment.bytesPerRow, area: area)
             isFree[index] = false
             image = recycler.handOut(index)
         } else if let source = scalingSource, let pool = scaledPool {
             guard case .success(let scaled) = pool.pixelBuffer(allocationThreshold: X11ScreenCaptureStream.bufferCount)
             else { return .noFreeBuffer(time) }
             guard source.grab(connection: connection, x: originX, y: originY) else { return .failed(grabFailure()) }
-            draw(pointer, into: source.baseAddress, width: source.width, height: source.height,
-                 bytesPerRow: source.bytesPerRow, area: area)
+            draw(
+                pointer, into: source.baseAddress, width: source.width, height: source.height,
+                bytesPerRow: source.bytesPerRow, area: area)
             CVPixelBufferLockBaseAddress(scaled, [])
             ScreenPointerOverlay.scale(
                 from: source.baseAddress, height: source.height, bytesPerRow: source.bytesPerRow,
@@ -239,7 +243,9 @@ final class X11ScreenGrabber: @unchecked Sendable {
 
     /// Where the pointer is and what would be drawn of it; hidden when neither the cursor nor clicks are captured
     /// or it is outside the area.
-    private func pointerState(_ settings: ScreenCaptureSettings, area: (x: Int, y: Int, width: Int, height: Int))
+    private func pointerState(
+        _ settings: ScreenCaptureSettings, area: (x: Int, y: Int, width: Int, height: Int)
+    )
         -> PointerState?
     {
         guard settings.capturesCursor || settings.capturesMouseClicks else { return nil }
@@ -261,7 +267,8 @@ final class X11ScreenGrabber: @unchecked Sendable {
         let (x, y) = (Int(rootX), Int(rootY))
         // The largest thing drawn around the pointer decides whether it can touch the area.
         let reach = max(ScreenPointerOverlay.clickRingRadius, cursor.map { max($0.width, $0.height) } ?? 0)
-        let near = x + reach >= area.x && x - reach < area.x + area.width && y + reach >= area.y
+        let near =
+            x + reach >= area.x && x - reach < area.x + area.width && y + reach >= area.y
             && y - reach < area.y + area.height
         return PointerState(
             x: x, y: y, cursorSerial: settings.capturesCursor ? cursorSerial : nil, ring: ring,

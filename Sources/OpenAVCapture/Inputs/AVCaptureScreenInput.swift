@@ -192,7 +192,9 @@ public final class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     }
 
     /// `rect` as whole pixels inside the monitor; the whole monitor for an empty or disjoint rectangle.
-    private static func pixelArea(_ rect: CGRect, in monitor: X11Monitor) -> (x: Int32, y: Int32, width: Int32, height: Int32) {
+    private static func pixelArea(
+        _ rect: CGRect, in monitor: X11Monitor
+    ) -> (x: Int32, y: Int32, width: Int32, height: Int32) {
         let bounds = CGRect(x: 0, y: 0, width: Int(monitor.width), height: Int(monitor.height))
         let area = rect.integral.intersection(bounds)
         guard !rect.isEmpty, !area.isNull, !area.isEmpty else { return (0, 0, monitor.width, monitor.height) }
