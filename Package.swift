@@ -47,6 +47,15 @@ let package = Package(
         .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
         /// V4L2 (<linux/videodev2.h>): the VIDIOC_* request codes as constants and a non-variadic ioctl.
         .target(name: "CLinuxMedia"),
+        /// Xlib with MIT-SHM, XFixes, Damage and RandR (the screen input): error handlers that do not exit, and the
+        /// cast macros Swift cannot import. Headers from libx11-dev, libxext-dev, libxfixes-dev, libxdamage-dev,
+        /// libxrandr-dev.
+        .target(
+            name: "CX11",
+            linkerSettings: [
+                .linkedLibrary("X11"), .linkedLibrary("Xext"), .linkedLibrary("Xfixes"), .linkedLibrary("Xdamage"),
+                .linkedLibrary("Xrandr"),
+            ]),
 
         // MARK: Pure Swift, public: the bottom of the stack.
 
@@ -59,7 +68,7 @@ let package = Package(
         .target(
             name: "CaptureDrivers",
             dependencies: [
-                "CALSA", "CLinuxMedia", "OpenCoreMedia", "OpenCoreVideo",
+                "CALSA", "CLinuxMedia", "CX11", "OpenCoreMedia", "OpenCoreVideo",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSwift),
@@ -100,6 +109,7 @@ let package = Package(
         .testTarget(name: "CFFmpegTests", dependencies: ["CFFmpeg"], swiftSettings: strictSwift),
         .testTarget(name: "CALSATests", dependencies: ["CALSA"], swiftSettings: strictSwift),
         .testTarget(name: "CLinuxMediaTests", dependencies: ["CLinuxMedia"], swiftSettings: strictSwift),
+        .testTarget(name: "CX11Tests", dependencies: ["CX11"], swiftSettings: strictSwift),
         .testTarget(name: "OpenCoreVideoTests", dependencies: ["OpenCoreVideo"], swiftSettings: strictSwift),
         .testTarget(name: "OpenCoreMediaTests", dependencies: ["OpenCoreMedia"], swiftSettings: strictSwift),
         .testTarget(name: "CaptureDriversTests", dependencies: ["CaptureDrivers"], swiftSettings: strictSwift),
@@ -117,7 +127,7 @@ let package = Package(
 
         /// What several test targets share: the outside tools run and parsed, sessions on the virtual devices.
         .target(
-            name: "TestSupport", dependencies: ["OpenAVCapture", "OpenAVCaptureTesting"], path: "Tests/TestSupport",
+            name: "TestSupport", dependencies: ["CX11", "OpenAVCapture", "OpenAVCaptureTesting"], path: "Tests/TestSupport",
             swiftSettings: strictSwift),
         .testTarget(
             name: "IntegrationTests",

@@ -57,6 +57,16 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "ScreenBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+            ],
+            path: "Benchmarks/ScreenBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         /// Not package-benchmark targets (so outside Benchmarks/, where its plugin looks): comparisons run by hand.
         /// One run against ffmpeg, printing CPU ratios and peak RSS.
         .executableTarget(

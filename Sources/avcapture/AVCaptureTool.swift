@@ -27,7 +27,7 @@ struct AVCaptureTool: ParsableCommand {
         let status: Int32
         LoggingOptions.applyFFmpegLogLevel(arguments: Array(CommandLine.arguments.dropFirst()))
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(RecordCommand.givingScreenItsValue(Array(CommandLine.arguments.dropFirst())))
             try command.run()
             status = 0
         } catch {

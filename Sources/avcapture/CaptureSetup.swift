@@ -13,14 +13,27 @@ struct CaptureSetup {
     let session = AVCaptureSession()
     let video: AVCaptureDevice?
     let audio: AVCaptureDevice?
+    /// The screen captured instead of a camera (`record --screen`).
+    let screen: AVCaptureScreenInput?
+
+    /// Whether the session has a picture (a camera or a screen).
+    var hasVideo: Bool { video != nil || screen != nil }
 
     /// Adds `video` and `audio` (either may be nil) and `outputs`, configured as `format` says. Throws one-line
     /// failures: a busy or forbidden device (69), a format the camera cannot do (64).
-    init(video: AVCaptureDevice?, audio: AVCaptureDevice?, format: FormatChoice?, outputs: [AVCaptureOutput]) throws {
+    init(
+        video: AVCaptureDevice?, audio: AVCaptureDevice?, screen: AVCaptureScreenInput? = nil, format: FormatChoice?,
+        outputs: [AVCaptureOutput]
+    ) throws {
         self.video = video
         self.audio = audio
+        self.screen = screen
         session.beginConfiguration()
         defer { session.commitConfiguration() }
+        if let screen {
+            guard session.canAddInput(screen) else { throw ToolFailure(.unavailable, "the session cannot take \(screen)") }
+            session.addInput(screen)
+        }
         // A movie file plays its own size and rate (a 25 fps or 320x240 clip meets no preset) unless told otherwise.
         if format == nil, video?.uniqueID.hasPrefix("file:") == true { session.sessionPreset = .inputPriority }
         for device in [video, audio].compactMap({ $0 }) {
@@ -121,6 +134,11 @@ struct CaptureSetup {
 
     /// "Virtual Back Camera 1920x1080 @ 30 fps" for status lines.
     var videoSummary: String? {
+        if let screen, let dimensions = screen.ports.first?.formatDescription?.dimensions {
+            let rate = 1 / screen.minFrameDuration.seconds
+            return "screen \(screen.displayID) \(dimensions.width)x\(dimensions.height) @ up to"
+                + " \(FormatsCommand.number(rate.rounded())) fps"
+        }
         guard let video else { return nil }
         let dimensions = video.activeFormat.formatDescription.dimensions
         let rate = 1 / video.activeVideoMinFrameDuration.seconds

@@ -5,7 +5,8 @@ import OpenAVCapture
 /// `avcapture devices`: every camera and microphone, numbered; the defaults marked.
 struct DevicesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "devices", abstract: "List cameras and microphones (* marks the defaults).")
+        commandName: "devices",
+        abstract: "List cameras and microphones (* marks the defaults), and the X server's screens for record --screen.")
 
     @OptionGroup var logging: LoggingOptions
     @Flag(help: "Print JSON instead of a table.") var json = false
@@ -33,8 +34,15 @@ struct DevicesCommand: ParsableCommand {
                 isDefault: defaults.contains(device.uniqueID), isConnected: device.isConnected,
                 isInUseByAnotherApplication: device.isInUseByAnotherApplication)
         }
+        let screens = Self.screens()
+        let screenEntries = screens.enumerated().map { index, display in
+            Entry(
+                index: index, name: "Screen \(display.name) \(Int(display.bounds.width))x\(Int(display.bounds.height))",
+                uniqueID: "screen:\(display.displayID)", type: "screen", position: "unspecified", media: ["video"],
+                isDefault: display.isMain, isConnected: true, isInUseByAnotherApplication: false)
+        }
         if json {
-            print(try JSONOutput.string(entries))
+            print(try JSONOutput.string(entries + screenEntries))
             return
         }
         for entry in entries {
@@ -42,6 +50,28 @@ struct DevicesCommand: ParsableCommand {
             print(
                 "\(entry.isDefault ? "*" : " ") \(entry.index)  \(entry.name)  [\(entry.uniqueID)]  "
                     + "\(entry.media.joined(separator: "+")), \(entry.type), \(entry.position)\(state)")
+        }
+        if !screens.isEmpty { print("Screens (record --screen N):") }
+        for (index, display) in screens.enumerated() {
+            let bounds = display.bounds
+            print(
+                "\(display.isMain ? "*" : " ") \(index)  \(display.name)  \(Int(bounds.width))x\(Int(bounds.height))"
+                    + " at +\(Int(bounds.minX))+\(Int(bounds.minY))  [display \(display.displayID)]")
+        }
+    }
+
+    /// The X server's displays; none when OPENAV_DEVICES=virtual (screens are real devices) or there is no server
+    /// (said on stderr when DISPLAY names one that cannot be used).
+    static func screens() -> [AVCaptureScreenInput.Display] {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["OPENAV_DEVICES"]?.lowercased() != "virtual" else { return [] }
+        do {
+            return try AVCaptureScreenInput.displays()
+        } catch {
+            if environment["DISPLAY"]?.isEmpty == false {
+                Terminal.error("avcapture: no screens: \(CaptureSetup.describe(error))")
+            }
+            return []
         }
     }
 

@@ -14,6 +14,10 @@ struct RecordCommand: ParsableCommand {
             A movie file plays as a camera with --video file:PATH (PATH relative to the working directory), in real \
             time; its sound is the microphone unless --audio says otherwise. The recording stops at the end of the \
             file ("stopped: end of input", exit 0), or plays it again and again with --loop.
+
+            --screen records an X11 display (the server DISPLAY names) instead of a camera: N is its index in \
+            'avcapture devices' (the main display when left out); --crop X,Y,W,H (display pixels from its top-left), \
+            --fps (at most; default 30), --cursor and --clicks choose what is captured.
             """)
 
     @Argument(help: "The file to write; its extension chooses the container.") var output: String
@@ -40,6 +44,12 @@ struct RecordCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "Where it was recorded: LAT,LON in degrees.") var location: String?
     @Flag(help: "Replace an existing file (it survives a failed recording).") var overwrite = false
     @Flag(help: "Play file: sources again and again instead of stopping at their end.") var loop = false
+    @Option(help: "Record display N of the X server (an index from 'avcapture devices'; 'main' or left out: the main one).")
+    var screen: String?
+    @Option(help: "With --screen: the area X,Y,W,H in display pixels.") var crop: String?
+    @Option(help: "With --screen: the highest frame rate (default 30).") var fps: Double?
+    @Flag(help: "With --screen: draw the cursor.") var cursor = false
+    @Flag(help: "With --screen: highlight mouse clicks.") var clicks = false
     @OptionGroup var logging: LoggingOptions
 
     static let movieExtensions = ["mov", "mp4", "m4v"]
@@ -70,7 +80,20 @@ struct RecordCommand: ParsableCommand {
         for entry in metadata where !entry.contains("=") {
             throw ValidationError("--metadata '\(entry)' is not KEY=VALUE")
         }
-        let isAudioOnly = video?.lowercased() == "none"
+        if screen != nil {
+            if video != nil && video?.lowercased() != "none" { throw ValidationError("--screen and --video conflict; give one") }
+            if preset != nil || format != nil { throw ValidationError("--preset and --format are for cameras; use --crop and --fps") }
+            if screen != "main" && Int(screen!) == nil {
+                throw ValidationError("--screen '\(screen!)' is not a display index from 'avcapture devices'")
+            }
+        } else if crop != nil || fps != nil || cursor || clicks {
+            throw ValidationError("--crop, --fps, --cursor and --clicks need --screen")
+        }
+        if let crop, Self.parseCrop(crop) == nil {
+            throw ValidationError("--crop '\(crop)' is not X,Y,WIDTH,HEIGHT in pixels, e.g. 0,0,1280,720")
+        }
+        if let fps, !(fps > 0) { throw ValidationError("--fps must be positive") }
+        let isAudioOnly = video?.lowercased() == "none" && screen == nil
         if isAudioOnly && (codec != nil || bitrate != nil || format != nil || orientation != nil || mirror) {
             throw ValidationError("--codec, --bitrate, --format, --orientation and --mirror need a camera")
         }
@@ -78,11 +101,12 @@ struct RecordCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailures {
-            let isAudioOnly = video?.lowercased() == "none"
+            let isAudioOnly = video?.lowercased() == "none" && screen == nil
             let extensions = isAudioOnly ? AudioCommand.extensions : Self.movieExtensions
             let target = try OutputTarget(path: output, allowedExtensions: extensions, overwrite: overwrite)
             DeviceSelector.loopsMovieFiles = loop
-            let camera = try DeviceSelector.device(video, for: .video)
+            let screenInput = try screen.map(makeScreenInput)
+            let camera = screenInput == nil ? try DeviceSelector.device(video, for: .video) : nil
             // A movie file's sound goes with its picture unless --audio names another microphone.
             let companion = audio == nil ? try DeviceSelector.companionMicrophone(of: camera, named: video) : nil
             let microphone = try companion ?? DeviceSelector.device(audio, for: .audio)
@@ -92,7 +116,7 @@ struct RecordCommand: ParsableCommand {
                     Self.parseFormat(format).map { .exact(width: $0.0, height: $0.1, framesPerSecond: $0.2) }
                 } else { nil }
             let setup = try CaptureSetup(
-                video: camera, audio: microphone, format: formatChoice, outputs: [fileOutput])
+                video: camera, audio: microphone, screen: screenInput, format: formatChoice, outputs: [fileOutput])
             configure(fileOutput)
             try Recorder(output: fileOutput, setup: setup, target: target).run(
                 startAs: isAudioOnly ? AudioCommand.fileType(for: target.url) : nil)
@@ -126,6 +150,34 @@ struct RecordCommand: ParsableCommand {
             connection.automaticallyAdjustsVideoMirroring = false
             connection.isVideoMirrored = true
         }
+    }
+
+    /// The screen input `--screen N` names, set up as --crop, --fps, --cursor and --clicks say.
+    private func makeScreenInput(_ choice: String) throws -> AVCaptureScreenInput {
+        let displays: [AVCaptureScreenInput.Display]
+        do {
+            displays = try AVCaptureScreenInput.displays()
+        } catch {
+            throw ToolFailure(.unavailable, "cannot record the screen: \(CaptureSetup.describe(error))")
+        }
+        let index = choice == "main" ? 0 : Int(choice)!
+        guard displays.indices.contains(index), let input = AVCaptureScreenInput(displayID: displays[index].displayID)
+        else {
+            throw ToolFailure(
+                .unavailable, "no screen \(choice): the X server has \(displays.count); see 'avcapture devices'")
+        }
+        if let crop, let (x, y, width, height) = Self.parseCrop(crop) {
+            let bounds = displays[index].bounds
+            guard x + width <= Int(bounds.width), y + height <= Int(bounds.height) else {
+                throw ToolFailure(
+                    .usage, "--crop \(crop) leaves screen \(choice), which is \(Int(bounds.width))x\(Int(bounds.height))")
+            }
+            input.cropRect = CGRect(x: x, y: y, width: width, height: height)
+        }
+        if let fps { input.minFrameDuration = CMTime(seconds: 1 / fps, preferredTimescale: 600_000) }
+        input.capturesCursor = cursor
+        input.capturesMouseClicks = clicks
+        return input
     }
 
     private func metadataItems() -> [AVMetadataItem] {
@@ -163,6 +215,27 @@ struct RecordCommand: ParsableCommand {
             "1920x1080": .hd1920x1080, "3840x2160": .hd4K3840x2160,
         ]
         return presets[text.lowercased()]
+    }
+
+    static func parseCrop(_ text: String) -> (Int, Int, Int, Int)? {
+        let parts = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 4, let x = parts[0], let y = parts[1], let width = parts[2], let height = parts[3],
+            x >= 0, y >= 0, width > 0, height > 0
+        else { return nil }
+        return (x, y, width, height)
+    }
+
+    /// `--screen` may stand alone (the main display): ArgumentParser options take a value, so a `--screen` not
+    /// followed by an index or `main` gets `main` put after it.
+    static func givingScreenItsValue(_ arguments: [String]) -> [String] {
+        var result: [String] = []
+        for (position, argument) in arguments.enumerated() {
+            result.append(argument)
+            guard argument == "--screen" else { continue }
+            let next = arguments.indices.contains(position + 1) ? arguments[position + 1] : nil
+            if next.map({ Int($0) == nil && $0 != "main" }) ?? true { result.append("main") }
+        }
+        return result
     }
 
     static func parseOrientation(_ text: String) -> CGFloat? {

@@ -65,9 +65,9 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
         let fps = elapsed > 0 ? Double(statistics.videoFramesReceived - lastStatus.frames) / elapsed : 0
         lastStatus = (now, statistics.videoFramesReceived)
         var parts = [String(format: "%7.1f s", output.recordedDuration.seconds)]
-        if setup.video != nil { parts.append(String(format: "%5.1f fps", fps)) }
+        if setup.hasVideo { parts.append(String(format: "%5.1f fps", fps)) }
         let drops = statistics.droppedVideoFrames.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
-        if setup.video != nil { parts.append("dropped " + (drops.isEmpty ? "0" : drops.joined(separator: ", "))) }
+        if setup.hasVideo { parts.append("dropped " + (drops.isEmpty ? "0" : drops.joined(separator: ", "))) }
         parts.append(Self.byteCount(output.recordedFileSize))
         if let channel = output.connection(with: .audio)?.audioChannels.first {
             parts.append(Self.meter(average: channel.averagePowerLevel, peak: channel.peakHoldLevel))

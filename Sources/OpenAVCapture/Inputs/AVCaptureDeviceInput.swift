@@ -8,6 +8,8 @@ public final class AVCaptureDeviceInput: AVCaptureInput, @unchecked Sendable {
     /// The device the input captures from.
     public let device: AVCaptureDevice
 
+    package override var streamedDevice: AVCaptureDevice? { device }
+
     /// An input for `device`.
     ///
     /// - Throws: `AVError.applicationIsNotAuthorizedToUseDevice` when this user may not open the device,

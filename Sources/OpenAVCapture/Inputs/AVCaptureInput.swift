@@ -14,6 +14,19 @@ public class AVCaptureInput: NSObject, @unchecked Sendable {
 
     override package init() { super.init() }
 
+    /// The device the session streams for this input (a camera's, a microphone's, a screen's); nil for an input
+    /// without one. Subclasses with a device override it.
+    package var streamedDevice: AVCaptureDevice? { nil }
+
+    /// What the session streams from `streamedDevice` now. Only asked of inputs with a device.
+    package var streamConfiguration: StreamConfiguration {
+        guard let device = streamedDevice else { preconditionFailure("\(self) has no device to stream") }
+        return device.streamConfiguration
+    }
+
+    /// The format of the input's media now, which the session gives its ports at each commit; nil leaves them.
+    package var activeFormatDescription: CMFormatDescription? { streamedDevice?.activeFormat.formatDescription }
+
     /// Sets the ports once, during a subclass's initialization.
     package func setPorts(_ ports: [Port]) { portList = ports }
 

@@ -53,13 +53,15 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
 
     /// A device streaming for this session.
     private struct ActiveStream {
-        let input: AVCaptureDeviceInput
+        let input: AVCaptureInput
+        /// The input's device (a camera, a microphone, a screen).
+        let device: AVCaptureDevice
         var configuration: StreamConfiguration
         var isInterrupted: Bool
         /// The subscription to the device's hub; nil while the device could not be started.
         var token: Int?
 
-        var hub: DeviceStreamHub { .hub(for: input.device.backend) }
+        var hub: DeviceStreamHub { .hub(for: device.backend) }
 
         func end() {
             if let token { hub.unsubscribe(token) }
@@ -105,9 +107,9 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
         locked {
             guard !inputList.contains(where: { $0 === input }), input.sessionReference.withLock({ $0.session }) == nil
             else { return false }
-            guard let deviceInput = input as? AVCaptureDeviceInput else { return true }
-            let device = deviceInput.device
-            if inputList.contains(where: { ($0 as? AVCaptureDeviceInput)?.device === device }) { return false }
+            guard let device = input.streamedDevice else { return true }
+            if inputList.contains(where: { $0.streamedDevice === device }) { return false }
+            guard input is AVCaptureDeviceInput else { return true }
             return device.hasMediaType(.audio) || preset == .inputPriority || device.supportsSessionPreset(preset)
         }
     }
@@ -324,6 +326,12 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
         device.applySessionFormat(format)
     }
 
+    /// An input changed what it streams (a screen input's crop, scale or frame duration): the ports take the new
+    /// format and a running session restarts the input's stream, at once (or at the outermost commit).
+    package func inputConfigurationDidChange() {
+        changeConfiguration {}
+    }
+
     /// The user set a device's format directly: Apple's sessions switch to `.inputPriority`.
     private func deviceFormatWasSetByUser() {
         changeConfiguration {
@@ -377,9 +385,7 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
     private func applyConfiguration() {
         for input in inputList {
             for port in input.ports {
-                if let device = (input as? AVCaptureDeviceInput)?.device {
-                    port.setFormatDescription(device.activeFormat.formatDescription)
-                }
+                if let format = input.activeFormatDescription { port.setFormatDescription(format) }
             }
         }
         publishRoutes()
@@ -392,7 +398,7 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
         var table: [ObjectIdentifier: [Route]] = [:]
         for connection in connectionList {
             for port in connection.inputPorts {
-                guard let device = (port.input as? AVCaptureDeviceInput)?.device else { continue }
+                guard let device = port.input.streamedDevice else { continue }
                 table[ObjectIdentifier(device.backend), default: []].append(
                     Route(connection: connection, output: connection.output))
             }
@@ -491,31 +497,32 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
     /// Returns the first error that kept a device from starting (other than being busy, which interrupts).
     @discardableResult
     private func reconcileStreams() -> AVError? {
-        var wanted: [ObjectIdentifier: AVCaptureDeviceInput] = [:]
-        for case let input as AVCaptureDeviceInput in inputList where input.ports.contains(where: \.isEnabled) {
-            wanted[ObjectIdentifier(input.device.backend)] = input
+        var wanted: [ObjectIdentifier: (input: AVCaptureInput, device: AVCaptureDevice)] = [:]
+        for input in inputList where input.ports.contains(where: \.isEnabled) {
+            guard let device = input.streamedDevice else { continue }
+            wanted[ObjectIdentifier(device.backend)] = (input, device)
         }
         var retiring: [ActiveStream] = []
         for (key, stream) in streams {
-            let configuration = stream.input.device.streamConfiguration
-            if wanted[key] !== stream.input || (configuration != stream.configuration && !stream.isInterrupted) {
+            let configuration = stream.input.streamConfiguration
+            if wanted[key]?.input !== stream.input || (configuration != stream.configuration && !stream.isInterrupted) {
                 retiring.append(stream)
                 streams[key] = nil
             }
         }
         var failure: AVError?
-        for (key, input) in wanted where streams[key] == nil {
-            let configuration = input.device.streamConfiguration
-            var stream = ActiveStream(input: input, configuration: configuration, isInterrupted: false)
+        for (key, (input, device)) in wanted where streams[key] == nil {
+            let configuration = input.streamConfiguration
+            var stream = ActiveStream(input: input, device: device, configuration: configuration, isInterrupted: false)
             do {
-                stream.token = try stream.hub.subscribe(configuration, sink: sink(for: input.device.backend))
+                stream.token = try stream.hub.subscribe(configuration, sink: sink(for: device.backend))
             } catch {
                 stream.isInterrupted = true
                 if error.kind == .busy {
-                    interrupt(for: input, reason: input.device.hasMediaType(.video) ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
+                    interrupt(for: device, reason: device.hasMediaType(.video) ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
                 } else {
-                    failure = failure ?? error.avError(for: input.device)
-                    interrupt(for: input, reason: nil)
+                    failure = failure ?? error.avError(for: device)
+                    interrupt(for: device, reason: nil)
                 }
             }
             streams[key] = stream
@@ -619,28 +626,28 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
     // MARK: Interruptions
 
     private func deviceDidFault(_ key: ObjectIdentifier, _ fault: DeviceFault) {
-        let (input, error): (AVCaptureDeviceInput?, AVError?) = locked {
-            guard var stream = streams[key], isRunning else { return (nil, nil) }
+        let (input, device, error): (AVCaptureInput?, AVCaptureDevice?, AVError?) = locked {
+            guard var stream = streams[key], isRunning else { return (nil, nil, nil) }
             stream.isInterrupted = true
             streams[key] = stream
             let reason: InterruptionReason? =
                 fault.kind == .busy
-                ? (stream.input.device.hasMediaType(.video) ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
+                ? (stream.device.hasMediaType(.video) ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
                 : nil
-            interrupt(for: stream.input, reason: reason)
-            return (stream.input, fault.kind == .busy ? nil : fault.avError(for: stream.input.device))
+            interrupt(for: stream.device, reason: reason)
+            return (stream.input, stream.device, fault.kind == .busy ? nil : fault.avError(for: stream.device))
         }
-        guard let input else { return }
+        guard let input, let device else { return }
         for connection in connections where connection.inputPorts.contains(where: { $0.input === input }) {
             connection.output?.inputDidFail(
-                error ?? AVError(.sessionWasInterrupted, "\(input.device.localizedName) was taken by another application"),
+                error ?? AVError(.sessionWasInterrupted, "\(device.localizedName) was taken by another application"),
                 connection: connection)
         }
         if let error { post(AVCaptureSession.runtimeErrorNotification, [AVCaptureSessionErrorKey: error]) }
     }
 
     /// Marks the session interrupted (posting the notification once) and listens for the device's return.
-    private func interrupt(for input: AVCaptureDeviceInput, reason: InterruptionReason?) {
+    private func interrupt(for device: AVCaptureDevice, reason: InterruptionReason?) {
         let wasInterrupted = isInterrupted
         if state == .running { setState(.interrupted) }
         if !wasInterrupted {
@@ -669,7 +676,7 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
             else { return false }
             do {
                 if stream.token == nil {
-                    stream.configuration = stream.input.device.streamConfiguration
+                    stream.configuration = stream.input.streamConfiguration
                     stream.token = try stream.hub.subscribe(stream.configuration, sink: sink(for: backend))
                 } else {
                     try stream.hub.resume()
