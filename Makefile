@@ -18,7 +18,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench format lint clean usb-webcam-emulator
+.PHONY: all build demo test test-kernel deps bench bench-usb-webcam format lint clean usb-webcam-emulator
 
 all: build
 
@@ -101,6 +101,17 @@ usb-webcam-emulator: $(EMULATOR)
 $(EMULATOR): Tests/USBWebcamEmulator/usb-webcam-emulator.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -static -o $@ $< -lm
+
+## bench-usb-webcam: the framework's overhead on uvcvideo (Benchmarks/Comparisons/USBWebcamOverhead) in the VM, with
+## the USB webcam emulator plugged in: CPU per captured 720p MJPEG frame into a session against the decode alone.
+bench-usb-webcam: deps usb-webcam-emulator
+	cd Benchmarks && $(SWIFT) build -c release --product USBWebcamOverhead
+	@toolchain=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"); scratch=$$(mktemp -d); \
+	bin=$(CURDIR)/Benchmarks/.build/release/USBWebcamOverhead; \
+	cd "$$scratch" && "$(VM_RUN)" --cache "$(VM_CACHE)" --packages $(VM_IMAGE_PACKAGES) --share-ro "$$toolchain" \
+		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=real --timeout $(VM_TIMEOUT) $(VM_MODULES) -- sh -c \
+		"$(CURDIR)/$(EMULATOR) & until usbip attach -r 127.0.0.1 -b 1-1 2>/dev/null; do sleep 0.2; done; $$bin"; \
+	status=$$?; rm -rf "$$scratch"; exit $$status
 
 ## bench: the Benchmarks/ package (package-benchmark); prints mallocs and times per operation.
 bench: deps

@@ -121,5 +121,14 @@ let package = Package(
             path: "Comparisons/SessionInstructions",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        .executableTarget(
+            name: "USBWebcamOverhead",
+            dependencies: [
+                .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+                .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
+            ],
+            path: "Comparisons/USBWebcamOverhead",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )
