@@ -69,6 +69,8 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
         var isValid = true
         var makeDataReady: MakeDataReady?
         var attachments = AttachmentTable()
+        /// Set by `CMSampleBufferSetOutputPresentationTimeStamp`; `.invalid` means "the presentation time".
+        var outputPresentationTimeStamp = CMTime.invalid
     }
 
     /// Timing entries, the common single entry stored inline so a frame's buffer allocates no array.
@@ -207,6 +209,7 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
             state.isDataReady = true
             state.dataBuffer = nil
             state.attachments.removeAll()
+            state.outputPresentationTimeStamp = .invalid
         }
     }
 
@@ -318,8 +321,16 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
     /// The decode time of the first sample, or `.invalid` when samples are in presentation order.
     public var decodeTimeStamp: CMTime { timingEntries.first?.decodeTimeStamp ?? .invalid }
 
-    /// The presentation time after trimming and edits; ours equals `presentationTimeStamp` (we apply neither).
-    public var outputPresentationTimeStamp: CMTime { presentationTimeStamp }
+    /// The presentation time after trimming and edits: the one set with
+    /// ``CMSampleBufferSetOutputPresentationTimeStamp(_:newValue:)``, otherwise `presentationTimeStamp` (we apply
+    /// no edits). Settable, as Apple's Swift property is.
+    public var outputPresentationTimeStamp: CMTime {
+        get {
+            let set = state.withLock { $0.outputPresentationTimeStamp }
+            return set.isValid ? set : presentationTimeStamp
+        }
+        set { state.withLock { $0.outputPresentationTimeStamp = newValue } }
+    }
 
     /// The total duration of every sample, or `.invalid` when any duration is unknown.
     ///
@@ -487,6 +498,16 @@ public func CMSampleBufferGetOutputPresentationTimeStamp(_ sbuf: CMSampleBuffer)
     sbuf.outputPresentationTimeStamp
 }
 /// The total duration of the samples.
+/// Sets the buffer's output presentation time (what a player shows it at after edits), without changing its
+/// sample timing. Apple's `CMSampleBufferSetOutputPresentationTimeStamp`; always succeeds here.
+@discardableResult
+public func CMSampleBufferSetOutputPresentationTimeStamp(_ sbuf: CMSampleBuffer, newValue outputPresentationTimeStamp: CMTime)
+    -> OSStatus
+{
+    sbuf.outputPresentationTimeStamp = outputPresentationTimeStamp
+    return noErr
+}
+
 public func CMSampleBufferGetDuration(_ sbuf: CMSampleBuffer) -> CMTime { sbuf.duration }
 /// The number of samples.
 public func CMSampleBufferGetNumSamples(_ sbuf: CMSampleBuffer) -> CMItemCount { sbuf.numSamples }

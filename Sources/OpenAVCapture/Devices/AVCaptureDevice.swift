@@ -20,7 +20,7 @@ import Synchronization
 /// for setters, the device's capture thread as auto-exposure converges).
 ///
 /// Threading: thread safe. Properties may be read from any thread; configuration state is guarded by a mutex.
-public final class AVCaptureDevice: NSObject, KeyValueObservable, @unchecked Sendable {
+open class AVCaptureDevice: NSObject, KeyValueObservable, @unchecked Sendable {
     /// What one process holds of a device's configuration.
     private struct Configuration {
         var activeFormatIndex: Int

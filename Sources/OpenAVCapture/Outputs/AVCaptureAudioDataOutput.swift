@@ -21,7 +21,7 @@ extension AVCaptureAudioDataOutputSampleBufferDelegate {
 /// are dropped and counted (`droppedBufferCount`), so a stuck delegate cannot exhaust memory.
 ///
 /// Threading: thread safe. Settings are guarded by a mutex; delegate calls run on the delegate's queue.
-public final class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
+open class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
     /// `@unchecked Sendable`: the delegate is only called on its queue, and settings values are plist-like
     /// values that are never mutated in place.
     private struct Settings: @unchecked Sendable {

@@ -9,7 +9,7 @@ import Synchronization
 /// device or the other outputs.
 ///
 /// Threading: thread safe; the connection list is guarded by a mutex.
-public class AVCaptureOutput: NSObject, @unchecked Sendable {
+open class AVCaptureOutput: NSObject, @unchecked Sendable {
     private let attachedConnections = Mutex<[AVCaptureConnection]>([])
     package let sessionReference = Mutex<WeakSession>(WeakSession())
 
@@ -34,6 +34,10 @@ public class AVCaptureOutput: NSObject, @unchecked Sendable {
 
     /// Whether the output takes media of this type (automatic connections form only for these).
     package func accepts(_ mediaType: AVMediaType) -> Bool { false }
+
+    /// Whether a session with these inputs can take the output (`canAddOutput(_:)`): outputs that need a kind of
+    /// source no input offers (depth) say no.
+    package func canJoin(inputs: [AVCaptureInput]) -> Bool { true }
 
     /// Whether the output takes more than one connection of a media type.
     package var acceptsMultipleConnectionsPerMediaType: Bool { false }

@@ -8,7 +8,7 @@ import Synchronization
 /// Apple's does.
 ///
 /// Threading: thread safe; properties are guarded by a mutex.
-public final class AVCaptureVideoPreviewLayer: NSObject, @unchecked Sendable {
+open class AVCaptureVideoPreviewLayer: NSObject, @unchecked Sendable {
     private struct State {
         var session: AVCaptureSession?
         var connection: AVCaptureConnection?
