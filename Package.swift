@@ -119,6 +119,17 @@ let package = Package(
         .target(
             name: "TestSupport", dependencies: ["OpenAVCapture", "OpenAVCaptureTesting"], path: "Tests/TestSupport",
             swiftSettings: strictSwift),
+
+        // MARK: Apple compatibility: capture code in Apple's spelling, in the style of open-source camera apps, that
+        // must build unchanged through `import OpenAVCaptureShim`. Compile-only; the same listings are built in the
+        // Swift 5 and Swift 6 language modes (Swift6/Listings is a link to Listings), without our upcoming features.
+
+        .target(
+            name: "AppleCompatibilitySwift5", dependencies: ["OpenAVCaptureShim"],
+            path: "Tests/AppleCompatibility/Listings", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .target(
+            name: "AppleCompatibilitySwift6", dependencies: ["OpenAVCaptureShim"],
+            path: "Tests/AppleCompatibility/Swift6", swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["OpenAVCapture", "OpenAVCaptureTesting", "TestSupport"],

@@ -248,6 +248,7 @@ public func CMVideoFormatDescriptionGetPresentationDimensions(
 }
 
 /// Creates a video description. Returns `kCMFormatDescriptionError_InvalidParameter` for non-positive dimensions.
+@discardableResult
 public func CMVideoFormatDescriptionCreate(
     allocator: CFAllocator?, codecType: CMVideoCodecType, width: Int32, height: Int32, extensions: CFDictionary?,
     formatDescriptionOut: UnsafeMutablePointer<CMVideoFormatDescription?>
@@ -260,6 +261,7 @@ public func CMVideoFormatDescriptionCreate(
 }
 
 /// Creates the description of an image buffer's pixel format and dimensions.
+@discardableResult
 public func CMVideoFormatDescriptionCreateForImageBuffer(
     allocator: CFAllocator?, imageBuffer: CVImageBuffer,
     formatDescriptionOut: UnsafeMutablePointer<CMVideoFormatDescription?>
@@ -276,6 +278,7 @@ public func CMVideoFormatDescriptionMatchesImageBuffer(
 
 /// Creates an audio description. Channel layouts and magic cookies are accepted for source compatibility and
 /// not kept (no capture path here produces them).
+@discardableResult
 public func CMAudioFormatDescriptionCreate(
     allocator: CFAllocator?, asbd: UnsafePointer<AudioStreamBasicDescription>, layoutSize: Int,
     layout: UnsafeRawPointer?, magicCookieSize: Int, magicCookie: UnsafeRawPointer?, extensions: CFDictionary?,

@@ -207,4 +207,27 @@ private final class TaggedVideoOutput: AVCaptureVideoDataOutput, @unchecked Send
                 ["Virtual Back Camera", "Virtual Front Camera"],
             ])
     }
+
+    @Test func sizesAndRectsTransformAsCoreGraphicsDoes() {
+        let quarterTurn = CGAffineTransform(rotationAngle: .pi / 2)
+        let turned = CGSize(width: 1920, height: 1080).applying(quarterTurn)
+        #expect(abs(turned.width) == 1080 && abs(turned.height) == 1920)
+        let moved = CGSize(width: 4, height: 3).applying(CGAffineTransform(translationX: 100, y: 100))
+        #expect(moved == CGSize(width: 4, height: 3))
+        let rect = CGRect(x: 10, y: 20, width: 30, height: 40).applying(quarterTurn)
+        #expect(rect == CGRect(x: -60, y: 10, width: 40, height: 30))
+    }
+
+    @Test func subjectAreaMonitoringIsKeptUnderTheLock() throws {
+        let camera = VirtualDevices.back
+        #expect(!camera.isSubjectAreaChangeMonitoringEnabled)
+        try camera.lockForConfiguration()
+        camera.isSubjectAreaChangeMonitoringEnabled = true
+        camera.unlockForConfiguration()
+        #expect(camera.isSubjectAreaChangeMonitoringEnabled)
+        try camera.lockForConfiguration()
+        camera.isSubjectAreaChangeMonitoringEnabled = false
+        camera.unlockForConfiguration()
+        #expect(AVCaptureDevice.subjectAreaDidChangeNotification.rawValue == "AVCaptureDeviceSubjectAreaDidChangeNotification")
+    }
 }

@@ -28,6 +28,7 @@ open class AVCaptureDevice: NSObject, KeyValueObservable, @unchecked Sendable {
         var activeVideoMaxFrameDuration: CMTime
         var lockCount = 0
         var isConnected = true
+        var monitorsSubjectAreaChange = false
     }
 
     package let backend: any CaptureBackend
@@ -57,6 +58,17 @@ open class AVCaptureDevice: NSObject, KeyValueObservable, @unchecked Sendable {
                 self?.controlStateDidChange(from: old, to: new)
             }
             controlObserverToken.withLock { $0 = token }
+        }
+    }
+
+    /// Whether the app wants `subjectAreaDidChangeNotification` (Apple posts it when the scene changes enough to
+    /// refocus). Kept, and settable under `lockForConfiguration()`; the notification is never posted here: no camera
+    /// on Linux reports subject-area changes and we run no scene-change detector.
+    public var isSubjectAreaChangeMonitoringEnabled: Bool {
+        get { configuration.withLock { $0.monitorsSubjectAreaChange } }
+        set {
+            requireLock("isSubjectAreaChangeMonitoringEnabled")
+            configuration.withLock { $0.monitorsSubjectAreaChange = newValue }
         }
     }
 

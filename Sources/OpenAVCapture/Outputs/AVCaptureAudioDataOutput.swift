@@ -90,8 +90,9 @@ open class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
     }
 
     /// Settings for an `AVAssetWriterInput` recording this audio as AAC in `outputFileType` (Apple's defaults:
-    /// the device's rate and channels, 64 kb/s per channel).
-    public func recommendedAudioSettingsForAssetWriter(writingTo outputFileType: AVFileType) -> [String: Any]? {
+    /// the device's rate and channels, 64 kb/s per channel). `[AnyHashable: Any]`, as Apple's Swift signature has it
+    /// (its keys are the `AV…Key` strings); cast with `as? [String: Any]` for `AVAssetWriterInput`.
+    public func recommendedAudioSettingsForAssetWriter(writingTo outputFileType: AVFileType) -> [AnyHashable: Any]? {
         guard let layout = connection(with: .audio)?.inputPorts.first?.formatDescription?.audioStreamBasicDescription
         else { return nil }
         let channels = Int(layout.mChannelsPerFrame)
