@@ -47,6 +47,8 @@ let package = Package(
         .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
         /// V4L2 (<linux/videodev2.h>): the VIDIOC_* request codes as constants and a non-variadic ioctl.
         .target(name: "CLinuxMedia"),
+        /// zxing-cpp (libzxing-dev): QR and barcode reading and writing behind a C header; the C++ stays inside.
+        .target(name: "CZXing", linkerSettings: [.linkedLibrary("ZXing")]),
 
         // MARK: Pure Swift, public: the bottom of the stack.
 
@@ -67,7 +69,7 @@ let package = Package(
         /// Codec wrappers: FFmpeg (conversion, encoders, muxer, demuxer, decoders), TurboJPEG, libexif, libheif.
         .target(
             name: "MediaCodecs",
-            dependencies: ["CFFmpeg", "CTurboJPEG", "CExif", "CHeif", "OpenCoreMedia", "OpenCoreVideo"],
+            dependencies: ["CFFmpeg", "CTurboJPEG", "CExif", "CHeif", "CZXing", "OpenCoreMedia", "OpenCoreVideo"],
             swiftSettings: strictSwift),
 
         // MARK: Public: Apple's capture API.
@@ -134,5 +136,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: ["OpenAVCapture", "OpenAVCaptureTesting", "TestSupport"],
             swiftSettings: strictSwift),
-    ]
+    ],
+    // zxing-cpp's headers need C++17.
+    cxxLanguageStandard: .cxx17
 )
