@@ -83,7 +83,7 @@ let package = Package(
         /// Drives the virtual devices from a user's test: scene, faults, clock, a session-less tap, readers.
         .target(
             name: "OpenAVCaptureTesting",
-            dependencies: ["OpenAVCapture", "CaptureDrivers"],
+            dependencies: ["OpenAVCapture", "CaptureDrivers", "MediaCodecs"],
             swiftSettings: strictSwift),
 
         // MARK: The command-line tool, built only on the public API.

@@ -16,10 +16,10 @@
 #include <string>
 
 extern "C" int32_t CZXing_ReadLuma(
-    const uint8_t *luma, int32_t width, int32_t height, int32_t rowStride, int32_t formats, CZXing_Symbol *symbols,
-    int32_t capacity, char *textStorage, int32_t textCapacity) {
+    const uint8_t *luma, int32_t width, int32_t height, int32_t rowStride, int32_t pixelStride, int32_t formats,
+    CZXing_Symbol *symbols, int32_t capacity, char *textStorage, int32_t textCapacity) {
     try {
-        ZXing::ImageView image(luma, width, height, ZXing::ImageFormat::Lum, rowStride, 1);
+        ZXing::ImageView image(luma, width, height, ZXing::ImageFormat::Lum, rowStride, pixelStride);
         ZXing::DecodeHints hints;
         hints.setFormats(ZXing::BarcodeFormats(static_cast<ZXing::BarcodeFormat>(formats)));
         // Video frames: no rotation search beyond what the readers do, one pass; fast enough for every frame.

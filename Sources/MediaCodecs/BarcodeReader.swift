@@ -60,15 +60,17 @@ package final class BarcodeReader {
         text.deallocate()
     }
 
-    /// The symbols of `symbologies` in a `width` x `height` luma plane whose rows are `rowStride` bytes apart.
-    /// Empty when there are none, or when zxing-cpp failed on the picture.
+    /// The symbols of `symbologies` in a `width` x `height` luma plane whose rows are `rowStride` bytes apart and
+    /// whose pixels are `pixelStride` bytes apart (2 reads the luma of YUYV in place). Empty when there are none, or
+    /// when zxing-cpp failed on the picture.
     package func read(
-        luma: UnsafePointer<UInt8>, width: Int, height: Int, rowStride: Int, symbologies: Set<BarcodeSymbology>
+        luma: UnsafePointer<UInt8>, width: Int, height: Int, rowStride: Int, pixelStride: Int = 1,
+        symbologies: Set<BarcodeSymbology>
     ) -> [DecodedBarcode] {
         let formats = symbologies.reduce(Int32(0)) { $0 | $1.rawValue }
         guard formats != 0, width > 0, height > 0 else { return [] }
         let count = CZXing_ReadLuma(
-            luma, Int32(width), Int32(height), Int32(rowStride), formats, symbols.baseAddress,
+            luma, Int32(width), Int32(height), Int32(rowStride), Int32(pixelStride), formats, symbols.baseAddress,
             Int32(symbols.count), text.baseAddress, Int32(text.count))
         guard count > 0 else { return [] }
         return (0..<Int(count)).compactMap { index in

@@ -42,11 +42,11 @@ typedef struct {
 } CZXing_Symbol;
 
 /// Reads up to `capacity` symbols of the `formats` bits from a `width` x `height` luma plane whose rows are
-/// `rowStride` bytes apart. Texts go to `textStorage` (`textCapacity` bytes); a symbol whose text does not fit is
+/// `rowStride` bytes apart and whose pixels are `pixelStride` bytes apart (1 for a luma plane, 2 for YUYV). Texts go to `textStorage` (`textCapacity` bytes); a symbol whose text does not fit is
 /// left out. Returns how many symbols were written, or -1 when zxing-cpp failed (an exception).
 int32_t CZXing_ReadLuma(
-    const uint8_t *luma, int32_t width, int32_t height, int32_t rowStride, int32_t formats, CZXing_Symbol *symbols,
-    int32_t capacity, char *textStorage, int32_t textCapacity);
+    const uint8_t *luma, int32_t width, int32_t height, int32_t rowStride, int32_t pixelStride, int32_t formats,
+    CZXing_Symbol *symbols, int32_t capacity, char *textStorage, int32_t textCapacity);
 
 /// Renders `text` as a symbol of one `format` at `width` x `height` pixels (the writer scales and centres the
 /// symbol, keeping a quiet zone of `margin` pixels where the symbology allows) into `modules`, one byte per pixel,

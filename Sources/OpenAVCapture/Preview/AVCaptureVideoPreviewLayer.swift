@@ -120,6 +120,14 @@ extension AVCaptureVideoPreviewLayer {
         geometry.layerRectConverted(fromMetadataOutputRect: rectInMetadataOutputCoordinates)
     }
 
+    /// A metadata object (from an `AVCaptureMetadataOutput`, in its coordinates) in this layer's coordinates, to draw
+    /// over the video: corners and bounds converted as `layerPointConverted(fromCaptureDevicePoint:)` converts points,
+    /// through gravity, rotation and mirroring.
+    public func transformedMetadataObject(for metadataObject: AVMetadataObject) -> AVMetadataObject? {
+        let geometry = geometry
+        return metadataObject.mapped { geometry.layerPointConverted(fromCaptureDevicePoint: $0) }
+    }
+
     /// The Objective-C era name of `captureDevicePointConverted(fromLayerPoint:)`, as the seeds use it.
     public func captureDevicePointOfInterest(for pointInLayer: CGPoint) -> CGPoint {
         captureDevicePointConverted(fromLayerPoint: pointInLayer)
