@@ -10,7 +10,7 @@ export OPENAV_DEVICES
 BUILD_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
                   libasound2-dev libturbojpeg0-dev libexif-dev libheif-dev libzxing-dev
 TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstreamer1.0-plugins-base-apps \
-                 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
+                 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav qrencode
 # The VM the kernel tests boot (../shared/tools/vm-run: QEMU with Debian's kernel, vivid and snd-aloop).
 VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
