@@ -12,10 +12,23 @@ extension VirtualCameraController {
     /// Traps when the type is not one a metadata output reads here, or the text cannot be encoded in it (a wrong
     /// length or check digit): the test asked for something no code could show.
     public func showCode(_ text: String, type: AVMetadataObject.ObjectType, in rect: CGRect) {
+        camera.scene.card = VirtualCard(showing: text, as: type, in: rect)
+    }
+
+    /// Takes the card away.
+    public func hideCode() {
+        camera.scene.card = nil
+    }
+}
+
+extension VirtualCard {
+    /// A card showing `text` as a `type` code over `rect` of the frame; traps when the type is not one a metadata
+    /// output reads here or the text cannot be encoded in it.
+    init(showing text: String, as type: AVMetadataObject.ObjectType, in rect: CGRect) {
         guard let symbology = type.drawnSymbology else {
             preconditionFailure("showCode: \(type.rawValue) is not a type AVCaptureMetadataOutput reads here")
         }
-        // Draw at the size the card covers in the largest frame (4032 px wide) at most, so scaling only repeats pixels.
+        // Drawn at a fixed size; the renderer scales it to the card's place nearest-neighbour.
         let isMatrix = [BarcodeSymbology.qr, .aztec, .dataMatrix].contains(symbology)
         let columns = isMatrix ? 256 : 512
         let rows = isMatrix ? 256 : (symbology == .pdf417 ? 192 : 128)
@@ -28,13 +41,8 @@ extension VirtualCameraController {
         else {
             preconditionFailure("showCode: \"\(text)\" cannot be encoded as \(type.rawValue)")
         }
-        camera.scene.card = VirtualCard(
+        self.init(
             picture: picture, columns: columns, rows: rows, x: Double(rect.minX), y: Double(rect.minY),
             width: Double(rect.width), height: Double(rect.height))
-    }
-
-    /// Takes the card away.
-    public func hideCode() {
-        camera.scene.card = nil
     }
 }

@@ -129,25 +129,17 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
     /// Luma is all it needs: planar Y'CbCr or grey as they come, YUYV read in place; anything else becomes NV12.
     override package func videoDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? {
         guard isReading else { return nil }
-        return VideoFormatDemand(pixelFormats: Self.lumaFormats)
+        return VideoFormatDemand(pixelFormats: BarcodeReader.lumaFormats)
     }
 
     override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         guard isReading, sampleBuffer.imageBuffer != nil else { return }
-        if mailbox.post(Frame(sampleBuffer: sampleBuffer, connection: connection)) {
-            counters.withLock { $0.analysed += 1 }
-        } else {
+        if !mailbox.post(Frame(sampleBuffer: sampleBuffer, connection: connection)) {
             counters.withLock { $0.skipped += 1 }
         }
     }
 
     // MARK: Reading
-
-    private static let lumaFormats: [OSType] = [
-        kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, kCVPixelFormatType_420YpCbCr8BiPlanarFullRange,
-        kCVPixelFormatType_420YpCbCr8Planar, kCVPixelFormatType_420YpCbCr8PlanarFullRange,
-        kCVPixelFormatType_OneComponent8, kCVPixelFormatType_422YpCbCr8_yuvs, kCVPixelFormatType_422YpCbCr8FullRange,
-    ]
 
     private var isReading: Bool {
         settings.withLock { !$0.symbologies.isEmpty && $0.delegate != nil }
@@ -155,6 +147,7 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
 
     /// Reads one frame and hands its objects to the delegate, on the analysis queue.
     private func analyse(_ frame: Frame) {
+        counters.withLock { $0.analysed += 1 }
         let current = settings.withLock { $0 }
         guard let delegate = current.delegate, let queue = current.queue,
             let image = frame.sampleBuffer.imageBuffer
@@ -171,18 +164,37 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
     }
 
     private func read(_ image: CVPixelBuffer, frame: CMSampleBuffer, settings: Settings) -> [AVMetadataObject] {
+        reader.value.objects(
+            in: image, types: settings.types, symbologies: settings.symbologies, rectOfInterest: settings.rectOfInterest,
+            time: frame.presentationTimeStamp, duration: frame.duration)
+    }
+}
+
+extension BarcodeReader {
+    /// The pixel formats whose luma is read in place: planar Y'CbCr and grey, and YUYV with a pixel stride of 2.
+    package static let lumaFormats: [OSType] = [
+        kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, kCVPixelFormatType_420YpCbCr8BiPlanarFullRange,
+        kCVPixelFormatType_420YpCbCr8Planar, kCVPixelFormatType_420YpCbCr8PlanarFullRange,
+        kCVPixelFormatType_OneComponent8, kCVPixelFormatType_422YpCbCr8_yuvs, kCVPixelFormatType_422YpCbCr8FullRange,
+    ]
+
+    /// The codes of `types` in `image` within `rectOfInterest` (normalized), as metadata objects in the image's
+    /// normalized coordinates; empty for an image whose luma cannot be read in place.
+    package func objects(
+        in image: CVPixelBuffer, types: [AVMetadataObject.ObjectType], symbologies: Set<BarcodeSymbology>,
+        rectOfInterest region: CGRect, time: CMTime, duration: CMTime
+    ) -> [AVMetadataMachineReadableCodeObject] {
         let format = CVPixelBufferGetPixelFormatType(image)
         guard Self.lumaFormats.contains(format) else { return [] }
         CVPixelBufferLockBaseAddress(image, .readOnly)
         defer { CVPixelBufferUnlockBaseAddress(image, .readOnly) }
         let isPacked = format == kCVPixelFormatType_422YpCbCr8_yuvs || format == kCVPixelFormatType_422YpCbCr8FullRange
-        let base = CVPixelBufferIsPlanar(image) ? CVPixelBufferGetBaseAddressOfPlane(image, 0) : CVPixelBufferGetBaseAddress(image)
-        let rowBytes =
-            CVPixelBufferIsPlanar(image) ? CVPixelBufferGetBytesPerRowOfPlane(image, 0) : CVPixelBufferGetBytesPerRow(image)
+        let isPlanar = CVPixelBufferIsPlanar(image)
+        let base = isPlanar ? CVPixelBufferGetBaseAddressOfPlane(image, 0) : CVPixelBufferGetBaseAddress(image)
+        let rowBytes = isPlanar ? CVPixelBufferGetBytesPerRowOfPlane(image, 0) : CVPixelBufferGetBytesPerRow(image)
         guard let base else { return [] }
         let width = CVPixelBufferGetWidth(image)
         let height = CVPixelBufferGetHeight(image)
-        let region = settings.rectOfInterest
         let x0 = max(0, min(width, Int((region.minX * CGFloat(width)).rounded(.down))))
         let y0 = max(0, min(height, Int((region.minY * CGFloat(height)).rounded(.down))))
         let x1 = max(x0, min(width, Int((region.maxX * CGFloat(width)).rounded(.up))))
@@ -190,14 +202,12 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
         guard x1 > x0, y1 > y0 else { return [] }
         let pixelStride = isPacked ? 2 : 1
         let start = base.assumingMemoryBound(to: UInt8.self) + y0 * rowBytes + x0 * pixelStride
-        let symbols = reader.value.read(
+        let symbols = read(
             luma: start, width: x1 - x0, height: y1 - y0, rowStride: rowBytes, pixelStride: pixelStride,
-            symbologies: settings.symbologies)
-        let time = frame.presentationTimeStamp
-        let duration = frame.duration
+            symbologies: symbologies)
         return symbols.compactMap { symbol in
             let (type, text) = AVMetadataObject.ObjectType.reported(symbol)
-            guard settings.types.contains(type) else { return nil }
+            guard types.contains(type) else { return nil }
             let corners = symbol.corners.map { corner in
                 CGPoint(x: (corner.x + Double(x0)) / Double(width), y: (corner.y + Double(y0)) / Double(height))
             }
