@@ -56,6 +56,8 @@ let package = Package(
                 .linkedLibrary("X11"), .linkedLibrary("Xext"), .linkedLibrary("Xfixes"), .linkedLibrary("Xdamage"),
                 .linkedLibrary("Xrandr"),
             ]),
+        /// zxing-cpp (libzxing-dev): QR and barcode reading and writing behind a C header; the C++ stays inside.
+        .target(name: "CZXing", linkerSettings: [.linkedLibrary("ZXing")]),
 
         // MARK: Pure Swift, public: the bottom of the stack.
 
@@ -76,7 +78,7 @@ let package = Package(
         /// Codec wrappers: FFmpeg (conversion, encoders, muxer, demuxer, decoders), TurboJPEG, libexif, libheif.
         .target(
             name: "MediaCodecs",
-            dependencies: ["CFFmpeg", "CTurboJPEG", "CExif", "CHeif", "OpenCoreMedia", "OpenCoreVideo"],
+            dependencies: ["CFFmpeg", "CTurboJPEG", "CExif", "CHeif", "CZXing", "OpenCoreMedia", "OpenCoreVideo"],
             swiftSettings: strictSwift),
 
         // MARK: Public: Apple's capture API.
@@ -90,7 +92,7 @@ let package = Package(
         /// Drives the virtual devices from a user's test: scene, faults, clock, a session-less tap, readers.
         .target(
             name: "OpenAVCaptureTesting",
-            dependencies: ["OpenAVCapture", "CaptureDrivers"],
+            dependencies: ["OpenAVCapture", "CaptureDrivers", "MediaCodecs"],
             swiftSettings: strictSwift),
 
         // MARK: The command-line tool, built only on the public API.
@@ -129,9 +131,22 @@ let package = Package(
         .target(
             name: "TestSupport", dependencies: ["CX11", "OpenAVCapture", "OpenAVCaptureTesting"], path: "Tests/TestSupport",
             swiftSettings: strictSwift),
+
+        // MARK: Apple compatibility: capture code in Apple's spelling, in the style of open-source camera apps, that
+        // must build unchanged through `import OpenAVCaptureShim`. Compile-only; the same listings are built in the
+        // Swift 5 and Swift 6 language modes (Swift6/Listings is a link to Listings), without our upcoming features.
+
+        .target(
+            name: "AppleCompatibilitySwift5", dependencies: ["OpenAVCaptureShim"],
+            path: "Tests/AppleCompatibility/Listings", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .target(
+            name: "AppleCompatibilitySwift6", dependencies: ["OpenAVCaptureShim"],
+            path: "Tests/AppleCompatibility/Swift6", swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["OpenAVCapture", "OpenAVCaptureTesting", "TestSupport"],
             swiftSettings: strictSwift),
-    ]
+    ],
+    // zxing-cpp's headers need C++17.
+    cxxLanguageStandard: .cxx17
 )

@@ -23,7 +23,7 @@ public final class VirtualFrameSource {
     /// The back camera (as drawn) or the front camera (mirrored).
     public let isMirrored: Bool
     private let renderer: VirtualFrameRenderer
-    private let scene: VirtualScene
+    private var scene: VirtualScene
     private let optics: VirtualOptics
 
     /// A source of `width` by `height` frames (both even, at least 112 by 48) at `frameRate` frames per second,
@@ -39,6 +39,12 @@ public final class VirtualFrameSource {
         scene.camera = isMirrored ? .front : .back
         self.scene = scene
         optics = VirtualAutoControls.optics(for: VirtualCameraControls.initialState(scene: scene))
+    }
+
+    /// Shows `text` as a `type` code over `rect` of the frame in the frames rendered from now on, as
+    /// `VirtualCameraController.showCode(_:type:in:)` does on a live camera.
+    public func showCode(_ text: String, type: AVMetadataObject.ObjectType, in rect: CGRect) {
+        scene.card = VirtualCard(showing: text, as: type, in: rect)
     }
 
     /// The presentation time of frame `frameIndex`.

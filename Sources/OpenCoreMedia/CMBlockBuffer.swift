@@ -110,6 +110,7 @@ public final class CMBlockBuffer: @unchecked Sendable {
 /// Creates a block buffer over `memoryBlock` (wrapped; freed by `customBlockSource.FreeBlock` if given, never
 /// otherwise) or, when `memoryBlock` is nil, over `blockLength` newly allocated bytes.
 /// The corresponding Apple function is `CMBlockBufferCreateWithMemoryBlock`.
+@discardableResult
 public func CMBlockBufferCreateWithMemoryBlock(
     allocator structureAllocator: CFAllocator?, memoryBlock: UnsafeMutableRawPointer?, blockLength: Int,
     blockAllocator: CFAllocator?, customBlockSource: UnsafePointer<CMBlockBufferCustomBlockSource>?,
@@ -153,6 +154,7 @@ public func CMBlockBufferIsRangeContiguous(_ theBuffer: CMBlockBuffer, atOffset 
 }
 
 /// Copies `dataLength` bytes from `offsetToData` into `destination`.
+@discardableResult
 public func CMBlockBufferCopyDataBytes(
     _ theSourceBuffer: CMBlockBuffer, atOffset offsetToData: Int, dataLength: Int,
     destination: UnsafeMutableRawPointer
@@ -168,6 +170,7 @@ public func CMBlockBufferCopyDataBytes(
 }
 
 /// Copies `dataLength` bytes from `sourceBytes` into the buffer at `offsetIntoDestination`.
+@discardableResult
 public func CMBlockBufferReplaceDataBytes(
     with sourceBytes: UnsafeRawPointer, blockBuffer destinationBuffer: CMBlockBuffer, offsetIntoDestination: Int,
     dataLength: Int
@@ -184,6 +187,7 @@ public func CMBlockBufferReplaceDataBytes(
 
 /// A pointer to the data at `offset`, with the contiguous length from there and the total length.
 /// The pointer is valid as long as the buffer lives.
+@discardableResult
 public func CMBlockBufferGetDataPointer(
     _ theBuffer: CMBlockBuffer, atOffset offset: Int, lengthAtOffsetOut: UnsafeMutablePointer<Int>?,
     totalLengthOut: UnsafeMutablePointer<Int>?, dataPointerOut: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?

@@ -238,7 +238,17 @@ public func CMVideoFormatDescriptionGetDimensions(_ videoDesc: CMVideoFormatDesc
     videoDesc.dimensions
 }
 
+/// The size a video is shown at. Apple's `CMVideoFormatDescriptionGetPresentationDimensions`: the encoded size
+/// corrected by the pixel aspect ratio and clean aperture when asked to; our descriptions carry neither (square
+/// pixels, no clean aperture), so it is the encoded size whatever the flags.
+public func CMVideoFormatDescriptionGetPresentationDimensions(
+    _ videoDesc: CMVideoFormatDescription, usePixelAspectRatio: Bool, useCleanAperture: Bool
+) -> CGSize {
+    CGSize(width: CGFloat(videoDesc.dimensions.width), height: CGFloat(videoDesc.dimensions.height))
+}
+
 /// Creates a video description. Returns `kCMFormatDescriptionError_InvalidParameter` for non-positive dimensions.
+@discardableResult
 public func CMVideoFormatDescriptionCreate(
     allocator: CFAllocator?, codecType: CMVideoCodecType, width: Int32, height: Int32, extensions: CFDictionary?,
     formatDescriptionOut: UnsafeMutablePointer<CMVideoFormatDescription?>
@@ -251,6 +261,7 @@ public func CMVideoFormatDescriptionCreate(
 }
 
 /// Creates the description of an image buffer's pixel format and dimensions.
+@discardableResult
 public func CMVideoFormatDescriptionCreateForImageBuffer(
     allocator: CFAllocator?, imageBuffer: CVImageBuffer,
     formatDescriptionOut: UnsafeMutablePointer<CMVideoFormatDescription?>
@@ -267,6 +278,7 @@ public func CMVideoFormatDescriptionMatchesImageBuffer(
 
 /// Creates an audio description. Channel layouts and magic cookies are accepted for source compatibility and
 /// not kept (no capture path here produces them).
+@discardableResult
 public func CMAudioFormatDescriptionCreate(
     allocator: CFAllocator?, asbd: UnsafePointer<AudioStreamBasicDescription>, layoutSize: Int,
     layout: UnsafeRawPointer?, magicCookieSize: Int, magicCookie: UnsafeRawPointer?, extensions: CFDictionary?,
@@ -305,3 +317,11 @@ public let noErr: OSStatus = 0
 /// The Y'CbCr matrix of a video description's pixels: the same key and values as the image buffer attachment
 /// (``kCVImageBufferYCbCrMatrixKey``). Apple's `kCMFormatDescriptionExtension_YCbCrMatrix`.
 public let kCMFormatDescriptionExtension_YCbCrMatrix: CFString = kCVImageBufferYCbCrMatrixKey
+
+/// The colour primaries of a video description, with the values of the image buffer key
+/// (``kCVImageBufferColorPrimariesKey``). Apple's `kCMFormatDescriptionExtension_ColorPrimaries`.
+public let kCMFormatDescriptionExtension_ColorPrimaries: CFString = kCVImageBufferColorPrimariesKey
+
+/// The transfer function of a video description, with the values of the image buffer key
+/// (``kCVImageBufferTransferFunctionKey``). Apple's `kCMFormatDescriptionExtension_TransferFunction`.
+public let kCMFormatDescriptionExtension_TransferFunction: CFString = kCVImageBufferTransferFunctionKey

@@ -69,6 +69,8 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
         var isValid = true
         var makeDataReady: MakeDataReady?
         var attachments = AttachmentTable()
+        /// Set by `CMSampleBufferSetOutputPresentationTimeStamp`; `.invalid` means "the presentation time".
+        var outputPresentationTimeStamp = CMTime.invalid
     }
 
     /// Timing entries, the common single entry stored inline so a frame's buffer allocates no array.
@@ -207,6 +209,7 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
             state.isDataReady = true
             state.dataBuffer = nil
             state.attachments.removeAll()
+            state.outputPresentationTimeStamp = .invalid
         }
     }
 
@@ -318,8 +321,16 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
     /// The decode time of the first sample, or `.invalid` when samples are in presentation order.
     public var decodeTimeStamp: CMTime { timingEntries.first?.decodeTimeStamp ?? .invalid }
 
-    /// The presentation time after trimming and edits; ours equals `presentationTimeStamp` (we apply neither).
-    public var outputPresentationTimeStamp: CMTime { presentationTimeStamp }
+    /// The presentation time after trimming and edits: the one set with
+    /// ``CMSampleBufferSetOutputPresentationTimeStamp(_:newValue:)``, otherwise `presentationTimeStamp` (we apply
+    /// no edits). Settable, as Apple's Swift property is.
+    public var outputPresentationTimeStamp: CMTime {
+        get {
+            let set = state.withLock { $0.outputPresentationTimeStamp }
+            return set.isValid ? set : presentationTimeStamp
+        }
+        set { state.withLock { $0.outputPresentationTimeStamp = newValue } }
+    }
 
     /// The total duration of every sample, or `.invalid` when any duration is unknown.
     ///
@@ -398,6 +409,7 @@ public final class CMSampleBuffer: AttachmentBearing, @unchecked Sendable {
 // MARK: - The C-style functions, with Apple's Swift spelling
 
 /// Creates a sample buffer. The corresponding Apple function is `CMSampleBufferCreate`.
+@discardableResult
 public func CMSampleBufferCreate(
     allocator: CFAllocator?, dataBuffer: CMBlockBuffer?, dataReady: Bool,
     makeDataReadyCallback: CMSampleBufferMakeDataReadyCallback?, refcon makeDataReadyRefcon: UnsafeMutableRawPointer?,
@@ -423,6 +435,7 @@ public func CMSampleBufferCreate(
 }
 
 /// Creates a sample buffer whose data is ready. The corresponding Apple function is `CMSampleBufferCreateReady`.
+@discardableResult
 public func CMSampleBufferCreateReady(
     allocator: CFAllocator?, dataBuffer: CMBlockBuffer?, formatDescription: CMFormatDescription?,
     sampleCount numSamples: CMItemCount, sampleTimingEntryCount numSampleTimingEntries: CMItemCount,
@@ -438,6 +451,7 @@ public func CMSampleBufferCreateReady(
 
 /// Creates a one-sample buffer around an image. The corresponding Apple function is
 /// `CMSampleBufferCreateForImageBuffer`.
+@discardableResult
 public func CMSampleBufferCreateForImageBuffer(
     allocator: CFAllocator?, imageBuffer: CVImageBuffer, dataReady: Bool,
     makeDataReadyCallback: CMSampleBufferMakeDataReadyCallback?, refcon makeDataReadyRefcon: UnsafeMutableRawPointer?,
@@ -450,6 +464,7 @@ public func CMSampleBufferCreateForImageBuffer(
 }
 
 /// Creates a one-sample buffer around an image whose data is ready.
+@discardableResult
 public func CMSampleBufferCreateReadyWithImageBuffer(
     allocator: CFAllocator?, imageBuffer: CVImageBuffer, formatDescription: CMVideoFormatDescription,
     sampleTiming: UnsafePointer<CMSampleTimingInfo>, sampleBufferOut: UnsafeMutablePointer<CMSampleBuffer?>
@@ -461,6 +476,7 @@ public func CMSampleBufferCreateReadyWithImageBuffer(
 
 /// A copy with new timing that shares the data. The corresponding Apple function is
 /// `CMSampleBufferCreateCopyWithNewTiming`.
+@discardableResult
 public func CMSampleBufferCreateCopyWithNewTiming(
     allocator: CFAllocator?, sampleBuffer originalSBuf: CMSampleBuffer,
     sampleTimingEntryCount numSampleTimingEntries: CMItemCount,
@@ -487,6 +503,16 @@ public func CMSampleBufferGetOutputPresentationTimeStamp(_ sbuf: CMSampleBuffer)
     sbuf.outputPresentationTimeStamp
 }
 /// The total duration of the samples.
+/// Sets the buffer's output presentation time (what a player shows it at after edits), without changing its
+/// sample timing. Apple's `CMSampleBufferSetOutputPresentationTimeStamp`; always succeeds here.
+@discardableResult
+public func CMSampleBufferSetOutputPresentationTimeStamp(_ sbuf: CMSampleBuffer, newValue outputPresentationTimeStamp: CMTime)
+    -> OSStatus
+{
+    sbuf.outputPresentationTimeStamp = outputPresentationTimeStamp
+    return noErr
+}
+
 public func CMSampleBufferGetDuration(_ sbuf: CMSampleBuffer) -> CMTime { sbuf.duration }
 /// The number of samples.
 public func CMSampleBufferGetNumSamples(_ sbuf: CMSampleBuffer) -> CMItemCount { sbuf.numSamples }
@@ -501,15 +527,18 @@ public func CMSampleBufferIsValid(_ sbuf: CMSampleBuffer) -> Bool { sbuf.isValid
 /// Whether the data is ready.
 public func CMSampleBufferDataIsReady(_ sbuf: CMSampleBuffer) -> Bool { sbuf.dataIsReady }
 /// Marks the data ready.
+@discardableResult
 public func CMSampleBufferSetDataReady(_ sbuf: CMSampleBuffer) -> OSStatus {
     sbuf.setDataReady()
     return noErr
 }
 /// Attaches data to a buffer created without it.
+@discardableResult
 public func CMSampleBufferSetDataBuffer(_ sbuf: CMSampleBuffer, newValue dataBuffer: CMBlockBuffer) -> OSStatus {
     sbuf.setDataBuffer(dataBuffer)
 }
 /// Invalidates the buffer.
+@discardableResult
 public func CMSampleBufferInvalidate(_ sbuf: CMSampleBuffer) -> OSStatus {
     do {
         try sbuf.invalidate()
@@ -520,6 +549,7 @@ public func CMSampleBufferInvalidate(_ sbuf: CMSampleBuffer) -> OSStatus {
 }
 
 /// The timing of one sample.
+@discardableResult
 public func CMSampleBufferGetSampleTimingInfo(
     _ sbuf: CMSampleBuffer, at sampleIndex: CMItemIndex, timingInfoOut: UnsafeMutablePointer<CMSampleTimingInfo>
 ) -> OSStatus {
@@ -533,6 +563,7 @@ public func CMSampleBufferGetSampleTimingInfo(
 
 /// The timing entries as stored. With a nil array (or one too small) only the count needed is returned, and the
 /// latter fails with `kCMSampleBufferError_ArrayTooSmall`, as Apple's.
+@discardableResult
 public func CMSampleBufferGetSampleTimingInfoArray(
     _ sbuf: CMSampleBuffer, entryCount: CMItemCount, arrayToFill: UnsafeMutablePointer<CMSampleTimingInfo>?,
     entriesNeededOut: UnsafeMutablePointer<CMItemCount>?
@@ -542,6 +573,7 @@ public func CMSampleBufferGetSampleTimingInfoArray(
 }
 
 /// The sample sizes as stored, with the same contract as `CMSampleBufferGetSampleTimingInfoArray`.
+@discardableResult
 public func CMSampleBufferGetSampleSizeArray(
     _ sbuf: CMSampleBuffer, entryCount: CMItemCount, arrayToFill: UnsafeMutablePointer<Int>?,
     entriesNeededOut: UnsafeMutablePointer<CMItemCount>?

@@ -51,6 +51,19 @@ public let kCVPixelFormatType_OneComponent8: OSType = 0x4C30_3038
 /// Two 8-bit components per pixel, black is zero (`'2C08'`).
 public let kCVPixelFormatType_TwoComponent8: OSType = 0x3243_3038
 
+/// Y'CbCr 10-bit 4:2:0, two planes like NV12, each sample in the high 10 bits of a little-endian 16-bit word;
+/// video range (`'x420'`; V4L2's and FFmpeg's P010).
+public let kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange: OSType = 0x7834_3230
+
+/// Depth in metres, one 32-bit float per pixel (`'fdep'`). Only depth cameras make it; none here do.
+public let kCVPixelFormatType_DepthFloat32: OSType = 0x6664_6570
+/// Depth in metres, one 16-bit float per pixel (`'hdep'`).
+public let kCVPixelFormatType_DepthFloat16: OSType = 0x6864_6570
+/// Disparity (1/metres), one 32-bit float per pixel (`'fdis'`).
+public let kCVPixelFormatType_DisparityFloat32: OSType = 0x6664_6973
+/// Disparity (1/metres), one 16-bit float per pixel (`'hdis'`).
+public let kCVPixelFormatType_DisparityFloat16: OSType = 0x6864_6973
+
 // MARK: - Geometry table
 
 /// How one pixel format is laid out in memory: its planes and, for each, the bytes per block of pixels and the
@@ -133,6 +146,11 @@ package struct PixelFormatDescription: Sendable, Hashable, CustomStringConvertib
         case kCVPixelFormatType_420YpCbCr8BiPlanarFullRange: return nv12FullRange
         case kCVPixelFormatType_OneComponent8: return oneComponent8
         case kCVPixelFormatType_TwoComponent8: return twoComponent8
+        case kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange: return p010
+        case kCVPixelFormatType_DepthFloat32: return depthFloat32
+        case kCVPixelFormatType_DepthFloat16: return depthFloat16
+        case kCVPixelFormatType_DisparityFloat32: return disparityFloat32
+        case kCVPixelFormatType_DisparityFloat16: return disparityFloat16
         default: return nil
         }
     }
@@ -143,6 +161,7 @@ package struct PixelFormatDescription: Sendable, Hashable, CustomStringConvertib
         nv12, nv12FullRange, i420, i420FullRange,
         yuvs, yuvf, uyvy,
         oneComponent8, twoComponent8,
+        p010, depthFloat32, depthFloat16, disparityFloat32, disparityFloat16,
     ]
 
     private static func packed(_ format: OSType, _ name: String, bytesPerBlock: Int, pixelsPerBlock: Int = 1)
@@ -171,6 +190,18 @@ package struct PixelFormatDescription: Sendable, Hashable, CustomStringConvertib
         kCVPixelFormatType_422YpCbCr8FullRange, "422YpCbCr8FullRange", bytesPerBlock: 4, pixelsPerBlock: 2)
     private static let oneComponent8 = packed(kCVPixelFormatType_OneComponent8, "OneComponent8", bytesPerBlock: 1)
     private static let twoComponent8 = packed(kCVPixelFormatType_TwoComponent8, "TwoComponent8", bytesPerBlock: 2)
+    private static let depthFloat32 = packed(kCVPixelFormatType_DepthFloat32, "DepthFloat32", bytesPerBlock: 4)
+    private static let depthFloat16 = packed(kCVPixelFormatType_DepthFloat16, "DepthFloat16", bytesPerBlock: 2)
+    private static let disparityFloat32 = packed(
+        kCVPixelFormatType_DisparityFloat32, "DisparityFloat32", bytesPerBlock: 4)
+    private static let disparityFloat16 = packed(
+        kCVPixelFormatType_DisparityFloat16, "DisparityFloat16", bytesPerBlock: 2)
+    private static let p010 = PixelFormatDescription(
+        pixelFormat: kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange, name: "420YpCbCr10BiPlanarVideoRange",
+        isPlanar: true,
+        planes: [
+            Plane(bytesPerBlock: 2), Plane(bytesPerBlock: 4, horizontalSubsampling: 2, verticalSubsampling: 2),
+        ])
     private static let i420 = PixelFormatDescription(
         pixelFormat: kCVPixelFormatType_420YpCbCr8Planar, name: "420YpCbCr8Planar", isPlanar: true,
         planes: [luma, chroma420, chroma420])

@@ -41,6 +41,14 @@ struct ExpectedFormat: Sendable, CustomTestStringConvertible {
         }
     }
 
+    /// P010 ('x420'): NV12's layout with two bytes per sample.
+    static func biPlanar420TenBit(_ format: OSType, _ name: String) -> ExpectedFormat {
+        ExpectedFormat(pixelFormat: format, name: name, isPlanar: true) { w, h in
+            let (cw, ch) = ((w + 1) / 2, (h + 1) / 2)
+            return [Plane(width: w, height: h, rowBytes: w * 2), Plane(width: cw, height: ch, rowBytes: cw * 4)]
+        }
+    }
+
     /// I420: Y' plane, then half-size Cb and Cr planes.
     static func triPlanar420(_ format: OSType, _ name: String) -> ExpectedFormat {
         ExpectedFormat(pixelFormat: format, name: name, isPlanar: true) { w, h in
@@ -68,6 +76,11 @@ struct ExpectedFormat: Sendable, CustomTestStringConvertible {
         packed422(kCVPixelFormatType_422YpCbCr8, "2vuy"),
         packed(kCVPixelFormatType_OneComponent8, "L008", bytesPerPixel: 1),
         packed(kCVPixelFormatType_TwoComponent8, "2C08", bytesPerPixel: 2),
+        biPlanar420TenBit(kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange, "x420"),
+        packed(kCVPixelFormatType_DepthFloat32, "fdep", bytesPerPixel: 4),
+        packed(kCVPixelFormatType_DepthFloat16, "hdep", bytesPerPixel: 2),
+        packed(kCVPixelFormatType_DisparityFloat32, "fdis", bytesPerPixel: 4),
+        packed(kCVPixelFormatType_DisparityFloat16, "hdis", bytesPerPixel: 2),
     ]
 }
 

@@ -57,6 +57,8 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
         /// The memory planes of the format S_FMT set: row length and image size.
         var planes: [(bytesPerLine: UInt32, sizeImage: UInt32)] = []
         var timePerFrame = v4l2_fract(numerator: 1, denominator: 30)
+        /// What S_FMT reports as the format's colour (all `…_DEFAULT` unless a test says otherwise).
+        var colorimetry = V4L2Colorimetry()
         /// By buffer, then memory plane.
         var buffers: [[UnsafeMutableRawPointer]] = []
         var planeLengths: [Int] = []
@@ -137,6 +139,9 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
 
     /// The device goes away: calls fail with ENODEV, poll says POLLERR|POLLHUP.
     package func disconnect() { withState { $0.isGone = true } }
+
+    /// The colorspace, transfer function, Y'CbCr encoding and quantization S_FMT reports from now on.
+    package func setColorimetry(_ colorimetry: V4L2Colorimetry) { withState { $0.colorimetry = colorimetry } }
 
     /// The memory of mapped buffer `index` (of its memory plane `plane`).
     package func bufferAddress(_ index: Int, plane: Int = 0) -> UnsafeMutableRawPointer? {
@@ -338,10 +343,18 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
                         entries[index].sizeimage = plane.sizeImage
                     }
                 }
+                pix.colorspace = state.colorimetry.colorspace
+                pix.xfer_func = UInt8(truncatingIfNeeded: state.colorimetry.transferFunction)
+                pix.ycbcr_enc = UInt8(truncatingIfNeeded: state.colorimetry.yCbCrEncoding)
+                pix.quantization = UInt8(truncatingIfNeeded: state.colorimetry.quantization)
                 format.pointee.fmt.pix_mp = pix
             } else {
                 format.pointee.fmt.pix.bytesperline = planes[0].bytesPerLine
                 format.pointee.fmt.pix.sizeimage = planes[0].sizeImage
+                format.pointee.fmt.pix.colorspace = state.colorimetry.colorspace
+                format.pointee.fmt.pix.xfer_func = state.colorimetry.transferFunction
+                format.pointee.fmt.pix.ycbcr_enc = state.colorimetry.yCbCrEncoding
+                format.pointee.fmt.pix.quantization = state.colorimetry.quantization
             }
             state.pixelFormat = offered.pixelFormat
             state.planes = planes

@@ -42,6 +42,8 @@ final class V4L2CaptureStream: @unchecked Sendable {
     private let pixelFormat: V4L2PixelFormat
     /// The memory planes of every buffer, as S_FMT set them (one on a single-planar queue).
     private let planeFormats: [V4L2PlaneFormat]
+    /// The colour the driver reported for the format; attached to every pixel buffer.
+    private let colorimetry: V4L2Colorimetry
     private let width: Int
     private let height: Int
     private let pixelBuffers: CVPixelBufferRecycler?
@@ -92,9 +94,11 @@ final class V4L2CaptureStream: @unchecked Sendable {
             pixelBuffers = nil
         } else {
             do {
-                pixelBuffers = CVPixelBufferRecycler(
-                    try buffers.wrapPixelBuffers(
-                        pixelFormat: pixelFormat, width: Int(width), height: Int(height), planes: chosen.planes))
+                let images = try buffers.wrapPixelBuffers(
+                    pixelFormat: pixelFormat, width: Int(width), height: Int(height), planes: chosen.planes)
+                // Set once: the buffers are reused in place and keep their attachments.
+                for image in images { chosen.colorimetry.attach(to: image) }
+                pixelBuffers = CVPixelBufferRecycler(images)
             } catch {
                 throw V4L2StartFailure(step: .wrap, errno: .invalidArgument)
             }
@@ -120,6 +124,7 @@ final class V4L2CaptureStream: @unchecked Sendable {
         self.bufferType = type
         self.pixelFormat = pixelFormat
         self.planeFormats = chosen.planes
+        self.colorimetry = chosen.colorimetry
         self.width = Int(width)
         self.height = Int(height)
         self.frameDuration = frameDuration
@@ -313,6 +318,7 @@ final class V4L2CaptureStream: @unchecked Sendable {
                 sink(.dropped(sequence: sequence, presentationTime: time, reason: .discontinuity))
                 return
             }
+            colorimetry.attach(to: image)
             let sample = samples.sampleBuffer(imageBuffer: image, formatDescription: formatDescription, timing: timing)
             sink(.output(sample, sequence: sequence))
         } else {

@@ -132,7 +132,10 @@ package final class V4L2Node: Sendable {
             let pix = format.fmt.pix
             return V4L2ChosenFormat(
                 pixelFormat: V4L2PixelFormat(rawValue: pix.pixelformat), width: pix.width, height: pix.height,
-                planes: [V4L2PlaneFormat(bytesPerLine: Int(pix.bytesperline), sizeImage: Int(pix.sizeimage))])
+                planes: [V4L2PlaneFormat(bytesPerLine: Int(pix.bytesperline), sizeImage: Int(pix.sizeimage))],
+                colorimetry: V4L2Colorimetry(
+                    colorspace: pix.colorspace, transferFunction: pix.xfer_func, yCbCrEncoding: pix.ycbcr_enc,
+                    quantization: pix.quantization))
         }
         format.fmt.pix_mp.width = width
         format.fmt.pix_mp.height = height
@@ -146,7 +149,10 @@ package final class V4L2Node: Sendable {
         }
         return V4L2ChosenFormat(
             pixelFormat: V4L2PixelFormat(rawValue: pix.pixelformat), width: pix.width, height: pix.height,
-            planes: planes)
+            planes: planes,
+            colorimetry: V4L2Colorimetry(
+                colorspace: pix.colorspace, transferFunction: UInt32(pix.xfer_func),
+                yCbCrEncoding: UInt32(pix.ycbcr_enc), quantization: UInt32(pix.quantization)))
     }
 
     /// VIDIOC_S_PARM with a time per frame; returns what the driver chose, or nil when it cannot set frame rates.
@@ -414,12 +420,18 @@ package struct V4L2ChosenFormat: Sendable, Hashable {
     package var width: UInt32
     package var height: UInt32
     package var planes: [V4L2PlaneFormat]
+    /// What colour the numbers are, as the driver says.
+    package var colorimetry: V4L2Colorimetry
 
-    package init(pixelFormat: V4L2PixelFormat, width: UInt32, height: UInt32, planes: [V4L2PlaneFormat]) {
+    package init(
+        pixelFormat: V4L2PixelFormat, width: UInt32, height: UInt32, planes: [V4L2PlaneFormat],
+        colorimetry: V4L2Colorimetry = V4L2Colorimetry()
+    ) {
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height
         self.planes = planes
+        self.colorimetry = colorimetry
     }
 }
 

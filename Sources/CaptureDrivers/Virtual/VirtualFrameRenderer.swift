@@ -154,6 +154,9 @@ package final class VirtualFrameRenderer {
             chroma: chroma,
             chromaStride: chromaStride
         )
+        parameters.scene.card?.drawNV12(
+            frameWidth: width, frameHeight: height, luma: luma, lumaStride: lumaStride, chroma: chroma,
+            chromaStride: chromaStride)
     }
 
     /// Renders the frame `parameters` describe into a packed 4:2:2 YUYV plane (Y0 Cb Y1 Cr), rows `stride` bytes
@@ -189,6 +192,7 @@ package final class VirtualFrameRenderer {
             }
         }
         VirtualFrameIndexCode.drawYUYV(index: parameters.index, frameWidth: width, pixels: pixels, stride: stride)
+        parameters.scene.card?.drawYUYV(frameWidth: width, frameHeight: height, pixels: pixels, rowBytes: stride)
     }
 
     // MARK: Rows

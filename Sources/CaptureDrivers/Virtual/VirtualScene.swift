@@ -71,6 +71,8 @@ package struct VirtualScene: Sendable, Hashable {
     package var focusTargetLensPosition: Double = 0.5
     /// Which camera looks at the scene.
     package var camera: VirtualCameraPosition = .back
+    /// A card held in front of the camera (a code a test shows), or none.
+    package var card: VirtualCard?
 
     /// The normal scene, seen by the back camera.
     package init() {}

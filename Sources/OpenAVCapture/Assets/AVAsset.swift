@@ -15,7 +15,7 @@ public typealias CMPersistentTrackID = Int32
 /// that cannot be read has duration `.invalid`, no tracks and no metadata; ``isReadable`` says so.
 ///
 /// Threading: thread safe (`@unchecked Sendable`): immutable once loaded, loading happens once under a lock.
-public class AVAsset: NSObject, @unchecked Sendable {
+open class AVAsset: NSObject, @unchecked Sendable {
     struct Contents: Sendable {
         var duration: CMTime = .invalid
         var tracks: [AVAssetTrack] = []
@@ -88,7 +88,7 @@ public class AVAsset: NSObject, @unchecked Sendable {
 /// An asset at a URL: a local file.
 ///
 /// Threading: thread safe, as ``AVAsset``.
-public final class AVURLAsset: AVAsset, @unchecked Sendable {
+open class AVURLAsset: AVAsset, @unchecked Sendable {
     /// The file.
     public let url: URL
 

@@ -7,7 +7,7 @@ import OpenCoreMedia
 /// One track of an ``AVAsset``: its media type, format, timing and display transform.
 ///
 /// Threading: immutable; `@unchecked Sendable` (it holds format descriptions, which are immutable).
-public final class AVAssetTrack: NSObject, @unchecked Sendable {
+open class AVAssetTrack: NSObject, @unchecked Sendable {
     /// The track's ID in the file (stream index + 1).
     public let trackID: CMPersistentTrackID
     /// `.video`, `.audio`, or the file's other kinds.

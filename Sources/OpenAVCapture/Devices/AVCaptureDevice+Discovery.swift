@@ -1,5 +1,6 @@
 import CaptureDrivers
 import Foundation
+import Synchronization
 
 extension AVCaptureDevice {
     /// Every device present, real ones first (`OPENAV_DEVICES` decides which are shown).
@@ -28,11 +29,20 @@ extension AVCaptureDevice {
 
     /// Finds devices by type, media type and position, in the order of `deviceTypes`.
     ///
-    /// Threading: thread safe; `devices` is read anew from the driver registry on each access.
-    public final class DiscoverySession: NSObject, @unchecked Sendable {
+    /// `devices` is key-value observable, as Apple's: `session.observe(\.devices, options: [.new]) { … }` is told
+    /// when a matching device is connected or disconnected.
+    ///
+    /// Threading: thread safe; `devices` is read anew from the driver registry on each access. Change
+    /// notifications arrive on the thread that posted the device's connection notification.
+    open class DiscoverySession: NSObject, KeyValueObservable, @unchecked Sendable {
         private let deviceTypes: [DeviceType]
         private let mediaType: AVMediaType?
         private let position: Position
+        public let keyValueObservers = KeyValueObserverRegistry()
+        /// The devices last reported to observers.
+        private let reported = Mutex<[AVCaptureDevice]>([])
+        /// The connection notification observers; set in `init`, read in `deinit` only.
+        private var tokens: [any NSObjectProtocol] = []
 
         /// A session for devices of `deviceTypes` that produce `mediaType` (nil: any) at `position`
         /// (`.unspecified`: any).
@@ -40,6 +50,29 @@ extension AVCaptureDevice {
             self.deviceTypes = deviceTypes
             self.mediaType = mediaType
             self.position = position
+            super.init()
+            let initial = devices
+            reported.withLock { $0 = initial }
+            tokens = [Notification.Name.AVCaptureDeviceWasConnected, .AVCaptureDeviceWasDisconnected].map { name in
+                NotificationCenter.default.addObserver(forName: name, object: nil, queue: nil) { [weak self] _ in
+                    self?.devicesMayHaveChanged()
+                }
+            }
+        }
+
+        deinit {
+            for token in tokens { NotificationCenter.default.removeObserver(token) }
+        }
+
+        /// Tells observers of `devices` when the list differs from the one they last saw.
+        private func devicesMayHaveChanged() {
+            let now = devices
+            let before = reported.withLock { devices in
+                defer { devices = now }
+                return devices
+            }
+            guard !before.elementsEqual(now, by: ===) else { return }
+            keyValueObservers.notifyChange(\DiscoverySession.devices, of: self, from: before, to: now)
         }
 
         /// The matching devices present now: by the order of `deviceTypes`, then discovery order.
@@ -59,7 +92,7 @@ extension AVCaptureDevice {
     /// Whether the app may use devices of a media type. On Linux access means the device can be opened: virtual
     /// devices always can; real devices of the type whose nodes this user cannot open, with none that it can,
     /// make the status `.denied` (`authorizationAdvice(for:)` says which group to join).
-    public class func authorizationStatus(for mediaType: AVMediaType) -> AuthorizationStatus {
+    public class func authorizationStatus(for mediaType: AVMediaType) -> AVAuthorizationStatus {
         let devices = DeviceDirectory.shared.devices().filter { $0.hasMediaType(mediaType) }
         let real = devices.filter { $0.backend.identity.origin == .real }
         if real.contains(where: { $0.backend.isAccessible }) { return .authorized }

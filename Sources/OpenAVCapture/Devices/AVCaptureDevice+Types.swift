@@ -102,11 +102,16 @@ extension AVCaptureDevice {
         package var colorGains: ColorGains { ColorGains(red: redGain, green: greenGain, blue: blueGain) }
     }
 
-    /// Whether the app may use devices of a media type, with Apple's raw values.
-    public enum AuthorizationStatus: Int, Sendable, Hashable {
-        case notDetermined = 0
-        case restricted = 1
-        case denied = 2
-        case authorized = 3
-    }
+    /// The name this project used before it followed Apple's top-level ``AVAuthorizationStatus``; kept so
+    /// existing code compiles.
+    public typealias AuthorizationStatus = AVAuthorizationStatus
+}
+
+/// Whether the app may use devices of a media type, with Apple's raw values. Top level, as in Apple's Swift API
+/// (`AVAuthorizationStatus.authorized`).
+public enum AVAuthorizationStatus: Int, Sendable, Hashable {
+    case notDetermined = 0
+    case restricted = 1
+    case denied = 2
+    case authorized = 3
 }

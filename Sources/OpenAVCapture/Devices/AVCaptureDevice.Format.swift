@@ -25,7 +25,7 @@ extension AVCaptureDevice {
     /// limits.
     ///
     /// Threading: immutable; safe to share between threads.
-    public final class Format: NSObject, @unchecked Sendable {
+    open class Format: NSObject, @unchecked Sendable {
         package let format: DeviceFormat
         package let capabilities: CameraCapabilities?
         /// The description of what the format delivers.
@@ -82,8 +82,9 @@ extension AVCaptureDevice {
         /// Whether the sensor bins pixels in this format: never, as far as V4L2 tells us.
         public var isVideoBinned: Bool { false }
 
-        /// The colour spaces the format captures in.
-        public var supportedColorSpaces: [NSNumber] { [NSNumber(value: AVCaptureColorSpace.sRGB.rawValue)] }
+        /// The colour spaces the format captures in: sRGB (Rec. 709 primaries), as Apple reports for SDR formats.
+        /// `[AVCaptureColorSpace]`, as in Apple's Swift API (Objective-C sees an array of numbers).
+        public var supportedColorSpaces: [AVCaptureColorSpace] { [.sRGB] }
 
         /// The lowest ISO the device allows.
         public var minISO: Float { capabilities?.isoRange.lowerBound ?? 0 }

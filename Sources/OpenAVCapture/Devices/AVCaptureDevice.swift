@@ -20,7 +20,7 @@ import Synchronization
 /// for setters, the device's capture thread as auto-exposure converges).
 ///
 /// Threading: thread safe. Properties may be read from any thread; configuration state is guarded by a mutex.
-public final class AVCaptureDevice: NSObject, KeyValueObservable, @unchecked Sendable {
+open class AVCaptureDevice: NSObject, KeyValueObservable, @unchecked Sendable {
     /// What one process holds of a device's configuration.
     private struct Configuration {
         var activeFormatIndex: Int
@@ -28,6 +28,7 @@ public final class AVCaptureDevice: NSObject, KeyValueObservable, @unchecked Sen
         var activeVideoMaxFrameDuration: CMTime
         var lockCount = 0
         var isConnected = true
+        var monitorsSubjectAreaChange = false
     }
 
     package let backend: any CaptureBackend
@@ -57,6 +58,17 @@ public final class AVCaptureDevice: NSObject, KeyValueObservable, @unchecked Sen
                 self?.controlStateDidChange(from: old, to: new)
             }
             controlObserverToken.withLock { $0 = token }
+        }
+    }
+
+    /// Whether the app wants `subjectAreaDidChangeNotification` (Apple posts it when the scene changes enough to
+    /// refocus). Kept, and settable under `lockForConfiguration()`; the notification is never posted here: no camera
+    /// on Linux reports subject-area changes and we run no scene-change detector.
+    public var isSubjectAreaChangeMonitoringEnabled: Bool {
+        get { configuration.withLock { $0.monitorsSubjectAreaChange } }
+        set {
+            requireLock("isSubjectAreaChangeMonitoringEnabled")
+            configuration.withLock { $0.monitorsSubjectAreaChange = newValue }
         }
     }
 

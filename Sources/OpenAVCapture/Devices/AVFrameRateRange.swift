@@ -4,7 +4,7 @@ import Foundation
 /// A range of frame rates a device format supports, as frame rates and as exact frame durations.
 ///
 /// Threading: immutable; safe to share between threads.
-public final class AVFrameRateRange: NSObject, @unchecked Sendable {
+open class AVFrameRateRange: NSObject, @unchecked Sendable {
     package let range: FrameDurationRange
 
     package init(_ range: FrameDurationRange) { self.range = range }

@@ -56,6 +56,10 @@ package final class DeviceDirectory: Sendable {
 }
 
 extension NSNotification.Name {
+    /// Apple's notification of a subject-area change; never posted here (see
+    /// `AVCaptureDevice.isSubjectAreaChangeMonitoringEnabled`).
+    public static let AVCaptureDeviceSubjectAreaDidChange = NSNotification.Name(
+        "AVCaptureDeviceSubjectAreaDidChangeNotification")
     /// Posted when a device appears; the object is the `AVCaptureDevice`.
     public static let AVCaptureDeviceWasConnected = NSNotification.Name("AVCaptureDeviceWasConnectedNotification")
     /// Posted when a device goes away; the object is the `AVCaptureDevice`, whose `isConnected` is now false.
@@ -64,6 +68,9 @@ extension NSNotification.Name {
 }
 
 extension AVCaptureDevice {
+    /// Apple posts this when a device's subject area changes (see `isSubjectAreaChangeMonitoringEnabled`); never
+    /// posted here.
+    public static let subjectAreaDidChangeNotification = NSNotification.Name.AVCaptureDeviceSubjectAreaDidChange
     /// Posted when a device appears (Apple's newer spelling of `.AVCaptureDeviceWasConnected`).
     public static let wasConnectedNotification = NSNotification.Name.AVCaptureDeviceWasConnected
     /// Posted when a device goes away (Apple's newer spelling of `.AVCaptureDeviceWasDisconnected`).

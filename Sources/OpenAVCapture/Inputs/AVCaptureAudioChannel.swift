@@ -10,7 +10,7 @@ import Synchronization
 /// `volume`, or silenced when it is not enabled.
 ///
 /// Threading: thread safe; the session updates levels on the capture thread, readers poll from anywhere.
-public final class AVCaptureAudioChannel: NSObject, @unchecked Sendable {
+open class AVCaptureAudioChannel: NSObject, @unchecked Sendable {
     private struct Levels {
         var meter = AudioLevelMeter()
         var volume: Float = 1

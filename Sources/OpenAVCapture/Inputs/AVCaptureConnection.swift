@@ -10,7 +10,7 @@ import Synchronization
 /// connection of a front camera starts mirrored (`automaticallyAdjustsVideoMirroring`).
 ///
 /// Threading: thread safe; settings are guarded by a mutex and read once per frame by the session.
-public final class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendable {
+open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendable {
     /// Everything that can change after creation.
     package struct Settings: Sendable, Equatable {
         var isEnabled = true

@@ -4,7 +4,7 @@ import Foundation
 /// An input that captures from a device: one port for the device's media.
 ///
 /// Threading: thread safe.
-public final class AVCaptureDeviceInput: AVCaptureInput, @unchecked Sendable {
+open class AVCaptureDeviceInput: AVCaptureInput, @unchecked Sendable {
     /// The device the input captures from.
     public let device: AVCaptureDevice
 

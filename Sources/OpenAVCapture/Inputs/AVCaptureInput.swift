@@ -5,7 +5,7 @@ import Synchronization
 /// A source of media for a session: its ports, one per media stream.
 ///
 /// Threading: thread safe; `ports` is fixed at creation.
-public class AVCaptureInput: NSObject, @unchecked Sendable {
+open class AVCaptureInput: NSObject, @unchecked Sendable {
     /// The streams this input provides.
     public var ports: [Port] { portList }
     private var portList: [Port] = []
@@ -37,7 +37,7 @@ public class AVCaptureInput: NSObject, @unchecked Sendable {
     /// One stream of an input: its media type, its current format, and the clock its timestamps are on.
     ///
     /// Threading: thread safe; `isEnabled` and the format are guarded by a mutex.
-    public final class Port: NSObject, @unchecked Sendable {
+    open class Port: NSObject, @unchecked Sendable {
         /// The input the port belongs to.
         public unowned let input: AVCaptureInput
         /// What the port carries.

@@ -41,7 +41,7 @@ public func CGDisplayBounds(_ display: CGDirectDisplayID) -> CGRect {
 /// crop size, scale or frame duration restarts the stream of a running session with the new format.
 ///
 /// Threading: thread safe; the properties are guarded by a mutex.
-public final class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
+open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     private struct Properties {
         var cropRect: CGRect = .zero
         var scaleFactor: CGFloat = 1

@@ -4,7 +4,7 @@ import Synchronization
 /// A piece of metadata: where it lives (key space and key, or an identifier), its value and its type.
 ///
 /// Threading: immutable (`AVMutableMetadataItem` is not: mutate it before handing it to an output or writer).
-public class AVMetadataItem: NSObject, @unchecked Sendable {
+open class AVMetadataItem: NSObject, @unchecked Sendable {
     fileprivate struct Fields {
         var identifier: AVMetadataIdentifier?
         var keySpace: AVMetadataKeySpace?
@@ -144,7 +144,7 @@ public class AVMetadataItem: NSObject, @unchecked Sendable {
 /// A metadata item you build: set the key space and key (or the identifier) and the value.
 ///
 /// Threading: not synchronized; build it on one thread, then hand it on.
-public final class AVMutableMetadataItem: AVMetadataItem, @unchecked Sendable {
+open class AVMutableMetadataItem: AVMetadataItem, @unchecked Sendable {
     public override init() { super.init() }
 
     public override var identifier: AVMetadataIdentifier? {

@@ -21,7 +21,7 @@ extension AVCaptureAudioDataOutputSampleBufferDelegate {
 /// are dropped and counted (`droppedBufferCount`), so a stuck delegate cannot exhaust memory.
 ///
 /// Threading: thread safe. Settings are guarded by a mutex; delegate calls run on the delegate's queue.
-public final class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
+open class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
     /// `@unchecked Sendable`: the delegate is only called on its queue, and settings values are plist-like
     /// values that are never mutated in place.
     private struct Settings: @unchecked Sendable {
@@ -90,8 +90,9 @@ public final class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendabl
     }
 
     /// Settings for an `AVAssetWriterInput` recording this audio as AAC in `outputFileType` (Apple's defaults:
-    /// the device's rate and channels, 64 kb/s per channel).
-    public func recommendedAudioSettingsForAssetWriter(writingTo outputFileType: AVFileType) -> [String: Any]? {
+    /// the device's rate and channels, 64 kb/s per channel). `[AnyHashable: Any]`, as Apple's Swift signature has it
+    /// (its keys are the `AV…Key` strings); cast with `as? [String: Any]` for `AVAssetWriterInput`.
+    public func recommendedAudioSettingsForAssetWriter(writingTo outputFileType: AVFileType) -> [AnyHashable: Any]? {
         guard let layout = connection(with: .audio)?.inputPorts.first?.formatDescription?.audioStreamBasicDescription
         else { return nil }
         let channels = Int(layout.mChannelsPerFrame)

@@ -14,7 +14,7 @@ import Synchronization
 /// (`.caf`). Keys set in ``audioSettings`` replace these.
 ///
 /// Threading: thread safe, as ``AVCaptureFileOutput``.
-public final class AVCaptureAudioFileOutput: AVCaptureFileOutput, @unchecked Sendable {
+open class AVCaptureAudioFileOutput: AVCaptureFileOutput, @unchecked Sendable {
     private struct Settings: @unchecked Sendable {
         var audioSettings: [String: Any]?
         var metadata: [AVMetadataItem] = []

@@ -72,7 +72,7 @@ extension AVCaptureFileOutputDelegate {
 /// Threading: thread safe. Properties and requests may be used from any thread; requests return at once and
 /// take effect in order on the output's own serial queue, between two sample buffers. Recording delegates are
 /// called on an internal serial queue, in the order documented on ``AVCaptureFileOutputRecordingDelegate``.
-public class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
+open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     /// What the file output's properties hold; subclasses update the progress fields.
     package struct FileState: @unchecked Sendable {
         weak var delegate: (any AVCaptureFileOutputDelegate)?

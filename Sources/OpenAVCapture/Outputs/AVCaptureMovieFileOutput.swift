@@ -57,7 +57,7 @@ import Synchronization
 /// drained by the output's own serial queue, where requests are handled too (in order with the buffers) and the
 /// writer is fed. At most 8 video frames wait (more are dropped: the encoder is behind); audio gets 1024 slots and
 /// is never dropped in practice. Recording delegates are called on an internal serial queue.
-public final class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
+open class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
     private struct Settings: @unchecked Sendable {
         var movieFragmentInterval = CMTime(value: 10, timescale: 1)
         var metadata: [AVMetadataItem] = []

@@ -9,7 +9,7 @@ import Synchronization
 /// device or the other outputs.
 ///
 /// Threading: thread safe; the connection list is guarded by a mutex.
-public class AVCaptureOutput: NSObject, @unchecked Sendable {
+open class AVCaptureOutput: NSObject, @unchecked Sendable {
     private let attachedConnections = Mutex<[AVCaptureConnection]>([])
     package let sessionReference = Mutex<WeakSession>(WeakSession())
 
@@ -23,6 +23,30 @@ public class AVCaptureOutput: NSObject, @unchecked Sendable {
         connections.first { $0.inputPorts.contains { $0.mediaType == mediaType } }
     }
 
+    /// A metadata object in the coordinates of `connection`'s pictures: the object's normalized coordinates (of the
+    /// frame as the device delivers it) turned by the connection's `videoRotationAngle` (clockwise, in quarter turns)
+    /// and mirrored if `isVideoMirrored`, as a data output on that connection delivers its frames. Nil when the
+    /// connection is not one of this output's.
+    public func transformedMetadataObject(for metadataObject: AVMetadataObject, connection: AVCaptureConnection)
+        -> AVMetadataObject?
+    {
+        guard connections.contains(where: { $0 === connection }) else { return nil }
+        let settings = connection.currentSettings
+        let quarterTurns = ((Int((settings.rotationAngle / 90).rounded()) % 4) + 4) % 4
+        let mirrored = settings.isVideoMirrored
+        return metadataObject.mapped { point in
+            var turned: CGPoint
+            switch quarterTurns {
+            case 1: turned = CGPoint(x: 1 - point.y, y: point.x)
+            case 2: turned = CGPoint(x: 1 - point.x, y: 1 - point.y)
+            case 3: turned = CGPoint(x: point.y, y: 1 - point.x)
+            default: turned = point
+            }
+            if mirrored { turned.x = 1 - turned.x }
+            return turned
+        }
+    }
+
     package func setConnections(_ connections: [AVCaptureConnection]) {
         attachedConnections.withLock { $0 = connections }
     }
@@ -34,6 +58,10 @@ public class AVCaptureOutput: NSObject, @unchecked Sendable {
 
     /// Whether the output takes media of this type (automatic connections form only for these).
     package func accepts(_ mediaType: AVMediaType) -> Bool { false }
+
+    /// Whether a session with these inputs can take the output (`canAddOutput(_:)`): outputs that need a kind of
+    /// source no input offers (depth) say no.
+    package func canJoin(inputs: [AVCaptureInput]) -> Bool { true }
 
     /// Whether the output takes more than one connection of a media type.
     package var acceptsMultipleConnectionsPerMediaType: Bool { false }

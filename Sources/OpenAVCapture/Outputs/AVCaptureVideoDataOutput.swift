@@ -31,7 +31,7 @@ extension AVCaptureVideoDataOutputSampleBufferDelegate {
 /// drops with `OutOfBuffers` when the delegate holds its buffers.
 ///
 /// Threading: thread safe. Settings are guarded by a mutex; delegate calls run on the delegate's queue.
-public final class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
+open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
     /// `@unchecked Sendable`: the delegate is only called on its queue, and settings values are plist-like
     /// values that are never mutated in place.
     private struct Settings: @unchecked Sendable {

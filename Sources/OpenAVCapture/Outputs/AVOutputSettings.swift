@@ -37,6 +37,9 @@ public struct AVFileType: RawRepresentable, Hashable, Sendable {
     public static let mp3 = AVFileType("public.mp3")
     public static let jpg = AVFileType("public.jpeg")
     public static let heic = AVFileType("public.heic")
+    /// HEIF holding H.264 stills (`.avci`). No output here writes it (`availablePhotoFileTypes` leaves it out), as
+    /// on Apple's devices without an AVC still encoder; the constant exists so code that checks for it compiles.
+    public static let avci = AVFileType("public.avci")
 }
 
 /// Video settings: the codec.

@@ -4,16 +4,15 @@ import Synchronization
 /// What a preview shows and how: the session's video, its gravity in the layer's bounds, and the conversions
 /// between layer points and device points, exact for every gravity, orientation and mirroring.
 ///
-/// On Linux the layer is a model: renderers (a window, a web page) read it. It holds its session strongly, as
-/// Apple's does.
+/// On Linux the layer is a model: renderers (a window, a web page) read it. It is a ``CALayer`` (frame, bounds,
+/// position, sublayers …), as Apple's; conversions use its `bounds`. It holds its session strongly, as Apple's does.
 ///
-/// Threading: thread safe; properties are guarded by a mutex.
-public final class AVCaptureVideoPreviewLayer: NSObject, @unchecked Sendable {
+/// Threading: thread safe; properties are guarded by a mutex (the layer geometry by `CALayer`'s lock).
+open class AVCaptureVideoPreviewLayer: CALayer, @unchecked Sendable {
     private struct State {
         var session: AVCaptureSession?
         var connection: AVCaptureConnection?
         var gravity: AVLayerVideoGravity = .resizeAspect
-        var frame: CGRect = .zero
     }
 
     private let state = Mutex(State())
@@ -71,16 +70,13 @@ public final class AVCaptureVideoPreviewLayer: NSObject, @unchecked Sendable {
         set { state.withLock { $0.gravity = newValue } }
     }
 
-    /// The layer's frame in its superlayer's coordinates.
-    public var frame: CGRect {
-        get { state.withLock { $0.frame } }
-        set { state.withLock { $0.frame = newValue } }
-    }
-
-    /// The layer's bounds: its own coordinates, origin (0, 0).
-    public var bounds: CGRect {
-        get { CGRect(origin: .zero, size: frame.size) }
-        set { frame.size = newValue.size }
+    /// A copy of another preview layer's session-less settings (Apple's presentation-layer initializer).
+    public override init(layer: Any) {
+        super.init(layer: layer)
+        if let other = layer as? AVCaptureVideoPreviewLayer {
+            let gravity = other.videoGravity
+            state.withLock { $0.gravity = gravity }
+        }
     }
 }
 
@@ -118,6 +114,14 @@ extension AVCaptureVideoPreviewLayer {
     /// The layer rectangle showing a normalized rectangle of the device's unrotated picture.
     public func layerRectConverted(fromMetadataOutputRect rectInMetadataOutputCoordinates: CGRect) -> CGRect {
         geometry.layerRectConverted(fromMetadataOutputRect: rectInMetadataOutputCoordinates)
+    }
+
+    /// A metadata object (from an `AVCaptureMetadataOutput`, in its coordinates) in this layer's coordinates, to draw
+    /// over the video: corners and bounds converted as `layerPointConverted(fromCaptureDevicePoint:)` converts points,
+    /// through gravity, rotation and mirroring.
+    public func transformedMetadataObject(for metadataObject: AVMetadataObject) -> AVMetadataObject? {
+        let geometry = geometry
+        return metadataObject.mapped { geometry.layerPointConverted(fromCaptureDevicePoint: $0) }
     }
 
     /// The Objective-C era name of `captureDevicePointConverted(fromLayerPoint:)`, as the seeds use it.

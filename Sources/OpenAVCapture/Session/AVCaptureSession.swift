@@ -19,7 +19,7 @@ import Synchronization
 /// Threading: thread safe. Configuration and start/stop are serialized by the session's lock; media flows on
 /// each device's capture thread, which hands buffers to outputs without waiting. Notifications are posted on
 /// the thread that caused them (yours for start/stop, an internal queue for interruptions).
-public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
+open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     public typealias Preset = AVCaptureSessionPreset
 
     /// The session's explicit states (DESIGN.md): each entry point checks the one it needs.
@@ -163,7 +163,7 @@ public final class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Se
 
     /// Whether `output` can be added: not already in a session.
     public func canAddOutput(_ output: AVCaptureOutput) -> Bool {
-        locked { !outputList.contains { $0 === output } && output.session == nil }
+        locked { !outputList.contains { $0 === output } && output.session == nil && output.canJoin(inputs: inputList) }
     }
 
     /// Adds an output and connects it to the first port of each media type it takes.

@@ -38,7 +38,7 @@ import Synchronization
 /// key-value observation handler of the writer's ``status`` (that runs on the writer's queue, where
 /// ``cancelWriting()`` and ``startWriting()`` would deadlock; they trap there instead). The completion handler of
 /// ``finishWriting(completionHandler:)`` runs on the writer's queue.
-public final class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
+open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     /// Where the writer is in its life cycle; Apple's raw values.
     ///
     /// Threading: a value; `Sendable`.

@@ -23,7 +23,7 @@ import Synchronization
 /// Threading: thread safe (`@unchecked Sendable`); append from one thread at a time per input so the order is
 /// yours. Key-value notifications of ``isReadyForMoreMediaData`` are delivered on the thread that changed it: the
 /// appending thread or the writer's queue.
-public final class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable {
+open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable {
     /// The input's key-value observers (``isReadyForMoreMediaData``).
     public let keyValueObservers = KeyValueObserverRegistry()
     /// The input's media type, `.video` or `.audio`.
@@ -45,6 +45,7 @@ public final class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked 
         var keepsFirstSecondToAverageRate = false
         var expectsMediaDataInRealTime = false
         var transform = CGAffineTransform.identity
+        var naturalSize = CGSize.zero
         var metadata: [AVMetadataItem] = []
         var pixelFormat: OSType?
         var pending = 0
@@ -90,6 +91,14 @@ public final class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked 
     public var transform: CGAffineTransform {
         get { state.withLock { $0.transform } }
         set { setBeforeWriting("transform") { $0.transform = newValue } }
+    }
+
+    /// The size the track's pictures are shown at, before `transform`; `.zero` (the default, as Apple's) shows
+    /// them at their encoded size. Set it before the writer starts. Kept, but not yet written to the track header,
+    /// which always carries the encoded size.
+    public var naturalSize: CGSize {
+        get { state.withLock { $0.naturalSize } }
+        set { setBeforeWriting("naturalSize") { $0.naturalSize = newValue } }
     }
 
     /// Track-level metadata. Kept, but not yet written to the file (movie-level ``AVAssetWriter/metadata`` is).

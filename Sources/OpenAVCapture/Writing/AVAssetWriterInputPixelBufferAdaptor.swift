@@ -13,7 +13,7 @@ import Synchronization
 /// settings, the format to NV12 video range (`'420v'`). The input's encoder is made for that pixel format.
 ///
 /// Threading: thread safe (`@unchecked Sendable`); append from one thread at a time.
-public final class AVAssetWriterInputPixelBufferAdaptor: @unchecked Sendable {
+open class AVAssetWriterInputPixelBufferAdaptor: NSObject, @unchecked Sendable {
     /// The input the buffers go to.
     public let assetWriterInput: AVAssetWriterInput
     /// The attributes given.
@@ -52,6 +52,7 @@ public final class AVAssetWriterInputPixelBufferAdaptor: @unchecked Sendable {
         self.sourcePixelBufferAttributes = sourcePixelBufferAttributes
         self.pixelFormat = format
         self.size = (width, height)
+        super.init()
         input.setSourcePixelFormat(format)
     }
 

@@ -99,3 +99,23 @@ extension CGPoint {
         CGPoint(x: t.a * x + t.c * y + t.tx, y: t.b * x + t.d * y + t.ty)
     }
 }
+
+extension CGSize {
+    /// The size transformed as a vector: the translation is ignored, and a rotation can make a side negative (take
+    /// `abs` of each, as Apple's sample code does with a track's `naturalSize` and `preferredTransform`).
+    public func applying(_ t: CGAffineTransform) -> CGSize {
+        CGSize(width: t.a * width + t.c * height, height: t.b * width + t.d * height)
+    }
+}
+
+extension CGRect {
+    /// The smallest rectangle holding the transformed corners of this one, as Apple's `CGRect.applying`.
+    public func applying(_ t: CGAffineTransform) -> CGRect {
+        let corners = [
+            CGPoint(x: minX, y: minY), CGPoint(x: maxX, y: minY), CGPoint(x: minX, y: maxY), CGPoint(x: maxX, y: maxY),
+        ].map { $0.applying(t) }
+        let xs = corners.map(\.x)
+        let ys = corners.map(\.y)
+        return CGRect(x: xs.min()!, y: ys.min()!, width: xs.max()! - xs.min()!, height: ys.max()! - ys.min()!)
+    }
+}

@@ -19,7 +19,7 @@ import Synchronization
 /// camera). `.on` fires; `.auto` fires when the device says the scene is dark (`isFlashScene`).
 ///
 /// Threading: thread safe. Delegate methods run on an internal serial queue, one capture after another.
-public final class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked Sendable {
+open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked Sendable {
     /// The output's key-value observers (`isFlashScene`).
     public let keyValueObservers = KeyValueObserverRegistry()
     private let engine = StillCaptureEngine(label: "OpenAVCapture.AVCapturePhotoOutput")
@@ -29,7 +29,25 @@ public final class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @u
     /// The camera whose state `isFlashScene` follows, and the token of that observation.
     private let sceneObservation = Mutex<(controls: (any CameraControlling)?, token: Int?)>((nil, nil))
 
+    private let maxQualityPrioritization = Mutex(QualityPrioritization.balanced)
+
     public override init() { super.init() }
+
+    /// How much a photo may favour quality over speed, with Apple's raw values.
+    public enum QualityPrioritization: Int, Sendable, Hashable, Comparable {
+        case speed = 1
+        case balanced = 2
+        case quality = 3
+
+        public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// The highest `photoQualityPrioritization` photo settings may ask for; `.balanced` by default, as Apple's.
+    /// Every value gives the same photo here (see ``AVCapturePhotoSettings/photoQualityPrioritization``).
+    public var maxPhotoQualityPrioritization: QualityPrioritization {
+        get { maxQualityPrioritization.withLock { $0 } }
+        set { maxQualityPrioritization.withLock { $0 = newValue } }
+    }
 
     // MARK: What it can do
 
@@ -110,6 +128,11 @@ public final class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @u
             "AVCapturePhotoOutput: capturePhoto needs an active and enabled video connection (Apple raises"
                 + " NSInvalidArgumentException)")
         let encoding = checkedEncoding(of: settings)
+        precondition(
+            settings.photoQualityPrioritization <= maxPhotoQualityPrioritization,
+            "AVCapturePhotoOutput: photoQualityPrioritization \(settings.photoQualityPrioritization) exceeds"
+                + " maxPhotoQualityPrioritization \(maxPhotoQualityPrioritization) (Apple raises"
+                + " NSInvalidArgumentException)")
         precondition(
             supportedFlashModes.contains(settings.flashMode),
             "AVCapturePhotoOutput: flashMode \(settings.flashMode) is not one of supportedFlashModes (Apple raises"

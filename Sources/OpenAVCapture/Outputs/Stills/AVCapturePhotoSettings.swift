@@ -24,6 +24,10 @@ open class AVCapturePhotoSettings: NSObject, @unchecked Sendable {
     /// Whether to capture at the device's highest still resolution; needs the output's
     /// `isHighResolutionCaptureEnabled`.
     public var isHighResolutionPhotoEnabled = false
+    /// How much to favour quality over speed for this photo; at most the output's `maxPhotoQualityPrioritization`
+    /// (`capturePhoto` traps otherwise, as Apple raises). `.balanced` by default, as Apple's. Every value gives the
+    /// same photo here: no camera on Linux offers multi-frame fusion, the only thing Apple's setting trades.
+    public var photoQualityPrioritization: AVCapturePhotoOutput.QualityPrioritization = .balanced
     /// Metadata to write into the photo: `kCGImagePropertyGPSDictionary` is honoured; any other key traps at
     /// `capturePhoto`, so nothing is silently dropped.
     public var metadata: [String: Any] = [:]

@@ -19,7 +19,7 @@ import Synchronization
 ///
 /// Threading: thread safe. The completion handler runs on an internal serial queue, one still at a time.
 /// `isCapturingStillImage` is key-value observable; it changes on that queue and on the caller's thread.
-public final class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservable, @unchecked Sendable {
+open class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservable, @unchecked Sendable {
     /// The output's key-value observers (`isCapturingStillImage`).
     public let keyValueObservers = KeyValueObserverRegistry()
     private let engine = StillCaptureEngine(label: "OpenAVCapture.AVCaptureStillImageOutput")
