@@ -7,7 +7,8 @@ import OpenCoreMedia
 /// One track of an ``AVAsset``: its media type, format, timing and display transform.
 ///
 /// Threading: immutable; `@unchecked Sendable` (it holds format descriptions, which are immutable).
-public final class AVAssetTrack: NSObject, @unchecked Sendable {
+/// ``AVCompositionTrack`` is the subclass a composition's tracks are made of.
+public class AVAssetTrack: NSObject, @unchecked Sendable {
     /// The track's ID in the file (stream index + 1).
     public let trackID: CMPersistentTrackID
     /// `.video`, `.audio`, or the file's other kinds.
@@ -26,29 +27,63 @@ public final class AVAssetTrack: NSObject, @unchecked Sendable {
     public let preferredTransform: CGAffineTransform
     /// Whether the track's samples can be read.
     public let isPlayable: Bool
+    /// Where the track's samples are: the file and its stream, read again by asset readers and exports. `nil` for
+    /// a composition's tracks, whose samples come from their segments' source tracks.
+    let source: Source?
+    /// The asset the track belongs to (Apple's `asset`; held weakly, as Apple's).
+    public internal(set) weak var asset: AVAsset?
 
-    init(stream: Demuxer.Stream, fileDuration: CMTime) {
-        trackID = CMPersistentTrackID(stream.index + 1)
-        switch stream.mediaType {
-        case .video: mediaType = .video
-        case .audio: mediaType = .audio
-        case .other: mediaType = .metadata
-        }
-        naturalSize = CGSize(width: CGFloat(stream.width), height: CGFloat(stream.height))
-        nominalFrameRate = stream.mediaType == .video ? Float(stream.frameRate) : 0
+    /// A track's samples in a file: the path and the stream, as libavformat described it.
+    ///
+    /// Threading: a value; `Sendable`.
+    struct Source: Sendable {
+        var path: String
+        var stream: Demuxer.Stream
+    }
+
+    /// A track with every property given (compositions make theirs this way).
+    init(
+        trackID: CMPersistentTrackID, mediaType: AVMediaType, naturalSize: CGSize, nominalFrameRate: Float,
+        timeRange: CMTimeRange, formatDescriptions: [Any], estimatedDataRate: Float,
+        preferredTransform: CGAffineTransform, isPlayable: Bool, source: Source?
+    ) {
+        self.trackID = trackID
+        self.mediaType = mediaType
+        self.naturalSize = naturalSize
+        self.nominalFrameRate = nominalFrameRate
+        self.timeRange = timeRange
+        self.formatDescriptions = formatDescriptions
+        self.estimatedDataRate = estimatedDataRate
+        self.preferredTransform = preferredTransform
+        self.isPlayable = isPlayable
+        self.source = source
+        super.init()
+    }
+
+    convenience init(stream: Demuxer.Stream, fileDuration: CMTime, path: String) {
+        let mediaType: AVMediaType =
+            switch stream.mediaType {
+            case .video: .video
+            case .audio: .audio
+            case .other: .metadata
+            }
         let start = stream.startTime.isNumeric ? stream.startTime : .zero
         let duration = stream.duration.isNumeric ? stream.duration : fileDuration
-        timeRange = CMTimeRange(start: start, duration: duration)
         var rate = Float(stream.bitRate)
         if rate == 0, stream.sampleRate > 0, stream.codecName.hasPrefix("pcm_") {
             rate = Float(stream.sampleRate * stream.channelCount * Self.pcmBits(stream.codecName))
         }
-        estimatedDataRate = rate
         let t = stream.transform
-        preferredTransform = CGAffineTransform(
-            a: CGFloat(t.a), b: CGFloat(t.b), c: CGFloat(t.c), d: CGFloat(t.d), tx: CGFloat(t.tx), ty: CGFloat(t.ty))
-        formatDescriptions = Self.formatDescription(of: stream).map { [$0] } ?? []
-        isPlayable = stream.mediaType != .other
+        self.init(
+            trackID: CMPersistentTrackID(stream.index + 1), mediaType: mediaType,
+            naturalSize: CGSize(width: CGFloat(stream.width), height: CGFloat(stream.height)),
+            nominalFrameRate: stream.mediaType == .video ? Float(stream.frameRate) : 0,
+            timeRange: CMTimeRange(start: start, duration: duration),
+            formatDescriptions: Self.formatDescription(of: stream).map { [$0] } ?? [], estimatedDataRate: rate,
+            preferredTransform: CGAffineTransform(
+                a: CGFloat(t.a), b: CGFloat(t.b), c: CGFloat(t.c), d: CGFloat(t.d), tx: CGFloat(t.tx),
+                ty: CGFloat(t.ty)),
+            isPlayable: stream.mediaType != .other, source: Source(path: path, stream: stream))
     }
 
     private static func pcmBits(_ codecName: String) -> Int {
