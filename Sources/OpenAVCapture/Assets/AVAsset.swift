@@ -51,6 +51,13 @@ public class AVAsset: NSObject, @unchecked Sendable {
         }
     }
 
+    /// The contents, or the error that says why the file cannot be read (a composition overrides it).
+    func loadedContents() throws -> Contents {
+        let contents = contents
+        if let failure = contents.failure { throw failure }
+        return contents
+    }
+
     /// How long the asset lasts; `.invalid` when the file cannot be read.
     public var duration: CMTime { contents.duration }
     /// The tracks, in file order.

@@ -123,7 +123,8 @@ final class AudioMixProducer: SampleProducer {
             input.first += Int64(consumed)
         }
         position = end
-        return try makeBuffer(mix, frames: frames, at: CMTime(value: start, timescale: rate))
+        return try makeLinearPCMBuffer(
+            mix, frames: frames, format: format, description: description, at: CMTime(value: start, timescale: rate))
     }
 
     private func fill(_ input: Input) throws(AVError) {
@@ -148,36 +149,6 @@ final class AudioMixProducer: SampleProducer {
                 input.samples += bytes.bindMemory(to: Float.self).prefix(count)
             }
             if position == nil { return }
-        }
-    }
-
-    private func makeBuffer(_ mix: [Float], frames: Int, at time: CMTime) throws(AVError) -> CMSampleBuffer {
-        let bytesPerFrame = Int(format.mBytesPerFrame)
-        let block = CMBlockBuffer(length: frames * bytesPerFrame)
-        block.withUnsafeMutableBytes { bytes in
-            if format.mFormatFlags & kAudioFormatFlagIsFloat != 0 {
-                let out = bytes.bindMemory(to: Float.self)
-                for index in mix.indices { out[index] = mix[index] }
-            } else if format.mBitsPerChannel == 16 {
-                let out = bytes.bindMemory(to: Int16.self)
-                for index in mix.indices { out[index] = Int16((max(-1, min(1, mix[index])) * 32767).rounded()) }
-            } else {
-                let out = bytes.bindMemory(to: Int32.self)
-                for index in mix.indices {
-                    out[index] = Int32((Double(max(-1, min(1, mix[index]))) * 2_147_483_647).rounded())
-                }
-            }
-        }
-        do {
-            return try CMSampleBuffer(
-                dataBuffer: block, formatDescription: description, numSamples: frames,
-                sampleTimings: [
-                    CMSampleTimingInfo(
-                        duration: CMTime(value: 1, timescale: rate), presentationTimeStamp: time,
-                        decodeTimeStamp: .invalid)
-                ], sampleSizes: [bytesPerFrame])
-        } catch {
-            throw AVError(.unknown, "making a mixed audio buffer failed: \(error)")
         }
     }
 }

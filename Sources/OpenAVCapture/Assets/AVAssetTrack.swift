@@ -6,27 +6,44 @@ import OpenCoreMedia
 
 /// One track of an ``AVAsset``: its media type, format, timing and display transform.
 ///
-/// Threading: immutable; `@unchecked Sendable` (it holds format descriptions, which are immutable).
+/// Threading: immutable; `@unchecked Sendable` (it holds format descriptions, which are immutable). Its subclass
 /// ``AVCompositionTrack`` is the subclass a composition's tracks are made of.
 public class AVAssetTrack: NSObject, @unchecked Sendable {
+    /// What a file says about a track (a composition's tracks work theirs out from their segments).
+    ///
+    /// Threading: a value.
+    struct Description {
+        var trackID: CMPersistentTrackID
+        var mediaType: AVMediaType
+        var naturalSize: CGSize
+        var nominalFrameRate: Float
+        var timeRange: CMTimeRange
+        var formatDescriptions: [Any]
+        var estimatedDataRate: Float
+        var preferredTransform: CGAffineTransform
+        var isPlayable: Bool
+    }
+
+    let described: Description
+
     /// The track's ID in the file (stream index + 1).
-    public let trackID: CMPersistentTrackID
+    public var trackID: CMPersistentTrackID { described.trackID }
     /// `.video`, `.audio`, or the file's other kinds.
-    public let mediaType: AVMediaType
+    public var mediaType: AVMediaType { described.mediaType }
     /// The encoded picture size, before ``preferredTransform`` (zero for audio).
-    public let naturalSize: CGSize
+    public var naturalSize: CGSize { described.naturalSize }
     /// Frames per second (the average over the track); 0 for audio.
-    public let nominalFrameRate: Float
+    public var nominalFrameRate: Float { described.nominalFrameRate }
     /// When the track plays in the file's timeline.
-    public let timeRange: CMTimeRange
+    public var timeRange: CMTimeRange { described.timeRange }
     /// The format of the track's samples: one `CMFormatDescription` (codec, size, or sample rate and channels).
-    public let formatDescriptions: [Any]
+    public var formatDescriptions: [Any] { described.formatDescriptions }
     /// The average data rate in bits per second.
-    public let estimatedDataRate: Float
+    public var estimatedDataRate: Float { described.estimatedDataRate }
     /// The display transform (the track matrix): 90° clockwise for a portrait recording.
-    public let preferredTransform: CGAffineTransform
+    public var preferredTransform: CGAffineTransform { described.preferredTransform }
     /// Whether the track's samples can be read.
-    public let isPlayable: Bool
+    public var isPlayable: Bool { described.isPlayable }
     /// Where the track's samples are: the file and its stream, read again by asset readers and exports. `nil` for
     /// a composition's tracks, whose samples come from their segments' source tracks.
     let source: Source?
@@ -47,15 +64,10 @@ public class AVAssetTrack: NSObject, @unchecked Sendable {
         timeRange: CMTimeRange, formatDescriptions: [Any], estimatedDataRate: Float,
         preferredTransform: CGAffineTransform, isPlayable: Bool, source: Source?
     ) {
-        self.trackID = trackID
-        self.mediaType = mediaType
-        self.naturalSize = naturalSize
-        self.nominalFrameRate = nominalFrameRate
-        self.timeRange = timeRange
-        self.formatDescriptions = formatDescriptions
-        self.estimatedDataRate = estimatedDataRate
-        self.preferredTransform = preferredTransform
-        self.isPlayable = isPlayable
+        described = Description(
+            trackID: trackID, mediaType: mediaType, naturalSize: naturalSize, nominalFrameRate: nominalFrameRate,
+            timeRange: timeRange, formatDescriptions: formatDescriptions, estimatedDataRate: estimatedDataRate,
+            preferredTransform: preferredTransform, isPlayable: isPlayable)
         self.source = source
         super.init()
     }

@@ -52,13 +52,6 @@ private struct UncheckedBox<Value>: @unchecked Sendable {
 }
 
 extension AVAsset: AVAsynchronousKeyValueLoading {
-    /// The contents, or the error that says why the file cannot be read.
-    func loadedContents() throws -> Contents {
-        let contents = contents
-        if let failure = contents.failure { throw failure }
-        return contents
-    }
-
     /// The tracks of one media type, loaded asynchronously.
     public func loadTracks(withMediaType mediaType: AVMediaType) async throws -> [AVAssetTrack] {
         try await load(.tracks).filter { $0.mediaType == mediaType }
@@ -74,7 +67,12 @@ extension AVAssetTrack: AVAsynchronousKeyValueLoading {}
 
 extension AVAsyncProperty where Root: AVAsset, Value == CMTime {
     /// ``AVAsset/duration``.
-    public static var duration: AVAsyncProperty<Root, CMTime> { .init("duration") { try $0.loadedContents().duration } }
+    public static var duration: AVAsyncProperty<Root, CMTime> {
+        .init("duration") { root in
+            _ = try root.loadedContents()
+            return root.duration
+        }
+    }
 }
 
 extension AVAsyncProperty where Root: AVAsset, Value == [AVAssetTrack] {
