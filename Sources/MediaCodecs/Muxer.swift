@@ -347,6 +347,59 @@ package final class Muxer {
         try addStream(timeBase: encoder.timeBase, kind: "audio") { encoder.copyParameters(to: $0) }
     }
 
+    /// Adds a track for packets copied from `stream` of a file (passthrough: no encoder), shown with `transform`
+    /// and counted in `stream`'s time base; returns its stream index. The codec parameters are rebuilt from what
+    /// the demuxer described: codec, size or rate and channels, and the out-of-band header (`avcC`, `hvcC`,
+    /// AudioSpecificConfig).
+    ///
+    /// - Throws: as ``addVideoStream(from:transform:)``; ``MediaCodecsError/Kind/unsupportedConfiguration`` for a
+    ///   codec FFmpeg does not know.
+    package func addStream(copying stream: Demuxer.Stream, transform: TrackTransform = .identity)
+        throws(MediaCodecsError) -> Int
+    {
+        guard let descriptor = avcodec_descriptor_get_by_name(stream.codecName) else {
+            throw MediaCodecsError(
+                .unsupportedConfiguration, while: "adding a copied stream to \(path)",
+                message: "FFmpeg does not know the codec \(stream.codecName)")
+        }
+        let isVideo = stream.mediaType == .video
+        let index = try addStream(timeBase: stream.timeBase, kind: isVideo ? "video" : "audio") { parameters in
+            parameters.pointee.codec_type = isVideo ? AVMEDIA_TYPE_VIDEO : AVMEDIA_TYPE_AUDIO
+            parameters.pointee.codec_id = descriptor.pointee.id
+            parameters.pointee.bit_rate = Int64(stream.bitRate)
+            if isVideo {
+                parameters.pointee.width = Int32(stream.width)
+                parameters.pointee.height = Int32(stream.height)
+                parameters.pointee.format = av_get_pix_fmt(stream.pixelFormatName).rawValue
+            } else {
+                parameters.pointee.sample_rate = Int32(stream.sampleRate)
+                av_channel_layout_default(&parameters.pointee.ch_layout, Int32(stream.channelCount))
+                if stream.codecName == "aac" { parameters.pointee.frame_size = 1024 }
+            }
+            if !stream.extradata.isEmpty {
+                let size = stream.extradata.count
+                guard let bytes = av_mallocz(size + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
+                    return CFFmpeg_AVERROR(ENOMEM)
+                }
+                stream.extradata.withUnsafeBytes { bytes.copyMemory(from: $0.baseAddress!, byteCount: size) }
+                parameters.pointee.extradata = bytes.assumingMemoryBound(to: UInt8.self)
+                parameters.pointee.extradata_size = Int32(size)
+            }
+            return 0
+        }
+        guard let avStream = context?.pointee.streams[index] else { return index }
+        if stream.codecName == "hevc" {
+            // As addVideoStream: Apple plays HEVC only as 'hvc1'.
+            avStream.pointee.codecpar.pointee.codec_tag = CFFmpeg_MKTAG(0x68, 0x76, 0x63, 0x31)
+        }
+        if isVideo {
+            try setTransform(transform, on: avStream)
+            transforms[index] = transform
+            videoStreams.insert(index)
+        }
+        return index
+    }
+
     private func addStream(
         timeBase: AVRational, kind: String, parameters: (UnsafeMutablePointer<AVCodecParameters>) -> Int32
     ) throws(MediaCodecsError) -> Int {
