@@ -16,14 +16,17 @@ func decodedFrames(_ url: URL) throws -> [(time: Double, marker: Int?)] {
     let video = try #require(probe.stream("video"))
     let width = try #require(video["width"] as? Int)
     let height = try #require(video["height"] as? Int)
+    // Exact times: the integer pts in the stream's time base (pts_time is printed to the microsecond only).
+    let timeBase = try #require(video["time_base"] as? String).split(separator: "/").compactMap { Double($0) }
+    try #require(timeBase.count == 2)
     let times = try MediaTool.ffprobe.run([
-        "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", url.path,
+        "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts", "-of", "csv=p=0", url.path,
     ]).outputText.split(whereSeparator: \.isNewline).compactMap { line in
-        line.split(separator: ",").first.flatMap { Double($0) }
+        line.split(separator: ",").first.flatMap { Double($0) }.map { $0 * timeBase[0] / timeBase[1] }
     }
     let decoded = try MediaTool.ffmpeg.run([
-        "-nostdin", "-v", "error", "-i", url.path, "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo",
-        "-pix_fmt", "gray", "-",
+        "-nostdin", "-v", "error", "-i", url.path, "-map", "0:v:0", "-fps_mode", "passthrough", "-enc_time_base", "-1",
+        "-f", "rawvideo", "-pix_fmt", "gray", "-",
     ])
     try #require(decoded.status == 0 && decoded.error.isEmpty, "ffmpeg: \(decoded.error)")
     let bytes = [UInt8](decoded.output)
@@ -37,6 +40,17 @@ func decodedFrames(_ url: URL) throws -> [(time: Double, marker: Int?)] {
             VirtualFrameReader.readFrameIndex(fromLuma: luma, width: width, height: height).map(Int.init)
         )
     }
+}
+
+/// What a full decode of every stream of `url` by ffmpeg reports ("" when clean). Each frame keeps its own time
+/// (`-fps_mode passthrough -enc_time_base -1`): a slow-motion file's frame rate changes mid-file, and ffmpeg's
+/// default output clock at the average rate would merge its 240 fps frames and complain.
+func variableRateDecodeErrors(_ url: URL) throws -> String {
+    let result = try MediaTool.ffmpeg.run([
+        "-nostdin", "-v", "error", "-i", url.path, "-fps_mode", "passthrough", "-enc_time_base", "-1", "-f", "null",
+        "-",
+    ])
+    return result.status == 0 ? result.error : "exit \(result.status): \(result.error)"
 }
 
 /// The first channel of `url`'s sound, decoded by ffmpeg at 48 kHz.
