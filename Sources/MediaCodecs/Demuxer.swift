@@ -183,7 +183,8 @@ package final class Demuxer {
     package func readOnly(streams indices: Set<Int>) {
         guard let context else { return }
         for index in 0..<Int(context.pointee.nb_streams) {
-            context.pointee.streams[index]?.pointee.discard = indices.contains(index) ? AVDISCARD_DEFAULT : AVDISCARD_ALL
+            context.pointee.streams[index]?.pointee.discard =
+                indices.contains(index) ? AVDISCARD_DEFAULT : AVDISCARD_ALL
         }
     }
 

@@ -354,7 +354,9 @@ package final class Muxer {
     ///
     /// - Throws: as ``addVideoStream(from:transform:)``; ``MediaCodecsError/Kind/unsupportedConfiguration`` for a
     ///   codec FFmpeg does not know.
-    package func addStream(copying stream: Demuxer.Stream, transform: TrackTransform = .identity)
+    package func addStream(
+        copying stream: Demuxer.Stream, transform: TrackTransform = .identity
+    )
         throws(MediaCodecsError) -> Int
     {
         guard let descriptor = avcodec_descriptor_get_by_name(stream.codecName) else {
@@ -577,7 +579,9 @@ package final class Muxer {
         guard state == .writing, let context else {
             throw MediaCodecsError(.invalidState, while: "replacing the metadata of \(path)", message: "not writing")
         }
-        let kept = av_dict_get(context.pointee.metadata, "creation_time", nil, 0).map { String(cString: $0.pointee.value) }
+        let kept = av_dict_get(context.pointee.metadata, "creation_time", nil, 0).map {
+            String(cString: $0.pointee.value)
+        }
         av_dict_free(&context.pointee.metadata)
         for (key, value) in metadata { av_dict_set(&context.pointee.metadata, key, value, 0) }
         var counted = metadata

@@ -10,6 +10,7 @@ public struct CMTimeMapping: Sendable, Hashable {
     /// Where it plays in the target's timeline.
     public var target: CMTimeRange
 
+    /// `source` shown over `target`.
     public init(source: CMTimeRange, target: CMTimeRange) {
         self.source = source
         self.target = target

@@ -6,8 +6,8 @@ import OpenAVCapture
 import OpenAVCaptureTesting
 import OpenCoreMedia
 import OpenCoreVideo
-import Testing
 import TestSupport
+import Testing
 
 /// Every decoded frame of `url`'s video as ffmpeg gives it: its presentation time in seconds and its marker (the
 /// virtual camera's frame index, -1 for a flash frame, nil when unreadable).
@@ -85,7 +85,8 @@ struct AVAssetExportSessionTests {
         let all = AVAssetExportSession.allExportPresets()
         #expect(all.contains(AVAssetExportPresetPassthrough) && all.contains(AVAssetExportPreset1920x1080))
         let compatible = AVAssetExportSession.exportPresets(compatibleWith: asset)
-        #expect(compatible.contains(AVAssetExportPresetHighestQuality) && compatible.contains(AVAssetExportPresetAppleM4A))
+        #expect(
+            compatible.contains(AVAssetExportPresetHighestQuality) && compatible.contains(AVAssetExportPresetAppleM4A))
         #expect(AVAssetExportSession(asset: asset, presetName: "NoSuchPreset") == nil)
         let m4a = try #require(AVAssetExportSession(asset: asset, presetName: AVAssetExportPresetAppleM4A))
         #expect(m4a.supportedFileTypes == [.m4a])
@@ -126,7 +127,9 @@ struct AVAssetExportSessionTests {
         #expect(try ffmpegDecodeErrors(low).isEmpty)
         let frames = try decodedFrames(low)
         #expect(frames.count == 60)
-        #expect(frames.map(\.marker).filter { $0 != nil }.count >= 58, "indices readable at 320x240: \(frames.map(\.marker))")
+        #expect(
+            frames.map(\.marker).filter { $0 != nil }.count >= 58,
+            "indices readable at 320x240: \(frames.map(\.marker))")
 
         let m4aURL = try scratchURL("sound.m4a", suite: "avassetexport-tests")
         let session = try #require(AVAssetExportSession(asset: asset, presetName: AVAssetExportPresetAppleM4A))

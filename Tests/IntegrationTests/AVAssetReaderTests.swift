@@ -6,8 +6,8 @@ import OpenAVCapture
 import OpenAVCaptureTesting
 import OpenCoreMedia
 import OpenCoreVideo
-import Testing
 import TestSupport
+import Testing
 
 /// The movies the reader tests read, written once per process.
 actor ReaderMovies {
@@ -167,7 +167,9 @@ struct AVAssetReaderTests {
         #expect(isKey(videoSamples[0]))
         // One key frame a second (the writer's AVVideoMaxKeyFrameIntervalKey is the frame rate).
         #expect(videoSamples.filter(isKey).count == 2)
-        #expect(videoSamples.map(\.presentationTimeStamp).sorted() == (0..<60).map { CMTime(value: Int64($0), timescale: 30) })
+        #expect(
+            videoSamples.map(\.presentationTimeStamp).sorted()
+                == (0..<60).map { CMTime(value: Int64($0), timescale: 30) })
     }
 
     @Test("Decoded audio as 16-bit PCM: 2 s of samples, the 440 Hz tone, the beep at 1 s")
@@ -186,7 +188,8 @@ struct AVAssetReaderTests {
         let samples = readAll(output)
         #expect(reader.status == .completed)
         let format = try #require(samples.first?.formatDescription?.audioStreamBasicDescription)
-        #expect(format.mFormatID == kAudioFormatLinearPCM && format.mBitsPerChannel == 16 && format.mChannelsPerFrame == 2)
+        #expect(
+            format.mFormatID == kAudioFormatLinearPCM && format.mBitsPerChannel == 16 && format.mChannelsPerFrame == 2)
         let frames = samples.map(\.numSamples).reduce(0, +)
         #expect(frames == 96_000, "\(frames) frames")
         #expect(samples.first?.presentationTimeStamp == .zero)
@@ -212,7 +215,9 @@ struct AVAssetReaderTests {
             ])
         let audio = AVAssetReaderTrackOutput(
             track: asset.tracks(withMediaType: .audio)[0],
-            outputSettings: [AVFormatIDKey: kAudioFormatLinearPCM, AVLinearPCMBitDepthKey: 32, AVLinearPCMIsFloatKey: true])
+            outputSettings: [
+                AVFormatIDKey: kAudioFormatLinearPCM, AVLinearPCMBitDepthKey: 32, AVLinearPCMIsFloatKey: true,
+            ])
         reader.add(video)
         reader.add(audio)
         #expect(reader.startReading())

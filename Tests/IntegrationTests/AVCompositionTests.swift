@@ -6,8 +6,8 @@ import OpenAVCapture
 import OpenAVCaptureTesting
 import OpenCoreMedia
 import OpenCoreVideo
-import Testing
 import TestSupport
+import Testing
 
 /// Seconds as an exact time (milliseconds).
 func seconds(_ value: Double) -> CMTime { CMTime(value: Int64((value * 1000).rounded()), timescale: 1000) }

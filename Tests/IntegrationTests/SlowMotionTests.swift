@@ -5,8 +5,8 @@ import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
 import OpenCoreMedia
-import Testing
 import TestSupport
+import Testing
 
 /// Where a recording's time `t` plays once 0.5 s … 1.5 s is slowed 8×.
 func slowedTime(_ t: Double) -> Double {
@@ -39,7 +39,8 @@ struct SlowMotionTests {
             }, "the virtual camera has a 480p240 format")
         let output = AVCaptureMovieFileOutput()
         output.maxRecordedDuration = CMTime(value: 2, timescale: 1)
-        let session = try makeSession(preset: .inputPriority, devices: [camera, VirtualDevices.microphone], outputs: [output])
+        let session = try makeSession(
+            preset: .inputPriority, devices: [camera, VirtualDevices.microphone], outputs: [output])
         let saved = (camera.activeFormat, camera.activeVideoMinFrameDuration, camera.activeVideoMaxFrameDuration)
         try camera.lockForConfiguration()
         camera.activeFormat = format
@@ -108,10 +109,11 @@ struct SlowMotionTests {
         #expect(frames.map(\.marker) == expected)
         // In the seeds' words: every frame of the slowed second, every 8th frame elsewhere.
         func steps(_ range: Range<Int>) -> Set<Int> {
-            Set(range.dropFirst().compactMap { n in
-                guard let a = frames[n - 1].marker, let b = frames[n].marker, a >= 0, b >= 0 else { return nil }
-                return b - a
-            })
+            Set(
+                range.dropFirst().compactMap { n in
+                    guard let a = frames[n - 1].marker, let b = frames[n].marker, a >= 0, b >= 0 else { return nil }
+                    return b - a
+                })
         }
         #expect(steps(16..<250) == [1], "slowed: \(steps(16..<250))")
         #expect(steps(1..<14).isSubset(of: [7, 8, 9]), "before: \(steps(1..<14))")
@@ -119,7 +121,8 @@ struct SlowMotionTests {
         // The sound lasts as long as the picture, and the slowed tone is still 440 Hz.
         let sound = try decodedSound(constant)
         let soundDuration = Double(sound.count) / 48_000
-        #expect(abs(soundDuration - composedDuration) < 0.05, "\(soundDuration) s of sound, \(composedDuration) s composed")
+        #expect(
+            abs(soundDuration - composedDuration) < 0.05, "\(soundDuration) s of sound, \(composedDuration) s composed")
         // Windows clear of the beeps (the microphone beeps at the device clock's whole seconds, with the flashes).
         let beeps = recorded.filter { $0.marker == -1 }.map(\.time)
         let quietBefore = try #require(quietWindow(from: 0.05, to: 0.45, length: 0.15, avoiding: beeps))

@@ -40,6 +40,7 @@ public final class AVAssetExportSession: NSObject, @unchecked Sendable {
         case failed = 4
         case cancelled = 5
 
+        /// The status's name, as in messages.
         public var description: String {
             switch self {
             case .unknown: "unknown"
@@ -256,7 +257,8 @@ public final class AVAssetExportSession: NSObject, @unchecked Sendable {
         let start = range.start.isNumeric ? max(range.start, .zero) : .zero
         let end = range.duration.isNumeric ? min(range.end, duration) : duration
         guard end > start else {
-            throw AVError(.invalidSourceMedia, "the time range holds nothing of the asset (it lasts \(duration.seconds) s)")
+            throw AVError(
+                .invalidSourceMedia, "the time range holds nothing of the asset (it lasts \(duration.seconds) s)")
         }
         range = CMTimeRange(start: start, end: end)
         if preset.isPassthrough {

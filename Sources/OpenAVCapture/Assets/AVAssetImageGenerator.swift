@@ -95,7 +95,9 @@ public final class AVAssetImageGenerator: NSObject, @unchecked Sendable {
         }
     }
 
-    private static func picture(of asset: AVAsset, at time: CMTime, settings: Settings) throws -> (
+    private static func picture(
+        of asset: AVAsset, at time: CMTime, settings: Settings
+    ) throws -> (
         CVPixelBuffer, CMTime
     ) {
         if asset.path != nil { _ = try asset.loadedContents() }

@@ -32,6 +32,7 @@ public final class AVAssetReader: NSObject, @unchecked Sendable {
         case failed = 3
         case cancelled = 4
 
+        /// The status's name, as in messages.
         public var description: String {
             switch self {
             case .unknown: "unknown"
@@ -109,7 +110,8 @@ public final class AVAssetReader: NSObject, @unchecked Sendable {
     public func startReading() -> Bool {
         let (outputs, range) = state.withLock { state in
             precondition(
-                state.status == .unknown, "*** -[AVAssetReader startReading] cannot be called again after reading"
+                state.status == .unknown,
+                "*** -[AVAssetReader startReading] cannot be called again after reading"
                     + " has already started")
             state.status = .reading
             return (state.outputs, state.timeRange)
@@ -188,7 +190,8 @@ public class AVAssetReaderOutput: NSObject, @unchecked Sendable {
 
     /// Makes what gives the samples; subclasses override.
     func makeProducer(timeRange: CMTimeRange) throws(AVError) -> any SampleProducer {
-        preconditionFailure("AVAssetReaderOutput is abstract; use AVAssetReaderTrackOutput or AVAssetReaderAudioMixOutput")
+        preconditionFailure(
+            "AVAssetReaderOutput is abstract; use AVAssetReaderTrackOutput or AVAssetReaderAudioMixOutput")
     }
 
     func prepare(timeRange: CMTimeRange) throws(AVError) {
@@ -273,7 +276,8 @@ public final class AVAssetReaderTrackOutput: AVAssetReaderOutput, @unchecked Sen
     public init(track: AVAssetTrack, outputSettings: [String: Any]?) {
         self.track = track
         self.outputSettings = outputSettings
-        decoding = ReaderOutputSettings.decoding(for: track, settings: outputSettings, owner: "AVAssetReaderTrackOutput")
+        decoding = ReaderOutputSettings.decoding(
+            for: track, settings: outputSettings, owner: "AVAssetReaderTrackOutput")
         super.init(mediaType: track.mediaType)
     }
 
@@ -314,14 +318,17 @@ enum ReaderOutputSettings {
         kCVPixelBufferHeightKey as String,
     ]
 
-    static func decoding(for track: AVAssetTrack, settings: [String: Any]?, owner: String)
+    static func decoding(
+        for track: AVAssetTrack, settings: [String: Any]?, owner: String
+    )
         -> TrackSampleReader.Decoding
     {
         guard let settings else { return .passthrough }
         switch track.mediaType {
         case .video: return video(settings, owner: owner)
         case .audio: return .audio(audio(settings, track: track, owner: owner))
-        default: preconditionFailure("\(owner): media type \(track.mediaType.rawValue) can only be read with nil settings")
+        default:
+            preconditionFailure("\(owner): media type \(track.mediaType.rawValue) can only be read with nil settings")
         }
     }
 

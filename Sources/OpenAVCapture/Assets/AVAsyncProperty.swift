@@ -34,7 +34,9 @@ extension AVAsynchronousKeyValueLoading {
     ///
     /// - Throws: an ``AVError`` saying why the file cannot be read (`.fileFormatNotRecognized` for a missing file
     ///   or one FFmpeg does not read as media).
-    public func load<each Value>(_ properties: repeat AVAsyncProperty<Self, each Value>) async throws -> (
+    public func load<each Value>(
+        _ properties: repeat AVAsyncProperty<Self, each Value>
+    ) async throws -> (
         repeat each Value
     ) {
         let root = self

@@ -8,8 +8,11 @@
 ///
 /// Threading: a value; `Sendable`.
 public struct AVAudioTimePitchAlgorithm: RawRepresentable, Hashable, Sendable {
+    /// Apple's name for the algorithm ("Spectral").
     public let rawValue: String
+    /// The algorithm named `rawValue`.
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// The algorithm named `rawValue`.
     public init(_ rawValue: String) { self.rawValue = rawValue }
 
     /// Keeps the pitch; Apple's for speech and most music.

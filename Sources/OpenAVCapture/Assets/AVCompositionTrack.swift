@@ -110,7 +110,8 @@ public class AVCompositionTrack: AVAssetTrack, @unchecked Sendable {
     public override var formatDescriptions: [Any] {
         var seen: [CMFormatDescription] = []
         for track in sourceTracks {
-            for case let description as CMFormatDescription in track.formatDescriptions where !seen.contains(description) {
+            for case let description as CMFormatDescription in track.formatDescriptions
+            where !seen.contains(description) {
                 seen.append(description)
             }
         }

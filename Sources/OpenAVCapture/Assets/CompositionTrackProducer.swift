@@ -77,7 +77,9 @@ final class CompositionTrackProducer: SampleProducer {
             if current == nil {
                 guard !runs.isEmpty else { return nil }
                 let run = runs.removeFirst()
-                current = (run, try run.track.makeSampleProducer(timeRange: run.sourceRange, decoding: decoding, pitch: pitch))
+                current = (
+                    run, try run.track.makeSampleProducer(timeRange: run.sourceRange, decoding: decoding, pitch: pitch)
+                )
             }
             guard let (run, reader) = current else { return nil }
             guard let sample = try reader.next() else {
@@ -90,7 +92,8 @@ final class CompositionTrackProducer: SampleProducer {
 
     /// `sample` with its times mapped through the mapping whose source holds its presentation time (the first for
     /// times before the run, the last for times after); nil for passthrough sound in a scaled mapping.
-    private func retime(_ sample: CMSampleBuffer, through mappings: [CMTimeMapping]) throws(AVError) -> CMSampleBuffer? {
+    private func retime(_ sample: CMSampleBuffer, through mappings: [CMTimeMapping]) throws(AVError) -> CMSampleBuffer?
+    {
         let time = sample.presentationTimeStamp
         let mapping =
             mappings.first { $0.source.containsTime(time) }
@@ -101,7 +104,8 @@ final class CompositionTrackProducer: SampleProducer {
             let timings = try sample.sampleTimingInfos().map { timing in
                 CMSampleTimingInfo(
                     duration: timing.duration.isNumeric
-                        ? CMTimeMapDurationFromRangeToRange(timing.duration, fromRange: mapping.source, toRange: mapping.target)
+                        ? CMTimeMapDurationFromRangeToRange(
+                            timing.duration, fromRange: mapping.source, toRange: mapping.target)
                         : timing.duration,
                     presentationTimeStamp: CMTimeMapTimeFromRangeToRange(
                         timing.presentationTimeStamp, fromRange: mapping.source, toRange: mapping.target),
@@ -154,7 +158,9 @@ private final class AudioSegmentReader {
     private var sourceEnded = false
     private var held: [Float] = []
 
-    init(segment: AVCompositionTrackSegment, format: AudioStreamBasicDescription, pitch: AVAudioTimePitchAlgorithm)
+    init(
+        segment: AVCompositionTrackSegment, format: AudioStreamBasicDescription, pitch: AVAudioTimePitchAlgorithm
+    )
         throws(AVError)
     {
         self.format = format

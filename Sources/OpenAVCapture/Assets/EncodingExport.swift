@@ -161,7 +161,8 @@ final class EncodingExport: @unchecked Sendable {
         writer.add(input)
         let producer = try track.makeSampleProducer(
             timeRange: range,
-            decoding: .video(pixelFormat: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, width: width, height: height),
+            decoding: .video(
+                pixelFormat: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, width: width, height: height),
             pitch: settings.audioTimePitchAlgorithm)
         let total = range.duration.seconds
         let start = range.start

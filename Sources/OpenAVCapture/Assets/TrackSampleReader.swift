@@ -274,7 +274,8 @@ final class TrackSampleReader {
         let time = buffer.presentationTimeStamp
         guard time.isNumeric, rate > 0 else { return buffer }
         let start = timeRange.start.isNumeric ? timeRange.start : .zero
-        let first = max(0, min(frames, ((start - time).convertScale(Int32(rate), method: .roundHalfAwayFromZero)).value))
+        let first = max(
+            0, min(frames, ((start - time).convertScale(Int32(rate), method: .roundHalfAwayFromZero)).value))
         var last = frames
         if end.isNumeric {
             last = max(0, min(frames, (end - time).convertScale(Int32(rate), method: .roundHalfAwayFromZero).value))
@@ -287,7 +288,8 @@ final class TrackSampleReader {
         data.withUnsafeBytes { source in
             block.withUnsafeMutableBytes { destination in
                 destination.baseAddress?.copyMemory(
-                    from: source.baseAddress!.advanced(by: Int(first) * bytesPerFrame), byteCount: count * bytesPerFrame)
+                    from: source.baseAddress!.advanced(by: Int(first) * bytesPerFrame), byteCount: count * bytesPerFrame
+                )
             }
         }
         let startTime = time + CMTime(value: first, timescale: Int32(rate))
