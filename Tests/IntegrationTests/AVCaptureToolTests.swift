@@ -2,16 +2,15 @@
 // exiftool, Ctrl-C in the middle of a recording, and every bad-input case with its exit status.
 
 import Foundation
-import TestSupport
 import Testing
+import TestSupport
 
 /// The built avcapture binary, beside the test bundle (`swift build --build-tests` builds both).
 private let toolPath: String? = {
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     let candidates = [
         executable.deletingLastPathComponent().appendingPathComponent("avcapture").path,
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("avcapture")
-            .path,
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("avcapture").path,
     ]
     return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
 }()
@@ -57,10 +56,7 @@ struct AVCaptureToolTests {
         #expect(result.status == 0, "\(result.error)")
         let report = try #require(try JSONSerialization.jsonObject(with: result.output) as? [String: Any])
         let formats = try #require(report["formats"] as? [[String: Any]])
-        #expect(
-            formats.contains {
-                $0["width"] as? Int == 1920 && ($0["frameRates"] as? [String])?.contains("1-60") == true
-            })
+        #expect(formats.contains { $0["width"] as? Int == 1920 && ($0["frameRates"] as? [String])?.contains("1-60") == true })
         let controls = try #require(report["controls"] as? [[String: Any]])
         let zoom = try #require(controls.first { $0["name"] as? String == "zoom" })
         #expect(zoom["maximum"] as? String == "16")
@@ -189,12 +185,9 @@ struct AVCaptureToolTests {
     /// `container` (a file name beside it, whose extension picks the container); returns the copy.
     private func recordedClip(_ source: String, copiedTo container: String) throws -> URL {
         let source = try toolScratch(source)
-        #expect(
-            try avcapture(["record", source.path, "--overwrite", "--duration", "1", "--preset", "320x240"]).status == 0)
+        #expect(try avcapture(["record", source.path, "--overwrite", "--duration", "1", "--preset", "320x240"]).status == 0)
         let copy = source.deletingLastPathComponent().appendingPathComponent(container)
-        let copied = try MediaTool.ffmpeg.run([
-            "-nostdin", "-v", "error", "-y", "-i", source.path, "-c", "copy", copy.path,
-        ])
+        let copied = try MediaTool.ffmpeg.run(["-nostdin", "-v", "error", "-y", "-i", source.path, "-c", "copy", copy.path])
         try #require(copied.status == 0, "\(copied.error)")
         return copy
     }
@@ -208,8 +201,7 @@ struct AVCaptureToolTests {
 
         // Video and sound from the file (the file's sound goes with its picture), then video only.
         for (name, extra) in [("end-both.mov", [String]()), ("end-video.mov", ["--audio", "none"])] {
-            let result = try avcapture(
-                ["record", name, "--overwrite", "--video", "file:end-clip.mp4"] + extra, in: directory)
+            let result = try avcapture(["record", name, "--overwrite", "--video", "file:end-clip.mp4"] + extra, in: directory)
             #expect(result.status == 0, "\(name): \(result.error)")
             #expect(result.outputText.contains("stopped: end of input"), "\(name): \(result.outputText)")
             let recorded = directory.appendingPathComponent(name)
@@ -219,23 +211,16 @@ struct AVCaptureToolTests {
         }
         // --duration longer than the input ends with the input; --loop plays on until --duration.
         let longer = try avcapture(
-            ["record", "end-longer.mov", "--overwrite", "--video", "file:end-clip.mp4", "--duration", "5"],
-            in: directory)
-        #expect(
-            longer.status == 0 && longer.outputText.contains("stopped: end of input"),
-            "\(longer.outputText) \(longer.error)")
+            ["record", "end-longer.mov", "--overwrite", "--video", "file:end-clip.mp4", "--duration", "5"], in: directory)
+        #expect(longer.status == 0 && longer.outputText.contains("stopped: end of input"), "\(longer.outputText) \(longer.error)")
         let looped = try avcapture(
             ["record", "end-loop.mov", "--overwrite", "--video", "file:end-clip.mp4", "--loop", "--duration", "2.5"],
             in: directory)
-        #expect(
-            looped.status == 0 && looped.outputText.contains("reached --duration"),
-            "\(looped.outputText) \(looped.error)")
+        #expect(looped.status == 0 && looped.outputText.contains("reached --duration"), "\(looped.outputText) \(looped.error)")
         let loopIndices = try decodedFrameIndices(directory.appendingPathComponent("end-loop.mov"))
         #expect(loopIndices.count == 75, "\(loopIndices.count) frames")
         #expect(Array(loopIndices.prefix(sourceIndices.count)) == sourceIndices)
-        #expect(
-            Array(loopIndices.dropFirst(sourceIndices.count).prefix(sourceIndices.count)) == sourceIndices,
-            "the second pass")
+        #expect(Array(loopIndices.dropFirst(sourceIndices.count).prefix(sourceIndices.count)) == sourceIndices, "the second pass")
     }
 
     @Test("frames --video file:clip.y4m writes every frame of the file and ends with it")
@@ -261,8 +246,7 @@ struct AVCaptureToolTests {
         #expect(process.terminationStatus == 0)
         // Frame for frame the same pictures: ffmpeg compares them (PSNR of identical frames is "inf").
         let compared = try MediaTool.ffmpeg.run([
-            "-nostdin", "-v", "error", "-i", copy.path, "-i", source.path, "-lavfi", "psnr=stats_file=-", "-f", "null",
-            "-",
+            "-nostdin", "-v", "error", "-i", copy.path, "-i", source.path, "-lavfi", "psnr=stats_file=-", "-f", "null", "-",
         ])
         let lines = compared.outputText.split(separator: "\n").filter { $0.contains("psnr_avg") }
         #expect(lines.count == 20, "\(compared.outputText) \(compared.error)")
@@ -272,14 +256,10 @@ struct AVCaptureToolTests {
     @Test("file: sources that cannot play: a missing file is 66 with the OS's reason, a text file 65, paths as given")
     func movieFileErrors() throws {
         let directory = try toolScratch("errors-dir").deletingLastPathComponent()
-        let missing = try avcapture(
-            ["record", "x.mov", "--overwrite", "--video", "file:/no/such/file.mov"], in: directory)
+        let missing = try avcapture(["record", "x.mov", "--overwrite", "--video", "file:/no/such/file.mov"], in: directory)
         #expect(missing.status == 66, "\(missing.error)")
-        #expect(
-            missing.error.contains("/no/such/file.mov") && missing.error.contains("No such file or directory"),
-            "\(missing.error)")
-        let relative = try avcapture(
-            ["record", "x.mov", "--overwrite", "--video", "file:missing-clip.mov"], in: directory)
+        #expect(missing.error.contains("/no/such/file.mov") && missing.error.contains("No such file or directory"), "\(missing.error)")
+        let relative = try avcapture(["record", "x.mov", "--overwrite", "--video", "file:missing-clip.mov"], in: directory)
         #expect(relative.status == 66 && relative.error.contains("cannot open missing-clip.mov:"), "\(relative.error)")
         try Data("just words\n".utf8).write(to: directory.appendingPathComponent("words.txt"))
         let text = try avcapture(["record", "x.mov", "--overwrite", "--video", "file:words.txt"], in: directory)
@@ -302,8 +282,7 @@ struct AVCaptureToolTests {
             bytes.replaceSubrange(start..<(start + 1500), with: Data(repeating: 0x5A, count: 1500))
         }
         try bytes.write(to: damaged)
-        let quiet = try avcapture(
-            ["record", "damaged-quiet.mov", "--overwrite", "--video", "file:damaged.ts"], in: directory)
+        let quiet = try avcapture(["record", "damaged-quiet.mov", "--overwrite", "--video", "file:damaged.ts"], in: directory)
         #expect(quiet.status == 0, "\(quiet.error)")
         #expect(!quiet.error.contains(" @ 0x"), "FFmpeg lines without --verbose: \(quiet.error)")
         let verbose = try avcapture(
@@ -329,9 +308,7 @@ struct AVCaptureToolTests {
         let url = try toolScratch("still.jpg")
         let result = try avcapture(["photo", url.path, "--flash", "on", "--location", "-33.8568,151.2153"])
         #expect(result.status == 0, "\(result.error)")
-        let exif = try MediaTool.exiftool.run([
-            "-j", "-n", "-Make", "-Model", "-Flash", "-GPSLatitude", "-GPSLongitude", "-ImageWidth", url.path,
-        ])
+        let exif = try MediaTool.exiftool.run(["-j", "-n", "-Make", "-Model", "-Flash", "-GPSLatitude", "-GPSLongitude", "-ImageWidth", url.path])
         let tags = try #require((try JSONSerialization.jsonObject(with: exif.output) as? [[String: Any]])?.first)
         #expect(tags["Model"] as? String == "Virtual Back Camera")
         #expect((tags["Flash"] as? Int).map { $0 & 1 } == 1, "\(tags)")
