@@ -579,9 +579,7 @@ package final class Muxer {
         guard state == .writing, let context else {
             throw MediaCodecsError(.invalidState, while: "replacing the metadata of \(path)", message: "not writing")
         }
-        let kept = av_dict_get(context.pointee.metadata, "creation_time", nil, 0).map {
-            String(cString: $0.pointee.value)
-        }
+        let kept = av_dict_get(context.pointee.metadata, "creation_time", nil, 0).map { String(cString: $0.pointee.value) }
         av_dict_free(&context.pointee.metadata)
         for (key, value) in metadata { av_dict_set(&context.pointee.metadata, key, value, 0) }
         var counted = metadata

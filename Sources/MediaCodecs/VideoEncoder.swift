@@ -462,8 +462,7 @@ package final class VideoEncoder {
 
     /// `avcodec_send_frame`, taking packets out first while it says `EAGAIN`.
     private func sendToCodec(_ frame: UnsafeMutablePointer<AVFrame>?, operation: String) throws(MediaCodecsError) {
-        try sendEncoderFrame(frame, to: context, operation: operation, pending: &pending) {
-            () throws(MediaCodecsError) in
+        try sendEncoderFrame(frame, to: context, operation: operation, pending: &pending) { () throws(MediaCodecsError) in
             try receiveFromCodec()
         }
     }

@@ -101,16 +101,14 @@ package final class DemuxerPacketSource: MoviePacketSource {
         if stream.codecName == "rawvideo" {
             guard let pixelFormat = rawPixelFormats[stream.pixelFormatName] else {
                 let known = rawPixelFormats.keys.sorted().joined(separator: ", ")
-                return .failure(
-                    Unplayable(text: "raw video in \(stream.pixelFormatName) (raw formats played: \(known))"))
+                return .failure(Unplayable(text: "raw video in \(stream.pixelFormatName) (raw formats played: \(known))"))
             }
             guard
                 let description = try? CMFormatDescription(
                     videoCodecType: .init(rawValue: pixelFormat), width: stream.width, height: stream.height)
             else { return .failure(Unplayable(text: "raw video in \(stream.pixelFormatName)")) }
             // AVI's uncompressed RGB runs bottom-up; libavformat marks it by ending the extradata with "BottomUp".
-            let isBottomUp =
-                stream.extradata.count >= 9 && Array(stream.extradata.suffix(9)) == Array("BottomUp\0".utf8)
+            let isBottomUp = stream.extradata.count >= 9 && Array(stream.extradata.suffix(9)) == Array("BottomUp\0".utf8)
             return .success(
                 MovieTrack(
                     index: stream.index, media: .video, formatDescription: description,
@@ -157,9 +155,7 @@ package final class DemuxerPacketSource: MoviePacketSource {
                 mSampleRate: rate, mFormatID: fourCharCode(code), mFormatFlags: 0, mBytesPerPacket: 0,
                 mFramesPerPacket: stream.codecName == "aac" ? 1024 : 0, mBytesPerFrame: 0, mChannelsPerFrame: channels,
                 mBitsPerChannel: 0, mReserved: 0)
-            if !stream.extradata.isEmpty {
-                extensions[kCMFormatDescriptionExtension_OpenAVMagicCookie] = stream.extradata
-            }
+            if !stream.extradata.isEmpty { extensions[kCMFormatDescriptionExtension_OpenAVMagicCookie] = stream.extradata }
         }
         guard let description = try? CMFormatDescription(audioStreamBasicDescription: asbd, extensions: extensions)
         else { return nil }
@@ -205,8 +201,7 @@ package enum MovieFileDevices {
                 throw AVError(.invalidSourceMedia, "\(path) has no video or audio track")
             }
             throw AVError(
-                .decoderNotFound,
-                "\(path) has no track that can be played: " + source.unplayable.joined(separator: "; "),
+                .decoderNotFound, "\(path) has no track that can be played: " + source.unplayable.joined(separator: "; "),
                 suggestion: "Convert it, e.g. ffmpeg -i \(path) -c:v libx264 -c:a aac out.mp4")
         }
         return try CaptureDrivers.MovieFileDevice.devices(
@@ -252,8 +247,7 @@ package enum MovieFileDevices {
         guard let backend else {
             throw AVError(
                 .deviceNotConnected, "\(path) has no \(wantsAudio ? "audio" : "video") track",
-                suggestion: wantsAudio
-                    ? "Record without sound (--audio none)." : "Play its sound with file:\(path)#audio.")
+                suggestion: wantsAudio ? "Record without sound (--audio none)." : "Play its sound with file:\(path)#audio.")
         }
         return backend
     }
