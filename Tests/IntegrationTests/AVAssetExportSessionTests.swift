@@ -163,4 +163,32 @@ struct AVAssetExportSessionTests {
         #expect(slow.status == .cancelled)
         #expect(!FileManager.default.fileExists(atPath: cancelled.path))
     }
+
+    @Test("Passthrough of a cut composition: a cut at a key frame copies; one between key frames is refused")
+    func passthroughCuts() async throws {
+        guard MediaTool.available(for: "AVAssetExportSessionTests.passthroughCuts") else { return }
+        let asset = AVURLAsset(url: try await ReaderMovies.shared.movie())
+        let atKeyFrame = AVMutableComposition()
+        try await atKeyFrame.insertTimeRange(range(0, 2), of: asset, at: .zero)
+        atKeyFrame.removeTimeRange(range(0.5, 1))
+        let url = try await export(atKeyFrame, preset: AVAssetExportPresetPassthrough, name: "cut.mov")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+        let frames = try decodedFrames(url)
+        #expect(
+            frames.map(\.marker) == expectedMarkers(Array(0..<15) + Array(30..<60), frameRate: 30).map(Optional.some))
+        #expect(abs(frames[15].time - 0.5) < 0.001, "the frame after the cut plays at \(frames[15].time) s")
+
+        let between = AVMutableComposition()
+        try await between.insertTimeRange(range(0, 2), of: asset, at: .zero)
+        between.removeTimeRange(range(0.4, 0.6))
+        let refusedURL = try scratchURL("cut-between.mov", suite: "avassetexport-tests")
+        let session = try #require(AVAssetExportSession(asset: between, presetName: AVAssetExportPresetPassthrough))
+        session.outputURL = refusedURL
+        session.outputFileType = .mov
+        await session.export()
+        #expect(session.status == .failed)
+        #expect(
+            (session.error as? AVError)?.code == .operationNotSupportedForAsset, "\(String(describing: session.error))")
+        #expect(!FileManager.default.fileExists(atPath: refusedURL.path))
+    }
 }

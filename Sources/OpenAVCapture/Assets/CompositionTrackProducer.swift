@@ -10,8 +10,7 @@ import OpenCoreMedia
 /// contiguous ranges (what `scaleTimeRange` leaves when it cuts a recording into slow and normal parts) are read
 /// with one `TrackSampleReader`, so no frame is read twice; each sample is retimed through the mapping of the
 /// segment whose source range holds it: presentation and decode times mapped, the duration scaled. Slowed 8×, a
-/// 240 fps recording's frames come 1/30 s apart. Passthrough packets before the first segment's start (the key
-/// frame lead-in a decoder needs) map to times before it. Passthrough sound in a scaled segment cannot be
+/// 240 fps recording's frames come 1/30 s apart. Passthrough packets before the first segment's start (the key frame lead-in a decoder needs) map to times before it; a later run that does not begin on a key frame is refused (its lead-in would overlap the run before), while sound's lead-in packets are dropped. Passthrough sound in a scaled segment cannot be
 /// stretched without decoding: it is left out (a gap in the track); read or export it decoded instead.
 ///
 /// Decoded sound: each segment is read on its own, trimmed to the sample; a scaled one goes through an
@@ -37,6 +36,9 @@ final class CompositionTrackProducer: SampleProducer {
     private var pending: [AVCompositionTrackSegment]
     private var runs: [Run] = []
     private var current: (run: Run, reader: any SampleProducer)?
+    /// Runs whose samples were given (passthrough: a later run's lead-in would overlap them).
+    private var startedRuns = 0
+    private var enteredCurrentRun = false
     private var audio: AudioSegmentReader?
 
     init(
@@ -77,6 +79,8 @@ final class CompositionTrackProducer: SampleProducer {
             if current == nil {
                 guard !runs.isEmpty else { return nil }
                 let run = runs.removeFirst()
+                if enteredCurrentRun { startedRuns += 1 }
+                enteredCurrentRun = false
                 current = (
                     run, try run.track.makeSampleProducer(timeRange: run.sourceRange, decoding: decoding, pitch: pitch)
                 )
@@ -85,6 +89,24 @@ final class CompositionTrackProducer: SampleProducer {
             guard let sample = try reader.next() else {
                 current = nil
                 continue
+            }
+            if case .passthrough = decoding, sample.presentationTimeStamp < run.sourceRange.start {
+                // A lead-in packet (the key frame before the run's start, which the reader seeks to). Before the
+                // first run it plays before time 0; later it would overlap the previous run's packets.
+                guard startedRuns > 0 else {
+                    if let retimed = try retime(sample, through: run.mappings) { return retimed }
+                    continue
+                }
+                // Sound packets stand alone: drop the lead-in. A picture after it needs it: refuse, saying why.
+                guard mediaType == .video else { continue }
+                throw AVError(
+                    .operationNotSupportedForAsset,
+                    "the edit from \(run.sourceRange.start.seconds) s of the source does not begin on a key frame; "
+                        + "passthrough copies frames as they are and cannot cut between key frames",
+                    suggestion: "Export with an encoding preset such as AVAssetExportPresetHighestQuality.")
+            }
+            if sample.presentationTimeStamp >= run.sourceRange.start, !enteredCurrentRun {
+                enteredCurrentRun = true
             }
             if let retimed = try retime(sample, through: run.mappings) { return retimed }
         }
