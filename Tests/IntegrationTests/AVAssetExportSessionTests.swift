@@ -105,6 +105,10 @@ struct AVAssetExportSessionTests {
         let url = try await export(AVURLAsset(url: source), preset: AVAssetExportPresetPassthrough, name: "range.mov") {
             $0.timeRange = CMTimeRange(start: CMTime(value: 1, timescale: 1), duration: CMTime(value: 1, timescale: 2))
             $0.shouldOptimizeForNetworkUse = true
+            let title = AVMutableMetadataItem()
+            title.identifier = .commonIdentifierTitle
+            title.value = NSString(string: "Slow and steady")
+            $0.metadata = [title]
         }
         #expect(try ffmpegDecodeErrors(url).isEmpty)
         let frames = try decodedFrames(url)
@@ -115,6 +119,7 @@ struct AVAssetExportSessionTests {
         let probe = try FFprobeReport(url)
         #expect(probe.stream("video")?["codec_name"] as? String == "h264")
         #expect(probe.stream("audio")?["codec_name"] as? String == "aac")
+        #expect(probe.tags["title"] == "Slow and steady", "tags: \(probe.tags)")
     }
 
     @Test("Encoding presets scale: LowQuality fits 320x240; AppleM4A writes sound only")
@@ -130,6 +135,14 @@ struct AVAssetExportSessionTests {
         #expect(
             frames.map(\.marker).filter { $0 != nil }.count >= 58,
             "indices readable at 320x240: \(frames.map(\.marker))")
+
+        if AVAssetExportSession.allExportPresets().contains(AVAssetExportPresetHEVCHighestQuality) {
+            let hevc = try await export(asset, preset: AVAssetExportPresetHEVCHighestQuality, name: "hevc.mov")
+            let hevcVideo = try FFprobeReport(hevc).stream("video")
+            #expect(
+                hevcVideo?["codec_name"] as? String == "hevc" && hevcVideo?["codec_tag_string"] as? String == "hvc1")
+            #expect(try decodedFrames(hevc).map(\.marker) == expectedMarkers(0..<60, frameRate: 30).map(Optional.some))
+        }
 
         let m4aURL = try scratchURL("sound.m4a", suite: "avassetexport-tests")
         let session = try #require(AVAssetExportSession(asset: asset, presetName: AVAssetExportPresetAppleM4A))
