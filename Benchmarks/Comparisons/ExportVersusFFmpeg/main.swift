@@ -34,7 +34,7 @@ struct CPU {
 
 /// Wall seconds and CPU seconds of the ffmpeg child run with `arguments`.
 func ffmpeg(_ arguments: [String]) -> (wall: Double, cpu: Double) {
-    let before = CPU.now(RUSAGE_CHILDREN)
+    let before = CPU.now(RUSAGE_CHILDREN.rawValue)
     let start = Date()
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
@@ -42,7 +42,7 @@ func ffmpeg(_ arguments: [String]) -> (wall: Double, cpu: Double) {
     try! process.run()
     process.waitUntilExit()
     precondition(process.terminationStatus == 0, "ffmpeg \(arguments) failed")
-    return (Date().timeIntervalSince(start), CPU.now(RUSAGE_CHILDREN).total - before.total)
+    return (Date().timeIntervalSince(start), CPU.now(RUSAGE_CHILDREN.rawValue).total - before.total)
 }
 
 /// Wall seconds and CPU seconds (this process) of one export.
