@@ -71,7 +71,12 @@ struct SlowMotionTests {
         let recorded = try decodedFrames(recording)
         try #require(recorded.count > 240, "\(recorded.count) frames recorded in 2 s at 240 fps")
         let asset = AVURLAsset(url: recording)
-        #expect(try await asset.loadTracks(withMediaType: .video).first?.nominalFrameRate ?? 0 > 200)
+        // Recorded at 240 fps: most frames are 1/240 s apart (a loaded machine may drop some; the checks below
+        // compare against the frames the recording holds, whatever they are).
+        let intervals = zip(recorded.dropFirst(), recorded).map { $0.time - $1.time }.sorted()
+        #expect(
+            abs(intervals[intervals.count / 2] - 1.0 / 240) < 1e-4,
+            "median interval \(intervals[intervals.count / 2]) s")
 
         // Compose: all of it, the middle second scaled ×8.
         let composition = try await slowMotionComposition(of: asset)
@@ -107,16 +112,18 @@ struct SlowMotionTests {
             return recorded.last { slowedTime($0.time) <= time }?.marker ?? recorded.first?.marker
         }
         #expect(frames.map(\.marker) == expected)
-        // In the seeds' words: every frame of the slowed second, every 8th frame elsewhere.
-        func steps(_ range: Range<Int>) -> Set<Int> {
-            Set(
-                range.dropFirst().compactMap { n in
-                    guard let a = frames[n - 1].marker, let b = frames[n].marker, a >= 0, b >= 0 else { return nil }
-                    return b - a
-                })
+        // In the seeds' words: every frame of the slowed second (each recorded frame of 0.5 s … 1.5 s shown, in
+        // order), every 8th frame elsewhere (at 240 fps, 8 frames a tick).
+        func distinct(_ markers: [Int?]) -> [Int?] {
+            markers.enumerated().filter { $0.offset == 0 || markers[$0.offset - 1] != $0.element }.map(\.element)
         }
-        #expect(steps(16..<250) == [1], "slowed: \(steps(16..<250))")
-        #expect(steps(1..<14).isSubset(of: [7, 8, 9]), "before: \(steps(1..<14))")
+        let slowedRecorded = recorded.filter { $0.time >= 0.5 - 1e-9 && $0.time < 1.5 - 1e-9 }.map(\.marker)
+        let slowedShown = frames.filter { $0.time >= slowedTime(0.5) - 1e-6 && $0.time < slowedTime(1.5) - 1e-6 }
+        #expect(distinct(slowedShown.map(\.marker)) == distinct(slowedRecorded))
+        let early = frames.prefix(15).compactMap(\.marker).filter { $0 >= 0 }
+        // Capture times jitter on a loaded machine, so single steps vary; on average a tick moves 8 frames.
+        let meanStep = Double((early.last ?? 0) - (early.first ?? 0)) / Double(max(1, early.count - 1))
+        #expect(abs(meanStep - 8) < 1, "early frames \(early)")
 
         // The sound lasts as long as the picture, and the slowed tone is still 440 Hz.
         let sound = try decodedSound(constant)
@@ -124,7 +131,8 @@ struct SlowMotionTests {
         #expect(
             abs(soundDuration - composedDuration) < 0.05, "\(soundDuration) s of sound, \(composedDuration) s composed")
         // Windows clear of the beeps (the microphone beeps at the device clock's whole seconds, with the flashes).
-        let beeps = recorded.filter { $0.marker == -1 }.map(\.time)
+        let beeps = VirtualAudioReader.findBeeps(
+            samples: try decodedSound(recording).map(Float.init), sampleRate: 48_000)
         let quietBefore = try #require(quietWindow(from: 0.05, to: 0.45, length: 0.15, avoiding: beeps))
         let quietSlowed = try #require(quietWindow(from: 0.55, to: 1.45, length: 0.25, avoiding: beeps))
         func tone(_ window: Range<Double>, mapped: Bool) -> Double {
