@@ -402,6 +402,53 @@ package final class Muxer {
         return index
     }
 
+    /// Adds a track for already compressed packets described by `formatDescription` (a writer input with nil
+    /// output settings): the codec from its subtype or format ID, the size or rate and channels, the `avcC`/`hvcC`
+    /// atom or magic cookie. Counted in 1/90000 s for video, 1/rate for audio.
+    ///
+    /// - Throws: ``MediaCodecsError/Kind/unsupportedConfiguration`` for a format without a codec FFmpeg knows, and
+    ///   as ``addStream(copying:transform:)``.
+    package func addStream(describedBy formatDescription: CMFormatDescription, transform: TrackTransform = .identity)
+        throws(MediaCodecsError) -> Int
+    {
+        let isVideo = formatDescription.mediaType == .video
+        let code = formatDescription.mediaSubType.rawValue
+        let asbd = formatDescription.audioStreamBasicDescription
+        let codecName: String? =
+            isVideo
+            ? VideoDecoder.decoderName(for: code)
+            : AudioDecoder.decoderName(for: code)
+                ?? (code == kAudioFormatLinearPCM ? asbd.flatMap(Self.pcmCodecName) : nil)
+        guard let codecName else {
+            throw MediaCodecsError(
+                .unsupportedConfiguration, while: "adding a passthrough stream to \(path)",
+                message: "no FFmpeg codec for '\(fourCharCodeString(code))'")
+        }
+        let dimensions = formatDescription.dimensions
+        let rate = Int(asbd?.mSampleRate ?? 0)
+        let stream = Demuxer.Stream(
+            index: 0, mediaType: isVideo ? .video : .audio, codecName: codecName, codecTag: 0,
+            width: isVideo ? Int(dimensions.width) : 0, height: isVideo ? Int(dimensions.height) : 0,
+            sampleRate: rate, channelCount: Int(asbd?.mChannelsPerFrame ?? 0),
+            timeBase: AVRational(num: 1, den: isVideo ? 90_000 : Int32(max(rate, 1))), startTime: .invalid,
+            duration: .invalid, frameCount: 0, frameRate: 0, bitRate: 0, transform: transform, metadata: [:],
+            extradata: compressedFormatExtradata(formatDescription), pixelFormatName: isVideo ? "yuv420p" : "")
+        return try addStream(copying: stream, transform: transform)
+    }
+
+    /// FFmpeg's PCM codec for an interleaved linear PCM description.
+    private static func pcmCodecName(_ asbd: AudioStreamBasicDescription) -> String? {
+        let isFloat = asbd.mFormatFlags & kAudioFormatFlagIsFloat != 0
+        let endian = asbd.mFormatFlags & kAudioFormatFlagIsBigEndian != 0 ? "be" : "le"
+        switch (isFloat, asbd.mBitsPerChannel) {
+        case (false, 16): return "pcm_s16" + endian
+        case (false, 24): return "pcm_s24" + endian
+        case (false, 32): return "pcm_s32" + endian
+        case (true, 32): return "pcm_f32" + endian
+        default: return nil
+        }
+    }
+
     private func addStream(
         timeBase: AVRational, kind: String, parameters: (UnsafeMutablePointer<AVCodecParameters>) -> Int32
     ) throws(MediaCodecsError) -> Int {

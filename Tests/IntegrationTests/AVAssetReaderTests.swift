@@ -309,6 +309,50 @@ struct AVAssetReaderTests {
 
         await #expect(throws: AVError.self) { try await generator.image(at: CMTime(value: 5, timescale: 1)) }
     }
+
+    @Test("Reader passthrough into writer inputs with nil settings: the same packets, a movie ffmpeg decodes whole")
+    func readerToWriterPassthrough() async throws {
+        guard MediaTool.available(for: "AVAssetReaderTests.readerToWriterPassthrough") else { return }
+        let source = try await ReaderMovies.shared.movie()
+        let asset = AVURLAsset(url: source)
+        let reader = try AVAssetReader(asset: asset)
+        let url = try scratchURL("rewritten.mov", suite: "avassetreader-tests")
+        let writer = try AVAssetWriter(outputURL: url, fileType: .mov)
+        var pairs: [(AVAssetReaderTrackOutput, AVAssetWriterInput)] = []
+        for track in asset.tracks {
+            let output = AVAssetReaderTrackOutput(track: track, outputSettings: nil)
+            reader.add(output)
+            let hint = try #require(track.formatDescriptions.first as? CMFormatDescription)
+            let input = AVAssetWriterInput(mediaType: track.mediaType, outputSettings: nil, sourceFormatHint: hint)
+            input.expectsMediaDataInRealTime = false
+            writer.add(input)
+            pairs.append((output, input))
+        }
+        #expect(reader.startReading())
+        #expect(writer.startWriting(), "\(String(describing: writer.error))")
+        writer.startSession(atSourceTime: .zero)
+        var counts: [Int] = []
+        for (output, input) in pairs {
+            var count = 0
+            while let sample = output.copyNextSampleBuffer() {
+                waitUntilReady(input)
+                #expect(input.append(sample))
+                count += 1
+            }
+            input.markAsFinished()
+            counts.append(count)
+        }
+        await writer.finishWriting()
+        #expect(writer.status == .completed, "\(String(describing: writer.error))")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+        let probe = try MediaTool.ffprobe.run([
+            "-v", "error", "-count_packets", "-show_entries", "stream=codec_name,nb_read_packets", "-of", "csv=p=0",
+            url.path,
+        ])
+        #expect(
+            probe.outputText.split(separator: "\n") == ["h264,\(counts[0])", "aac,\(counts[1])"], "\(probe.outputText)")
+        #expect(try decodedFrames(url).map(\.marker) == expectedMarkers(0..<60, frameRate: 30).map(Optional.some))
+    }
 }
 
 /// The virtual camera's frame index in a BGRA picture, read from its video-range luma.

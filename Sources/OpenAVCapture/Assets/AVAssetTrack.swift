@@ -107,6 +107,13 @@ public class AVAssetTrack: NSObject, @unchecked Sendable {
     }
 
     private static func formatDescription(of stream: Demuxer.Stream) -> CMFormatDescription? {
+        // The movie-file cameras' descriptions carry the codec configuration (the avcC/hvcC atom, the AAC magic
+        // cookie), so a writer input with nil settings can take this as its source format hint.
+        let described =
+            stream.mediaType == .video
+            ? try? DemuxerPacketSource.videoTrack(stream).get().formatDescription
+            : stream.mediaType == .audio ? DemuxerPacketSource.audioTrack(stream)?.formatDescription : nil
+        if let described { return described }
         switch stream.mediaType {
         case .video:
             let subtype: CMFormatDescription.MediaSubType =
