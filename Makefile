@@ -8,7 +8,7 @@ export OPENAV_DEVICES
 
 # Libraries the package links (pkg-config finds them) and tools the integration tests read our files with.
 BUILD_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
-                  libasound2-dev libturbojpeg0-dev libexif-dev libheif-dev libzxing-dev \
+                  libavfilter-dev libasound2-dev libturbojpeg0-dev libexif-dev libheif-dev libzxing-dev \
                   libx11-dev libxext-dev libxfixes-dev libxdamage-dev libxrandr-dev
 TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstreamer1.0-plugins-base-apps \
                  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav qrencode \

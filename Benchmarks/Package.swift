@@ -115,6 +115,13 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        /// AVAssetExportSession (passthrough, and a 30 fps re-encode) against ffmpeg in one run (see its header).
+        .executableTarget(
+            name: "ExportVersusFFmpeg",
+            dependencies: [.product(name: "OpenAVCapture", package: "OpenAVCapture")],
+            path: "Comparisons/ExportVersusFFmpeg",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         /// The resident memory a movie writer holds at 10 Mb/s by fragment setting (see its header).
         .executableTarget(
             name: "WriterMemory",

@@ -178,6 +178,31 @@ package final class Demuxer {
                 ? av_get_pix_fmt_name(AVPixelFormat(parameters.format)).map { String(cString: $0) } ?? "" : "")
     }
 
+    /// Reads only the streams in `indices` from now on: libavformat skips the others' packets
+    /// (`AVStream.discard = AVDISCARD_ALL`), so a reader of one track does not copy the rest.
+    package func readOnly(streams indices: Set<Int>) {
+        guard let context else { return }
+        for index in 0..<Int(context.pointee.nb_streams) {
+            context.pointee.streams[index]?.pointee.discard =
+                indices.contains(index) ? AVDISCARD_DEFAULT : AVDISCARD_ALL
+        }
+    }
+
+    /// Moves the read position to the last key frame of stream `stream` at or before `time` (`av_seek_frame` with
+    /// `AVSEEK_FLAG_BACKWARD`), so decoding from there reaches `time` exactly. A time at or before the stream's
+    /// start rewinds to the first packet.
+    ///
+    /// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/ffmpeg`` when libavformat cannot seek.
+    package func seek(to time: CMTime, stream: Int) throws(MediaCodecsError) {
+        guard let context, stream >= 0, stream < Int(context.pointee.nb_streams),
+            let avStream = context.pointee.streams[stream]
+        else { return }
+        let timeBase = avStream.pointee.time_base
+        let target = time.ffmpegTimestamp(in: timeBase) ?? 0
+        let status = av_seek_frame(context, Int32(stream), target, AVSEEK_FLAG_BACKWARD)
+        guard status >= 0 else { throw .ffmpeg(status, while: "seeking \(path) to \(time.seconds) s") }
+    }
+
     /// The next packet in file order, or `.endOfStream`.
     ///
     /// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/ffmpeg`` for a read error or a damaged file.

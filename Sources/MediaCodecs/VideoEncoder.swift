@@ -202,6 +202,11 @@ package final class VideoEncoder {
         private let isBusy = Atomic<Bool>(false)
     #endif
 
+    /// Whether this FFmpeg has `codec`'s encoder (libx265 is optional in some builds).
+    package static func isAvailable(_ codec: Codec) -> Bool {
+        avcodec_find_encoder_by_name(codec.encoderName) != nil
+    }
+
     /// The pixel formats a codec takes without conversion (wrapped in place).
     package static func nativePixelFormats(for codec: Codec) -> [OSType] {
         switch codec {

@@ -436,4 +436,37 @@ struct AVCaptureToolTests {
             #expect(script.outputText.contains("avcapture") && script.outputText.contains("record"))
         }
     }
+
+    @Test("export --slow-motion: passthrough keeps all 480 frames over 9 s; --frame-rate 30 gives 270 frames")
+    func exportSlowMotion() async throws {
+        guard MediaTool.available(for: "AVCaptureToolTests.exportSlowMotion") else { return }
+        let source = try await ReaderMovies.shared.movie(frameRate: 240)
+        let copy = try toolScratch("slow-copy.mov")
+        let copied = try avcapture(["export", source.path, copy.path, "--slow-motion", "0.5-1.5:8"])
+        #expect(copied.status == 0, "\(copied.error)")
+        #expect(copied.outputText.contains("9.000 s"), "\(copied.outputText)")
+        let copiedFrames = try decodedFrames(copy)
+        #expect(copiedFrames.map(\.marker) == expectedMarkers(0..<480, frameRate: 240).map(Optional.some))
+
+        let constant = try toolScratch("slow-30.mp4")
+        let encoded = try avcapture([
+            "export", source.path, constant.path, "--preset", "640x480", "--frame-rate", "30", "--slow-motion",
+            "0.5-1.5:8",
+        ])
+        #expect(encoded.status == 0, "\(encoded.error)")
+        let video = try #require(try FFprobeReport(constant).stream("video"))
+        #expect(video["avg_frame_rate"] as? String == "30/1")
+        #expect(try decodedFrames(constant).count == 270)
+
+        let refused = try avcapture(["export", source.path, constant.path])
+        #expect(refused.status == 73, "an existing output is refused: \(refused.error)")
+        let backwards = try avcapture([
+            "export", source.path, try toolScratch("x.mov").path, "--slow-motion", "1-0.5:8",
+        ])
+        #expect(backwards.status == 64 && backwards.error.contains("START-END:FACTOR"), "\(backwards.error)")
+        let passthroughRate = try avcapture([
+            "export", source.path, try toolScratch("y.mov").path, "--frame-rate", "30",
+        ])
+        #expect(passthroughRate.status == 64, "\(passthroughRate.error)")
+    }
 }

@@ -21,23 +21,41 @@ open class AVAsset: NSObject, @unchecked Sendable {
         var tracks: [AVAssetTrack] = []
         var metadata: [AVMetadataItem] = []
         var isReadable = false
+        /// Why the file could not be read (for the async `load`, which throws it); nil when it was.
+        var failure: AVError?
     }
 
     private let loaded = Mutex<Contents?>(nil)
-    private let path: String
+    /// The file; nil for a composition, whose contents are its tracks' edits.
+    let path: String?
 
     init(path: String) {
         self.path = path
         super.init()
     }
 
+    /// An asset with no file of its own (``AVComposition``).
+    override init() {
+        self.path = nil
+        super.init()
+    }
+
     var contents: Contents {
         loaded.withLock { loaded in
             if let loaded { return loaded }
+            guard let path else { return Contents() }
             let contents = Self.load(path: path)
+            for track in contents.tracks { track.asset = self }
             loaded = contents
             return contents
         }
+    }
+
+    /// The contents, or the error that says why the file cannot be read (a composition overrides it).
+    func loadedContents() throws -> Contents {
+        let contents = contents
+        if let failure = contents.failure { throw failure }
+        return contents
     }
 
     /// How long the asset lasts; `.invalid` when the file cannot be read.
@@ -72,11 +90,23 @@ open class AVAsset: NSObject, @unchecked Sendable {
     public var isPlayable: Bool { isReadable && tracks.contains { $0.mediaType == .video || $0.mediaType == .audio } }
 
     private static func load(path: String) -> Contents {
-        guard let demuxer = try? Demuxer(path: path) else { return Contents() }
+        let demuxer: Demuxer
+        do {
+            demuxer = try Demuxer(path: path)
+        } catch {
+            var contents = Contents()
+            contents.failure =
+                FileManager.default.fileExists(atPath: path)
+                ? AVError(
+                    .fileFormatNotRecognized, "\(path) is not a media file FFmpeg can read (\(error.message))",
+                    suggestion: "Give a movie or sound file.")
+                : AVError(.fileFormatNotRecognized, "\(path) does not exist", suggestion: "Check the URL.")
+            return contents
+        }
         var contents = Contents()
         contents.isReadable = true
         contents.duration = demuxer.duration
-        contents.tracks = demuxer.streams.map { AVAssetTrack(stream: $0, fileDuration: demuxer.duration) }
+        contents.tracks = demuxer.streams.map { AVAssetTrack(stream: $0, fileDuration: demuxer.duration, path: path) }
         if !contents.duration.isNumeric {
             contents.duration = contents.tracks.map(\.timeRange.duration).filter(\.isNumeric).max() ?? .invalid
         }

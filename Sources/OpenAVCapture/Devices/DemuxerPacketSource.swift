@@ -92,7 +92,7 @@ package final class DemuxerPacketSource: MoviePacketSource {
         var text: String
     }
 
-    private static func videoTrack(_ stream: Demuxer.Stream) -> Result<MovieTrack, Unplayable> {
+    static func videoTrack(_ stream: Demuxer.Stream) -> Result<MovieTrack, Unplayable> {
         guard stream.width > 0, stream.height > 0 else {
             return .failure(Unplayable(text: "video \(stream.codecName) of unknown size"))
         }
@@ -139,7 +139,7 @@ package final class DemuxerPacketSource: MoviePacketSource {
         "aac": "aac ", "alac": "alac", "mp3": ".mp3", "opus": "opus", "flac": "flac",
     ]
 
-    private static func audioTrack(_ stream: Demuxer.Stream) -> MovieTrack? {
+    static func audioTrack(_ stream: Demuxer.Stream) -> MovieTrack? {
         guard stream.sampleRate > 0, stream.channelCount > 0 else { return nil }
         let rate = Float64(stream.sampleRate)
         let channels = UInt32(stream.channelCount)

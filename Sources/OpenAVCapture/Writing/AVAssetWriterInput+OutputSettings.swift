@@ -26,6 +26,8 @@ enum WriterTrackSettings: Sendable {
     case video(VideoEncoder.Configuration)
     /// Audio: the encoder configuration.
     case audio(AudioEncoder.Configuration)
+    /// Nil output settings: compressed sample buffers written as they are, in the format of the source hint.
+    case passthrough(CMFormatDescription)
 
     /// The keys a video settings dictionary may hold.
     static let videoKeys: Set<String> = [
@@ -45,9 +47,15 @@ enum WriterTrackSettings: Sendable {
     /// Reads `settings` for `mediaType`, or stops the program naming what is wrong.
     static func read(mediaType: AVMediaType, settings: [String: Any]?, hint: CMFormatDescription?) -> Self {
         guard let settings else {
-            invalid(
-                "nil output settings (passthrough of already compressed samples) are not supported yet; give "
-                    + "AVVideoCodecKey/AVVideoWidthKey/AVVideoHeightKey or AVFormatIDKey settings")
+            // Passthrough: the file's track is made at startWriting, before any sample, so it needs the format.
+            let hintMedia: AVMediaType? =
+                hint?.mediaType == .video ? .video : hint?.mediaType == .audio ? .audio : nil
+            guard let hint, hintMedia == mediaType else {
+                invalid(
+                    "nil output settings (passthrough) need a sourceFormatHint of the samples' \(mediaType.rawValue) "
+                        + "format, e.g. the reader track's formatDescriptions.first")
+            }
+            return .passthrough(hint)
         }
         switch mediaType {
         case .video: return .video(readVideo(settings))

@@ -67,8 +67,10 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
     /// linear PCM `AVLinearPCMBitDepthKey`, `AVLinearPCMIsFloatKey`, `AVLinearPCMIsBigEndianKey`,
     /// `AVLinearPCMIsNonInterleaved` (false).
     ///
-    /// An unknown key, a key that does not apply, a value out of range, or `nil` settings (passthrough, not
-    /// supported yet) stop the program with a message naming it, as Apple raises `NSInvalidArgumentException`.
+    /// `nil` settings write compressed sample buffers as they are (passthrough, e.g. from an asset reader's
+    /// output with nil settings); they need `sourceFormatHint`, the samples' format, since the file's track is
+    /// made at `startWriting()`. An unknown key, a key that does not apply, a value out of range, or nil settings
+    /// without a hint stop the program with a message naming it, as Apple raises `NSInvalidArgumentException`.
     public init(mediaType: AVMediaType, outputSettings: [String: Any]?, sourceFormatHint: CMFormatDescription? = nil) {
         self.mediaType = mediaType
         self.outputSettings = outputSettings
@@ -145,6 +147,16 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
                 try pipeline.appendAudio(sampleBuffer, track: index)
             }
             return true
+        case .passthrough:
+            precondition(
+                sampleBuffer.dataBuffer != nil,
+                "AVAssetWriterInput.append(_:): an input with nil output settings takes compressed sample buffers")
+            guard let (writer, index) = admit(caller: "append(_:)") else { return false }
+            writer.perform { [self] pipeline throws(MediaCodecsError) in
+                defer { didProcess() }
+                try pipeline.appendCompressed(sampleBuffer, track: index)
+            }
+            return true
         }
     }
 
@@ -163,6 +175,11 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
     /// The pixel buffer adaptor's path: encode `pixelBuffer` at `time`.
     func appendPixelBuffer(_ pixelBuffer: CVPixelBuffer, at time: CMTime, caller: String) -> Bool {
         precondition(time.isNumeric, "AVAssetWriterInput.\(caller): the presentation time must be numeric")
+        if case .passthrough = settings {
+            preconditionFailure(
+                "AVAssetWriterInput.\(caller): an input with nil output settings takes compressed sample buffers, "
+                    + "not pictures")
+        }
         guard let (writer, index) = admit(caller: caller) else { return false }
         writer.perform { [self] pipeline throws(MediaCodecsError) in
             defer { didProcess() }

@@ -24,6 +24,9 @@ final class WriterPipeline {
         var pixelConverter: PixelBufferConverter?
         var isFlushed = false
 
+        /// A passthrough video track (no encoder): its packets count as video for the size limits.
+        var isCompressedVideo = false
+
         init(stream: Int, video: VideoEncoder?, audio: AudioEncoder?) {
             self.stream = stream
             self.isVideo = video != nil
@@ -74,6 +77,8 @@ final class WriterPipeline {
                 encoders.append((try VideoEncoder(configuration), nil))
             case .audio(let configuration):
                 encoders.append((nil, try AudioEncoder(configuration)))
+            case .passthrough:
+                encoders.append((nil, nil))
             }
         }
         let muxer = try Muxer(path: path, fileType: fileType, options: options)
@@ -85,10 +90,16 @@ final class WriterPipeline {
                     stream = try muxer.addVideoStream(from: video, transform: settings[index].2)
                 } else if let audio {
                     stream = try muxer.addAudioStream(from: audio)
+                } else if case .passthrough(let format) = settings[index].0 {
+                    stream = try muxer.addStream(describedBy: format, transform: settings[index].2)
                 } else {
                     continue
                 }
-                tracks.append(Track(stream: stream, video: video, audio: audio))
+                let track = Track(stream: stream, video: video, audio: audio)
+                if case .passthrough(let format) = settings[index].0 {
+                    track.isCompressedVideo = format.mediaType == .video
+                }
+                tracks.append(track)
             }
         } catch {
             // The muxer made the file; nothing was written to it.
@@ -170,6 +181,24 @@ final class WriterPipeline {
         try drain(track)
     }
 
+    /// Writes one compressed sample of passthrough track `index` as it is, at its time (source clock).
+    func appendCompressed(_ sample: CMSampleBuffer, track index: Int) throws(MediaCodecsError) {
+        let track = tracks[index]
+        guard let data = sample.dataBuffer, !track.isFlushed else { return }
+        let time = sample.presentationTimeStamp
+        if let sessionEnd, time >= sessionEnd { return }
+        var duration = sample.duration
+        if sample.numSamples > 1, let rate = sample.formatDescription?.audioStreamBasicDescription?.mSampleRate {
+            duration = CMTime(value: Int64(sample.numSamples), timescale: Int32(rate))
+        }
+        let isKey = CMGetAttachment(sample, key: kCMSampleAttachmentKey_NotSync, attachmentModeOut: nil) == nil
+        try write(
+            EncodedPacket(
+                data: data, presentationTime: time, decodeTime: sample.decodeTimeStamp, duration: duration,
+                isKeyFrame: isKey),
+            stream: track.stream)
+    }
+
     /// Flushes track `index`'s encoder (its input was marked finished).
     func flush(track index: Int) throws(MediaCodecsError) {
         let track = tracks[index]
@@ -246,7 +275,7 @@ final class WriterPipeline {
     private func write(_ packet: EncodedPacket, stream: Int) throws(MediaCodecsError) {
         let time = packet.presentationTime.isNumeric ? packet.presentationTime : packet.decodeTime
         if let sealedAt, !(time < sealedAt) { return }
-        let isVideo = tracks.contains { $0.stream == stream && $0.isVideo }
+        let isVideo = tracks.contains { $0.stream == stream && ($0.isVideo || $0.isCompressedVideo) }
         if let (limit, reason) = limits.tightest(),
             Int64(
                 muxer.finishedSizeBound(afterWriting: packet, stream: stream)
