@@ -110,7 +110,9 @@ bench-usb-webcam: deps usb-webcam-emulator
 	bin=$(CURDIR)/Benchmarks/.build/release/USBWebcamOverhead; \
 	cd "$$scratch" && "$(VM_RUN)" --cache "$(VM_CACHE)" --packages $(VM_IMAGE_PACKAGES) --share-ro "$$toolchain" \
 		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=real --timeout $(VM_TIMEOUT) $(VM_MODULES) -- sh -c \
-		"$(CURDIR)/$(EMULATOR) & until usbip attach -r 127.0.0.1 -b 1-1 2>/dev/null; do sleep 0.2; done; $$bin"; \
+		"$(CURDIR)/$(EMULATOR) >/dev/null 2>&1 & emulator=\$$!; \
+		 until usbip attach -r 127.0.0.1 -b 1-1 2>/dev/null; do sleep 0.2; done; $$bin; status=\$$?; \
+		 kill \$$emulator; exit \$$status"; \
 	status=$$?; rm -rf "$$scratch"; exit $$status
 
 ## bench: the Benchmarks/ package (package-benchmark); prints mallocs and times per operation.

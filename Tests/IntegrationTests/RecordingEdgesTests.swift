@@ -96,6 +96,17 @@ private final class EdgeRecording {
         if !session.isRunning { session.startRunning() }
     }
 
+    /// Records into scratch file `name` until the recording ends by itself (the end of the input, a limit), then
+    /// stops the session.
+    func recordUntilItEnds(into name: String) throws -> (url: URL, delegate: MovieRecordingDelegate) {
+        let url = try scratchURL(name, suite: "edges-tests")
+        let delegate = MovieRecordingDelegate()
+        start(url, delegate)
+        #expect(delegate.waitForFinish(timeout: 20), "didFinish never came")
+        session.stopRunning()
+        return (url, delegate)
+    }
+
     /// Waits (polling the output, at most `timeout` s) until it has recorded `seconds`.
     func waitUntilRecorded(_ seconds: Double, timeout: Double = 10) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
@@ -150,11 +161,7 @@ struct RecordingEdgesTests {
         guard MediaTool.available(for: "RecordingEdgesTests.movieToTheEnd") else { return }
         let source = try await EdgeSource.make("edge-movie", frames: 45)
         let recording = try EdgeRecording(source, pcm: true)
-        let url = try scratchURL("edge-movie-to-end.mov", suite: "edges-tests")
-        let delegate = MovieRecordingDelegate()
-        recording.start(url, delegate)
-        #expect(delegate.waitForFinish(timeout: 20), "didFinish never came")
-        recording.session.stopRunning()
+        let (url, delegate) = try recording.recordUntilItEnds(into: "edge-movie-to-end.mov")
         #expect(delegate.avError?.code == .deviceWasDisconnected, "\(String(describing: delegate.error))")
         #expect(try FFprobeReport(url).stream("audio")?["codec_name"] as? String == "pcm_s16le")
         #expect(try consecutiveFrames(url, "movie") == 0..<source.frames)
@@ -169,11 +176,7 @@ struct RecordingEdgesTests {
         guard MediaTool.available(for: "RecordingEdgesTests.aacLinesUp") else { return }
         let source = try await EdgeSource.make("edge-aac", frames: 45)
         let recording = try EdgeRecording(source, pcm: false)
-        let url = try scratchURL("edge-aac.mov", suite: "edges-tests")
-        let delegate = MovieRecordingDelegate()
-        recording.start(url, delegate)
-        #expect(delegate.waitForFinish(timeout: 20), "didFinish never came")
-        recording.session.stopRunning()
+        let (url, _) = try recording.recordUntilItEnds(into: "edge-aac.mov")
         #expect(try FFprobeReport(url).stream("audio")?["codec_name"] as? String == "aac")
         #expect(try consecutiveFrames(url, "AAC movie") == 0..<source.frames)
         let decoded = try decodedSamples(url).map(Double.init)
@@ -203,11 +206,7 @@ struct RecordingEdgesTests {
         let source = try await EdgeSource.make("edge-limit", frames: 60)
         let recording = try EdgeRecording(source, pcm: true)
         recording.output.maxRecordedDuration = CMTime(value: 1, timescale: 1)
-        let url = try scratchURL("edge-limit.mov", suite: "edges-tests")
-        let delegate = MovieRecordingDelegate()
-        recording.start(url, delegate)
-        #expect(delegate.waitForFinish(timeout: 20), "didFinish never came")
-        recording.session.stopRunning()
+        let (url, delegate) = try recording.recordUntilItEnds(into: "edge-limit.mov")
         #expect(delegate.avError?.code == .maximumDurationReached, "\(String(describing: delegate.error))")
         #expect(try consecutiveFrames(url, "limit") == 0..<30)
         let recorded = try decodedSamples(url)

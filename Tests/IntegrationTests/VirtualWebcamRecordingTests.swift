@@ -8,24 +8,29 @@ import TestSupport
 /// A movie recorded from the virtual USB webcam's MJPEG, the path most real webcams take (compressed 4:2:2 frames,
 /// decoded to full-range NV12, encoded to H.264), read back by ffprobe and ffmpeg.
 @Suite(.serialized) struct VirtualWebcamRecordingTests {
-    @Test func aMovieFromTheWebcamsMJPEGPlaysWithEveryFrameIndexInOrder() throws {
-        guard MediaTool.available([.ffmpeg, .ffprobe], for: "webcam recording") else { return }
+    /// The virtual USB webcam in its MJPEG 1280x720 format at 15 fps, its other rate: room for a debug build to
+    /// render, compress, decode and encode each frame. Restore its defaults after (`virtualCamera`).
+    static func webcamAt720pMJPEG() throws -> AVCaptureDevice {
         let webcam = try #require(AVCaptureDevice.default(.external, for: .video, position: .unspecified))
-        let controller = try #require(webcam.virtualCamera)
-        defer { controller.restoreDefaults() }
-        let mjpeg720 = try #require(
+        let mjpeg = try #require(
             webcam.formats.first {
                 $0.formatDescription.mediaSubType.rawValue == kCMVideoCodecType_JPEG
                     && $0.formatDescription.dimensions == CMVideoDimensions(width: 1280, height: 720)
             })
-        let movie = AVCaptureMovieFileOutput()
-        let session = try makeSession(preset: .inputPriority, devices: [webcam], outputs: [movie])
         try webcam.lockForConfiguration()
-        webcam.activeFormat = mjpeg720
-        // 15 fps, the webcam's other rate: room for a debug build to render, compress, decode and encode each frame.
+        webcam.activeFormat = mjpeg
         webcam.activeVideoMinFrameDuration = CMTime(value: 1, timescale: 15)
         webcam.activeVideoMaxFrameDuration = CMTime(value: 1, timescale: 15)
         webcam.unlockForConfiguration()
+        return webcam
+    }
+
+    @Test func aMovieFromTheWebcamsMJPEGPlaysWithEveryFrameIndexInOrder() throws {
+        guard MediaTool.available([.ffmpeg, .ffprobe], for: "webcam recording") else { return }
+        let webcam = try Self.webcamAt720pMJPEG()
+        defer { webcam.virtualCamera?.restoreDefaults() }
+        let movie = AVCaptureMovieFileOutput()
+        let session = try makeSession(preset: .inputPriority, devices: [webcam], outputs: [movie])
 
         session.startRunning()
         defer { session.stopRunning() }
@@ -87,24 +92,13 @@ import TestSupport
     @Test("Recorded as Motion JPEG, the webcam's JPEG frames go into the movie as they come, while a data output gets them decoded")
     func motionJPEGIsWrittenAsItComes() throws {
         guard MediaTool.available([.ffmpeg, .ffprobe], for: "webcam Motion JPEG passthrough") else { return }
-        let webcam = try #require(AVCaptureDevice.default(.external, for: .video, position: .unspecified))
-        let controller = try #require(webcam.virtualCamera)
-        defer { controller.restoreDefaults() }
-        let mjpeg = try #require(
-            webcam.formats.first {
-                $0.formatDescription.mediaSubType.rawValue == kCMVideoCodecType_JPEG
-                    && $0.formatDescription.dimensions == CMVideoDimensions(width: 1280, height: 720)
-            })
+        let webcam = try Self.webcamAt720pMJPEG()
+        defer { webcam.virtualCamera?.restoreDefaults() }
         let movie = AVCaptureMovieFileOutput()
         let data = AVCaptureVideoDataOutput()
         let frames = MovieFrameCollector()
         data.setSampleBufferDelegate(frames, queue: DispatchQueue(label: "webcam frames"))
         let session = try makeSession(preset: .inputPriority, devices: [webcam], outputs: [movie, data])
-        try webcam.lockForConfiguration()
-        webcam.activeFormat = mjpeg
-        webcam.activeVideoMinFrameDuration = CMTime(value: 1, timescale: 15)
-        webcam.activeVideoMaxFrameDuration = CMTime(value: 1, timescale: 15)
-        webcam.unlockForConfiguration()
         movie.setOutputSettings([AVVideoCodecKey: AVVideoCodecType.jpeg], for: try #require(movie.connection(with: .video)))
         movie.maxRecordedDuration = CMTime(value: 2, timescale: 1)
 

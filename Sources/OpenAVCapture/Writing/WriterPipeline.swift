@@ -120,24 +120,19 @@ final class WriterPipeline {
         try drain(track)
     }
 
-    /// Writes a compressed frame of track `index` as it is: a frame in the codec the track's encoder makes, whose
-    /// every frame stands alone (Motion JPEG), so frames written this way and encoded ones mix in one track.
+    /// Writes a compressed frame of encoding track `index` as it is: a frame in the codec the track's encoder makes,
+    /// whose every frame stands alone (Motion JPEG), so frames written this way and encoded ones mix in one track.
     func appendCompressedVideo(_ sampleBuffer: CMSampleBuffer, track index: Int) throws(MediaCodecsError) {
         let track = tracks[index]
-        guard let encoder = track.video, !track.isFlushed else { return }
-        let time = sampleBuffer.presentationTimeStamp
-        if let sessionStart, time < sessionStart { return }
-        if let sessionEnd, time >= sessionEnd { return }
+        guard let encoder = track.video else { return }
+        if let sessionStart, sampleBuffer.presentationTimeStamp < sessionStart { return }
         let codec = sampleBuffer.formatDescription?.mediaSubType
-        guard encoder.configuration.codec == .jpeg, codec == .jpeg, let data = sampleBuffer.dataBuffer else {
+        guard encoder.configuration.codec == .jpeg, codec == .jpeg else {
             throw MediaCodecsError(
                 .formatMismatch, while: "writing a compressed frame as it is",
                 message: "a \(codec.map { "\($0)" } ?? "non-video") frame cannot go into a \(encoder.configuration.codec) track")
         }
-        try write(
-            EncodedPacket(
-                data: data, presentationTime: time, decodeTime: time, duration: sampleBuffer.duration, isKeyFrame: true),
-            stream: track.stream)
+        try appendCompressed(sampleBuffer, track: index)
     }
 
     /// `pixelBuffer` in the pixel format and size `encoder` was made for, converted when it is not.
