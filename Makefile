@@ -64,7 +64,8 @@ VM_RUN ?= $(abspath ../shared/tools/vm-run)
 # Libraries the test bundle links that the VM image lacks. They are part of vm-run's cache key, so the image lives
 # in a cache of its own: plain vm-run runs elsewhere do not rebuild it (nor it theirs).
 # usbip: `usbip attach` plugs the USB webcam emulator into vhci-hcd (USBWebcamKernelTests).
-VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip
+# libx11-6 … libxrandr2: the screen input's shim (CX11); libzxing2: code reading (CZXing).
+VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip,libx11-6,libxext6,libxfixes3,libxdamage1,libxrandr2,libzxing2
 # The first two boots: vivid and snd-aloop as before; vhci-hcd (USB/IP's host controller) with the drivers of what
 # the emulator plugs in, loaded up front because the VM has no udev to load them when the device appears.
 # Seconds a boot may take: the first runs every kernel suite, the USB webcam's (about 2.5 minutes) included.
@@ -110,7 +111,7 @@ bench-usb-webcam: deps usb-webcam-emulator
 	bin=$(CURDIR)/Benchmarks/.build/release/USBWebcamOverhead; \
 	cd "$$scratch" && "$(VM_RUN)" --cache "$(VM_CACHE)" --packages $(VM_IMAGE_PACKAGES) --share-ro "$$toolchain" \
 		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=real --timeout $(VM_TIMEOUT) $(VM_MODULES) -- sh -c \
-		"$(CURDIR)/$(EMULATOR) >/dev/null 2>&1 & emulator=\$$!; \
+		"(ip link set lo up || busybox ip link set lo up) 2>/dev/null; $(CURDIR)/$(EMULATOR) >/dev/null 2>&1 & emulator=\$$!; \
 		 until usbip attach -r 127.0.0.1 -b 1-1 2>/dev/null; do sleep 0.2; done; $$bin; status=\$$?; \
 		 kill \$$emulator; exit \$$status"; \
 	status=$$?; rm -rf "$$scratch"; exit $$status
