@@ -103,7 +103,7 @@ package final class V4L2CameraDriver: CaptureDriver {
     /// Reads sysfs again: opens nodes not seen before, marks cameras whose node went away disconnected and cameras
     /// whose node came back connected (each reports to the registry).
     package func rescan() {
-        scanning.withLock { _ in
+        let (gone, back, arrived) = scanning.withLock { _ -> ([V4L2Camera], [V4L2Camera], [V4L2Camera]) in
             let present = Set(
                 ((try? FileManager.default.contentsOfDirectory(atPath: sysfsRoot)) ?? []).filter { $0.hasPrefix("video") })
             let known = nodes.withLock { $0 }
@@ -142,11 +142,13 @@ package final class V4L2CameraDriver: CaptureDriver {
                     if !isFirstScan, case .camera(let camera) = node { arrived.append(camera) }
                 }
             }
-            // Outside the table's lock: the registry's listeners may call back into discovery.
-            for camera in gone { camera.markDisconnected() }
-            for camera in back { camera.markConnected() }
-            for camera in arrived { camera.announceArrival() }
+            return (gone, back, arrived)
         }
+        // Outside both locks: the registry's listeners may call back into discovery, and so into `rescan` (a
+        // discovery session's observers read its devices when told of a change: that re-entry trapped here).
+        for camera in gone { camera.markDisconnected() }
+        for camera in back { camera.markConnected() }
+        for camera in arrived { camera.announceArrival() }
     }
 
     /// Opens a node and makes what it is.
