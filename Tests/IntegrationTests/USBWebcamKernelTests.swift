@@ -517,9 +517,10 @@ final class USBWebcamKernelTests {
         // beep every second, one second apart, each within a frame interval of its flash. In the VM the emulated
         // microphone's samples come 0.7 to 1 % slower than the host clock while the camera is streaming and the
         // host is loaded (its isochronous transfers are served late under software emulation; 168–248 ppm on an
-        // idle host, where the beeps are exactly 1 s apart and 9–10.5 ms from their flashes): the period clock
-        // follows at its 1 % slew limit, the writer fills the difference with silence to stay on the timestamps
-        // (beeps 1.0105 s apart), and the A/V offset wanders by up to 80 ms over 5 s.
+        // idle host, where the beeps are 7.8–10.6 ms from their flashes): the period clock follows at its 1 % slew
+        // limit, the writer fills the difference with silence to stay on the timestamps (beeps 1.0105 s apart), and
+        // the A/V offset wanders by up to 80 ms over 5 s. Even idle, the clock settling in the first second can
+        // cost that second 2 ms of filled silence (99 samples between the first two beeps, seen once).
         withKnownIssue("under a loaded host the emulated microphone runs about 1 % slow", isIntermittent: true) {
             #expect(beeps.count >= 4)
             // A beep that began before the file did is found where the file starts, short of its onset: only whole
