@@ -242,15 +242,9 @@ final class MovieRecordingEngine: @unchecked Sendable {
 
     private func handleAudio(_ buffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         for recording in draining where recording.request.connections.contains(where: { $0 === connection }) {
-            let written = buffer.presentationTimeStamp - recording.offset
-            let end = written + Self.audioDuration(buffer)
-            if end <= recording.drainUntil {
-                appendAudio(buffer, to: recording)
-            } else if let head = Self.framesBefore(recording.drainUntil - written, buffer) {
-                // The buffer that crosses the video's end gives the frames before it: the sound ends with the
-                // picture, to the sample.
-                appendAudio(head, to: recording)
-            }
+            // The sound ends with the picture, to the sample.
+            appendAudio(buffer, to: recording, before: recording.drainUntil)
+            let end = buffer.presentationTimeStamp - recording.offset + Self.audioDuration(buffer)
             if !(end < recording.drainUntil) { finalize(recording) }
         }
         guard let recording = current, recording.request.connections.contains(where: { $0 === connection }) else {
@@ -274,19 +268,15 @@ final class MovieRecordingEngine: @unchecked Sendable {
         case .paused where recording.hasVideo:
             // The pause ends the sound where it ends the picture, to the sample, as a stop does: sound that
             // arrives after the pause but belongs before the last frame's end is still written.
-            let written = time - recording.offset
-            let room = recording.videoEdge - written
-            if room.isNumeric, room > .zero {
-                appendAudio(Self.audioDuration(buffer) > room ? Self.framesBefore(room, buffer) : buffer, to: recording)
-            }
+            appendAudio(buffer, to: recording, before: recording.videoEdge)
         case .recording:
             let written = time - recording.offset
             if recording.hasVideo {
                 // Sound stops at maxRecordedDuration to the sample (the frame that crosses it ends the recording,
                 // and the drain brings the sound up to the last frame's end, which is the limit at most).
-                let room = recording.request.limits.maxDuration - (written - recording.start)
-                if room.isNumeric, Self.audioDuration(buffer) > room {
-                    if let head = Self.framesBefore(room, buffer) { appendAudio(head, to: recording) }
+                let limit = recording.start + recording.request.limits.maxDuration
+                if limit.isNumeric {
+                    appendAudio(buffer, to: recording, before: limit)
                 } else {
                     appendAudio(buffer, to: recording)
                 }
@@ -327,6 +317,14 @@ final class MovieRecordingEngine: @unchecked Sendable {
         }
         recording.videoEdge = written + duration
         didWrite(recording)
+    }
+
+    /// Appends what of `buffer` comes before written time `edge`: all of it, its first frames (cut to the sample),
+    /// or nothing. The one place sound is cut at an edge: a limit, a pause, the end of a drain.
+    private func appendAudio(_ buffer: CMSampleBuffer, to recording: Recording, before edge: CMTime) {
+        let room = edge - (buffer.presentationTimeStamp - recording.offset)
+        guard room.isNumeric, room > .zero else { return }
+        appendAudio(Self.audioDuration(buffer) > room ? Self.framesBefore(room, buffer) : buffer, to: recording)
     }
 
     private func appendAudio(_ buffer: CMSampleBuffer?, to recording: Recording) {
