@@ -18,7 +18,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench bench-usb-webcam format lint clean usb-webcam-emulator
+.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side format lint clean usb-webcam-emulator
 
 all: build
 
@@ -115,6 +115,16 @@ bench-usb-webcam: deps usb-webcam-emulator
 		 until usbip attach -r 127.0.0.1 -b 1-1 2>/dev/null; do sleep 0.2; done; $$bin; status=\$$?; \
 		 kill \$$emulator; exit \$$status"; \
 	status=$$?; rm -rf "$$scratch"; exit $$status
+
+## bench-side-by-side: avcapture, ffmpeg and gst-launch-1.0 doing the same recording jobs (Benchmarks/Comparisons/
+## SideBySide); writes the table into docs/performance.md.
+SIDE_BY_SIDE_PACKAGES := gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
+bench-side-by-side: deps
+	@missing=$$(for p in $(SIDE_BY_SIDE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; fi
+	$(SWIFT) build -c release --product avcapture
+	cd Benchmarks && $(SWIFT) run -c release SideBySide --avcapture $(CURDIR)/.build/release/avcapture \
+		--write $(CURDIR)/docs/performance.md
 
 ## bench: the Benchmarks/ package (package-benchmark); prints mallocs and times per operation.
 bench: deps

@@ -81,8 +81,8 @@ let package = Package(
         /// Not package-benchmark targets (so outside Benchmarks/, where its plugin looks): comparisons run by hand.
         /// One run against ffmpeg, printing CPU ratios and peak RSS.
         .executableTarget(
-            name: "FileRecordingVersusFFmpeg",
-            path: "Comparisons/FileRecordingVersusFFmpeg",
+            name: "SideBySide",
+            path: "Comparisons/SideBySide",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

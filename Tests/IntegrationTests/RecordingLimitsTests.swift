@@ -7,21 +7,21 @@ import OpenAVCaptureTesting
 import Testing
 import TestSupport
 
-/// A 640x480 30 fps H.264 clip of moving noise (4 s, a key frame a second), made once per process with ffmpeg.
-/// Re-encoded, it spends whatever bit rate it is given, as a busy camera's picture does; the virtual camera's
-/// picture compresses to a fraction of a megabit whatever the setting.
+/// A 640x480 30 fps Motion JPEG clip of moving noise (4 s), made once per process with ffmpeg: a webcam's stream.
+/// Encoded, it spends whatever bit rate it is given, as a busy camera's picture does; the virtual camera's picture
+/// compresses to a fraction of a megabit whatever the setting. (Not H.264: a camera's H.264 goes into the movie as
+/// it comes, at the camera's own rate.)
 func noisyClip() throws -> URL {
     let directory = NSTemporaryDirectory() + "recording-limits-\(getpid())"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    let url = URL(fileURLWithPath: directory + "/noise-640x480.mp4")
+    let url = URL(fileURLWithPath: directory + "/noise-640x480.mov")
     if FileManager.default.fileExists(atPath: url.path) { return url }
     let result = try MediaTool.ffmpeg.run([
         "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x480:rate=30,noise=alls=40:allf=t+u",
-        "-t", "4", "-c:v", "libx264", "-preset", "ultrafast", "-qp", "8", "-g", "30", "-pix_fmt", "yuv420p",
-        url.path + ".part.mp4",
+        "-t", "4", "-c:v", "mjpeg", "-q:v", "3", "-pix_fmt", "yuvj422p", url.path + ".part.mov",
     ])
     try #require(result.status == 0, "ffmpeg could not make the clip: \(result.error)")
-    try FileManager.default.moveItem(atPath: url.path + ".part.mp4", toPath: url.path)
+    try FileManager.default.moveItem(atPath: url.path + ".part.mov", toPath: url.path)
     return url
 }
 

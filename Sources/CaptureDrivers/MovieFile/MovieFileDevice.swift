@@ -377,6 +377,7 @@ private struct MovieTrackPlayer: Sendable {
                 dataBuffer: packet.data, formatDescription: description, numSamples: 1, sampleTimings: [timing],
                 sampleSizes: [packet.data.dataLength])
         else { return .damaged }
+        if track.media == .video { CompressedFrameSync.mark(sample, isKeyFrame: packet.isKeyFrame) }
         return .sample(sample)
     }
 }

@@ -58,13 +58,19 @@ package struct MoviePacket: Sendable {
     package var presentationTime: CMTime
     package var decodeTime: CMTime
     package var duration: CMTime
+    /// Whether decoding can start at this packet (the file's sync sample); every packet of an intra-only codec is.
+    package var isKeyFrame: Bool
 
-    package init(track: Int, data: CMBlockBuffer, presentationTime: CMTime, decodeTime: CMTime, duration: CMTime) {
+    package init(
+        track: Int, data: CMBlockBuffer, presentationTime: CMTime, decodeTime: CMTime, duration: CMTime,
+        isKeyFrame: Bool = true
+    ) {
         self.track = track
         self.data = data
         self.presentationTime = presentationTime
         self.decodeTime = decodeTime
         self.duration = duration
+        self.isKeyFrame = isKeyFrame
     }
 }
 

@@ -331,8 +331,17 @@ final class V4L2CaptureStream: @unchecked Sendable {
             } catch {
                 preconditionFailure("a one-sample compressed buffer with one timing and one size is consistent")
             }
+            CompressedFrameSync.mark(sample, isKeyFrame: Self.keyFrameFlag(buffer.flags))
             sink(.output(sample, sequence: sequence))
         }
+    }
+
+    /// What the driver says of a compressed frame: a key frame, not one, or nothing (uvcvideo sets neither flag, so
+    /// the bitstream is read).
+    static func keyFrameFlag(_ flags: UInt32) -> Bool? {
+        if flags & UInt32(V4L2_BUF_FLAG_KEYFRAME) != 0 { return true }
+        if flags & UInt32(V4L2_BUF_FLAG_PFRAME | V4L2_BUF_FLAG_BFRAME) != 0 { return false }
+        return nil
     }
 
     /// The buffer's time on the host clock: its own timestamp when the driver stamps with CLOCK_MONOTONIC (every

@@ -452,6 +452,7 @@ private struct VirtualCameraStream: Sendable {
                     } catch {
                         preconditionFailure("a one-sample compressed buffer with one timing and one size is consistent")
                     }
+                    CompressedFrameSync.mark(sample)
                     sink(.output(sample, sequence: sequence))
                 case .dropped(let reason):
                     sink(.dropped(sequence: sequence, presentationTime: presentationTime, reason: reason))

@@ -68,7 +68,7 @@ package final class DemuxerPacketSource: MoviePacketSource {
                 guard tracks.contains(where: { $0.index == stream }) else { continue }
                 return MoviePacket(
                     track: stream, data: packet.data, presentationTime: packet.presentationTime,
-                    decodeTime: packet.decodeTime, duration: packet.duration)
+                    decodeTime: packet.decodeTime, duration: packet.duration, isKeyFrame: packet.isKeyFrame)
             }
         }
     }

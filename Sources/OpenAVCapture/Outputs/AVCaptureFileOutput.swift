@@ -227,6 +227,8 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     private let generation = Mutex(0)
     private let engine: MovieRecordingEngine
     private let mailbox: SampleBufferMailbox<MovieRecordingEngine.Work>
+    /// Copies the compressed frames the file takes as they are (a camera lends its buffers only briefly).
+    private let compressedFrames = CompressedFrameCopier()
     private let videoInFlight = Atomic<Int>(0)
     /// Whether a file output delegate wants every buffer (read on the capture thread).
     private let hasFileDelegate = Atomic<Bool>(false)
@@ -303,27 +305,13 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         }
         let recorded =
             !isVideo ? AudioChannelGain.apply(to: sampleBuffer, channels: connection.audioChannels)
-            : sampleBuffer.imageBuffer == nil ? Self.ownCopy(ofCompressed: sampleBuffer) : sampleBuffer
+            : sampleBuffer.imageBuffer == nil ? compressedFrames.copy(sampleBuffer) : sampleBuffer
         if mailbox.post(.sample(recorded, connection, isVideo: isVideo)) {
             statistics.withLock { isVideo ? ($0.videoFramesReceived += 1) : ($0.audioBuffersReceived += 1) }
         } else {
             if isVideo { videoInFlight.subtract(1, ordering: .relaxed) }
             countLate(isVideo: isVideo)
         }
-    }
-
-    /// A compressed frame with its own copy of the bytes. A camera lends a few buffers only (a V4L2 camera's mapped
-    /// memory, four to eight) and a file holds a frame until the writer's queue gets to it, up to 16 frames when
-    /// the writer is behind: holding the camera's buffers that long would starve it (frames lost as
-    /// `OutOfBuffers`). A copy of a compressed frame (tens to hundreds of kilobytes) costs microseconds.
-    private static func ownCopy(ofCompressed sampleBuffer: CMSampleBuffer) -> CMSampleBuffer {
-        guard let data = sampleBuffer.dataBuffer,
-            let copy = try? CMSampleBuffer(
-                dataBuffer: data.withUnsafeBytes { CMBlockBuffer(copying: $0) },
-                formatDescription: sampleBuffer.formatDescription, numSamples: sampleBuffer.numSamples,
-                sampleTimings: (try? sampleBuffer.sampleTimingInfos()) ?? [], sampleSizes: [data.dataLength])
-        else { return sampleBuffer }
-        return copy
     }
 
     /// While recording (or while a file output delegate watches), frames in a format the encoder takes.

@@ -197,9 +197,29 @@ open class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
         return formats.isEmpty ? nil : VideoFormatDemand(pixelFormats: formats, evenDimensions: true)
     }
 
-    /// A camera's JPEG frames recorded as Motion JPEG are written as they come: no decode, no encode.
+    /// A camera's frames are written as they come, neither decoded nor encoded, when the file asks for what the
+    /// camera sends: JPEG frames recorded as Motion JPEG, and H.264 frames recorded as H.264 (the default codec) with
+    /// no compression properties and no other size asked for. The recording then starts at a key frame.
     override func writesAsItComes(_ format: CMFormatDescription, for connection: AVCaptureConnection) -> Bool {
-        format.mediaSubType == .jpeg && settings.withLock { $0.codecs[ObjectIdentifier(connection)] } == .jpeg
+        let (codec, stored) = settings.withLock {
+            ($0.codecs[ObjectIdentifier(connection)] ?? .h264, $0.outputSettings[ObjectIdentifier(connection)])
+        }
+        switch format.mediaSubType {
+        case .jpeg: return codec == .jpeg
+        case .h264: return codec == .h264 && Self.asksNothingOf(format, stored)
+        default: return false
+        }
+    }
+
+    /// Whether `settings` ask nothing the camera's compressed `format` does not already have: no compression
+    /// properties (bit rate, key frame interval, profile) and the picture's own size if any.
+    private static func asksNothingOf(_ format: CMFormatDescription, _ settings: [String: Any]?) -> Bool {
+        guard let settings else { return true }
+        if settings[AVVideoCompressionPropertiesKey] != nil { return false }
+        let dimensions = format.dimensions
+        if let width = settings[AVVideoWidthKey] as? Int, width != Int(dimensions.width) { return false }
+        if let height = settings[AVVideoHeightKey] as? Int, height != Int(dimensions.height) { return false }
+        return true
     }
 
     override func encoderDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? {

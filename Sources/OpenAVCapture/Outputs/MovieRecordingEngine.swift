@@ -66,6 +66,10 @@ final class MovieRecordingEngine: @unchecked Sendable {
         /// After a resume: sound before this written time is already in the file (or would overlap it), so the
         /// first buffers are trimmed to start exactly there; invalid once sound flows again.
         var resumedAudioFrom: CMTime = .invalid
+        /// Whether the video track holds a camera's inter-frame stream as it came (H.264): after a frame was left
+        /// out, nothing until the next key frame can be decoded, so nothing until then is written.
+        var isInterFramePassthrough = false
+        var awaitsKeyFrame = false
 
         init(_ request: Request) {
             self.request = request
@@ -207,6 +211,21 @@ final class MovieRecordingEngine: @unchecked Sendable {
         let time = buffer.presentationTimeStamp
         guard time.isNumeric else { return }
         let duration = Self.frameDuration(buffer)
+        if Self.cannotStartDecoding(buffer) {
+            // A camera's H.264 frame that needs the frames before it: a file (or a resumed one) starts at a key
+            // frame. Until the new file starts, the one it replaces keeps the frames, so a switch loses none.
+            switch recording.phase {
+            case .waiting:
+                if let previous, checkLimits(previous, at: time - previous.offset, duration: duration) {
+                    appendVideo(buffer, duration: duration, to: previous)
+                }
+                return
+            case .resuming: return
+            case .recording where recording.awaitsKeyFrame: return
+            default: break
+            }
+        }
+        recording.awaitsKeyFrame = false
         switch recording.phase {
         case .waiting:
             guard makeWriter(recording, firstVideo: buffer) else { return }
@@ -306,6 +325,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
         guard let input = recording.videoInput else { return }
         guard input.pendingBufferCount < Self.maximumVideoBacklog else {
             output?.encoderWasBehind(isVideo: true)
+            if recording.isInterFramePassthrough { recording.awaitsKeyFrame = true }
             return
         }
         let written = buffer.presentationTimeStamp - recording.offset
@@ -556,6 +576,16 @@ final class MovieRecordingEngine: @unchecked Sendable {
         writer.minimumFreeBytesAfterRewrite = Self.freeSpaceFloor(limits)
         updateDiskBudget(recording, writer: writer)
         if let video = request.connections.first(where: { AVCaptureFileOutput.isVideo($0) }), let firstVideo,
+            Self.isInterFrameCompressed(firstVideo), let format = firstVideo.formatDescription
+        {
+            // The camera's H.264 as it comes: a track without an encoder, described by the camera's parameter sets.
+            let input = AVAssetWriterInput(mediaType: .video, outputSettings: nil, sourceFormatHint: format)
+            input.expectsMediaDataInRealTime = true
+            input.transform = CGAffineTransform(rotationAngle: video.videoRotationAngle * .pi / 180)
+            writer.add(input)
+            recording.videoInput = input
+            recording.isInterFramePassthrough = true
+        } else if let video = request.connections.first(where: { AVCaptureFileOutput.isVideo($0) }), let firstVideo,
             let hint = Self.pictureDescription(of: firstVideo)
         {
             var settings = output.recordingSettings(for: video, fileType: request.fileType)
@@ -658,6 +688,18 @@ final class MovieRecordingEngine: @unchecked Sendable {
             extensions: [kCMFormatDescriptionExtension_YCbCrMatrix: kCVImageBufferYCbCrMatrix_ITU_R_601_4])
     }
 
+    /// Whether `buffer` is a compressed frame of an inter-frame codec (a camera's H.264, in AVCC by now).
+    static func isInterFrameCompressed(_ buffer: CMSampleBuffer) -> Bool {
+        buffer.imageBuffer == nil && buffer.formatDescription?.mediaSubType == .h264
+    }
+
+    /// Whether `buffer` is an inter-frame codec's frame that is no key frame, or one still in Annex B (seen before
+    /// any parameter sets, so it has no description a track could take): decoding cannot start there.
+    static func cannotStartDecoding(_ buffer: CMSampleBuffer) -> Bool {
+        guard isInterFrameCompressed(buffer), let format = buffer.formatDescription else { return false }
+        return !CompressedFrameSync.isKeyFrame(buffer) || !H264Bitstream.isAVCC(format)
+    }
+
     static func frameDuration(_ buffer: CMSampleBuffer) -> CMTime {
         let duration = buffer.duration
         return duration.isNumeric && duration > .zero ? duration : CMTime(value: 1, timescale: 30)
@@ -710,10 +752,15 @@ final class MovieRecordingEngine: @unchecked Sendable {
             sampleSizes: [bytesPerFrame])
     }
 
+    /// `buffer` moved to written time `time`; a compressed frame's decode time moves with it (a movie file's
+    /// B-frames are decoded before they are shown).
     static func retimed(_ buffer: CMSampleBuffer, to time: CMTime, sampleDuration: CMTime) -> CMSampleBuffer? {
         if time == buffer.presentationTimeStamp { return buffer }
+        let decodeTime = buffer.decodeTimeStamp
         return try? buffer.withNewTiming([
-            CMSampleTimingInfo(duration: sampleDuration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
+            CMSampleTimingInfo(
+                duration: sampleDuration, presentationTimeStamp: time,
+                decodeTimeStamp: decodeTime.isNumeric ? decodeTime + (time - buffer.presentationTimeStamp) : .invalid)
         ])
     }
 

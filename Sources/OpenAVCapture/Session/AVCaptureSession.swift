@@ -546,7 +546,10 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
                 // Outputs that write the device's compressed frames as they are get them first; a frame every
                 // output took that way is not decoded.
                 let (takers, everyoneTookIt) = self.routeCompressed(sampleBuffer, through: slot)
-                if everyoneTookIt { break }
+                if everyoneTookIt {
+                    decodeStage.skip(sampleBuffer)
+                    break
+                }
                 switch decodeStage.process(sampleBuffer) {
                 case .passThrough:
                     self.route(sampleBuffer, through: slot, converting: conversionStage, skipping: takers)
@@ -577,8 +580,8 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Hands a compressed video frame to the enabled connections whose outputs take it as it is
-    /// (`takesCompressedVideo`); returns those connections, and whether they are all the enabled ones. Only
-    /// intra-frame codecs are ever taken (Motion JPEG), so skipping the decoder for a frame loses it nothing.
+    /// (`takesCompressedVideo`); returns those connections, and whether they are all the enabled ones. When they
+    /// are, the frame is not decoded (an inter-frame codec's decoder then waits for the next key frame).
     /// Runs on the capture thread; allocates only when an output takes the frame.
     private func routeCompressed(_ sampleBuffer: CMSampleBuffer, through slot: RouteSlot)
         -> (takers: [ObjectIdentifier], everyone: Bool)

@@ -48,6 +48,9 @@ package final class SampleDecodeStage: @unchecked Sendable {
     private var wrapper = ImageSampleWrapper()
     /// The last compressed video buffer decoded: what frames drained at the end are wrapped like.
     private var lastVideoSample: CMSampleBuffer?
+    /// Set when an inter-frame codec's frame went by undecoded (every output took it as it came): the frames up to
+    /// the next key frame cannot be decoded, so none is tried.
+    private var awaitsKeyFrame = false
 
     package init(mjpeg: MJPEGPath = .turboJPEG) {
         mjpegPath = mjpeg
@@ -96,6 +99,18 @@ package final class SampleDecodeStage: @unchecked Sendable {
         return drained
     }
 
+    /// Notes that `sample` went by undecoded: every output took it as it came (a recording of a camera's H.264).
+    /// For an inter-frame codec the decoder starts again at the next key frame.
+    package func skip(_ sample: CMSampleBuffer) {
+        guard let format = sample.formatDescription, format.mediaType == .video, format.mediaSubType != .jpeg,
+            Self.needsDecoding(sample)
+        else { return }
+        awaitsKeyFrame = true
+        video = nil
+        videoFormat = nil
+        lastVideoSample = nil
+    }
+
     /// Decodes `sample` if it is compressed.
     package func process(_ sample: CMSampleBuffer) -> Outcome {
         guard Self.needsDecoding(sample), let format = sample.formatDescription, let data = sample.dataBuffer else {
@@ -121,6 +136,11 @@ package final class SampleDecodeStage: @unchecked Sendable {
             if mjpegPath == .turboJPEG && VideoDecoder.decoderName(for: format.mediaSubType.rawValue) == "mjpeg" {
                 jpeg = try MJPEGDecoder(bufferLimit: FrameConversionStage.downstreamBufferLimit)
             }
+        }
+        if awaitsKeyFrame, jpeg == nil {
+            // Nothing was lost that an output wanted: the frames went into a file as they came.
+            guard CompressedFrameSync.isKeyFrame(sample) else { return [] }
+            awaitsKeyFrame = false
         }
         if let jpeg {
             do {

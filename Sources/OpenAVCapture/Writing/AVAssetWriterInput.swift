@@ -165,9 +165,14 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
     /// output settings are given, so this is not public.
     func appendAsItComes(_ sampleBuffer: CMSampleBuffer) -> Bool {
         guard let (writer, index) = admit(caller: "append(_:)") else { return false }
+        let isPassthrough = if case .passthrough = settings { true } else { false }
         writer.perform { [self] pipeline throws(MediaCodecsError) in
             defer { didProcess() }
-            try pipeline.appendCompressedVideo(sampleBuffer, track: index)
+            if isPassthrough {
+                try pipeline.appendCompressed(sampleBuffer, track: index)
+            } else {
+                try pipeline.appendCompressedVideo(sampleBuffer, track: index)
+            }
         }
         return true
     }
