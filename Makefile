@@ -18,7 +18,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side format lint clean usb-webcam-emulator
+.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side bench-encoder-scaling format lint clean usb-webcam-emulator
 
 all: build
 
@@ -125,6 +125,11 @@ bench-side-by-side: deps
 	$(SWIFT) build -c release --product avcapture
 	cd Benchmarks && $(SWIFT) run -c release SideBySide --avcapture $(CURDIR)/.build/release/avcapture \
 		--write $(CURDIR)/docs/performance.md
+
+## bench-encoder-scaling: libx264/libx265 CPU and wall time per frame by size, preset and cores (the figures
+## EncoderThreadPlan's model comes from).
+bench-encoder-scaling: deps
+	sh Benchmarks/Scripts/encoder-scaling.sh
 
 ## bench: the Benchmarks/ package (package-benchmark); prints mallocs and times per operation.
 bench: deps

@@ -30,7 +30,7 @@ import Synchronization
 ///
 /// Defaults (``Configuration/init(codec:width:height:frameRate:pixelFormat:)``), chosen so that 1920x1080 at
 /// 30 fps encodes in real time on one of two cores with headroom, at bit rates like Apple's:
-/// - H.264: libx264 `preset=superfast`, `tune=zerolatency`, High profile, one thread. Measured on the project's
+/// - H.264: libx264 `preset=superfast`, `tune=zerolatency`, High profile, threads by ``EncoderThreadPlan``. Measured on the project's
 ///   build machine (one core, 1080p30 NV12 at 10 Mb/s), against a 33 ms budget: `superfast` 12.7 ms a frame on
 ///   ffmpeg's `testsrc2`, 16.1 ms on a full-frame moving texture (our worst case); `veryfast` took 16.2 ms
 ///   and 26.6 ms, too little headroom beside capture and muxing on two cores. `zerolatency` turns off
@@ -135,7 +135,8 @@ package final class VideoEncoder {
         package var quality: Double
         /// The pixel format of the buffers the caller sends.
         package var pixelFormat: OSType
-        /// Encoder threads (`thread_count`); 1 by default, leaving the second core to capture and muxing.
+        /// Encoder threads (`thread_count`): by default ``EncoderThreadPlan``'s for the size and rate (one for
+        /// 1920x1080 at 30 fps, leaving the other cores to capture and muxing; more as the pixel rate grows).
         package var threadCount: Int
         /// The libx264/libx265 preset; `nil` picks the default above.
         package var preset: String?
@@ -161,7 +162,7 @@ package final class VideoEncoder {
             self.maxKeyFrameInterval = max(frameRate, 1)
             self.quality = 0.75
             self.pixelFormat = pixelFormat
-            self.threadCount = 1
+            self.threadCount = EncoderThreadPlan(codec: codec, width: width, height: height, frameRate: frameRate).threads
             self.preset = nil
             self.matrix = nil
             self.startsRateControlNearlyEmpty = false

@@ -42,8 +42,19 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
                 if output.isRecordingPaused { output.resumeRecording() } else { output.pauseRecording() }
             })
         if let summary = setup.videoSummary { Terminal.error("Recording \(summary) to \(target.url.path)") }
-        while finished.wait(timeout: .now() + 0.5) == .timedOut { Terminal.status(statusLine()) }
+        var advised = false
+        // Said once, as soon as the file has started: an encoder that cannot keep up here, and what would.
+        func advise() {
+            guard !advised, let advice = output.recordingStatistics.realTimeAdvice else { return }
+            Terminal.error("warning: " + advice)
+            advised = true
+        }
+        while finished.wait(timeout: .now() + 0.5) == .timedOut {
+            advise()
+            Terminal.status(statusLine())
+        }
         Terminal.endStatus()
+        advise()
         withExtendedLifetime(signals) {}
         try conclude()
     }

@@ -414,6 +414,31 @@ struct AVCaptureToolTests {
         #expect(size <= room && size * 10 >= room * 9, "\(size) B of the \(room) B of room")
     }
 
+    @Test("A camera the encoder cannot keep up with here (3840x2160 at 30 fps on two cores) is said at the start, with what would")
+    func encoderThatCannotKeepUpIsSaid() throws {
+        guard MediaTool.available(for: "AVCaptureToolTests.encoderThatCannotKeepUpIsSaid") else { return }
+        guard ProcessInfo.processInfo.activeProcessorCount <= 3 else {
+            print("skipped: \(ProcessInfo.processInfo.activeProcessorCount) cores keep up with 3840x2160 at 30 fps")
+            return
+        }
+        let clip = try toolScratch("uhd.mov")
+        if !FileManager.default.fileExists(atPath: clip.path) {
+            let made = try MediaTool.ffmpeg.run([
+                "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=3840x2160:rate=30", "-t", "0.5", "-c:v",
+                "mjpeg", "-q:v", "8", "-pix_fmt", "yuvj422p", clip.path,
+            ])
+            try #require(made.status == 0, "ffmpeg: \(made.error)")
+        }
+        let movie = try toolScratch("uhd-recorded.mov")
+        try? FileManager.default.removeItem(at: movie)
+        let result = try avcapture(["record", movie.path, "--video", "file:" + clip.path, "--audio", "none"])
+        #expect(result.status == 0, "\(result.error)")
+        let warning = result.error.split(separator: "\n").first { $0.hasPrefix("warning: ") }.map(String.init)
+        #expect(warning?.contains("3840x2160 at 30 fps needs about") == true, "\(result.error)")
+        #expect(warning?.contains("at 1920x1080") == true, "\(String(describing: warning))")
+        #expect(try ffmpegDecodeErrors(movie).isEmpty)
+    }
+
     @Test("--overwrite replaces an existing file only once the new one is finished")
     func overwrite() throws {
         guard MediaTool.available(for: "AVCaptureToolTests.overwrite") else { return }

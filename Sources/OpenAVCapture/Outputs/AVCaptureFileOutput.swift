@@ -197,6 +197,9 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
 
     private let statistics = Mutex(AVCaptureRecordingStatistics())
 
+    /// The engine made an encoder for a new file: whether it keeps real time on this machine.
+    func noteRealTimeAdvice(_ advice: String?) { statistics.withLock { $0.realTimeAdvice = advice } }
+
     private func countDrop(_ reason: String) {
         statistics.withLock { $0.droppedVideoFrames[reason, default: 0] += 1 }
     }
@@ -368,6 +371,11 @@ public struct AVCaptureRecordingStatistics: Sendable, Hashable {
     /// Audio buffers left out because the recording was behind (only a device faster than real time, such as a
     /// free-running virtual microphone, outruns the encoder).
     public var droppedAudioBuffers = 0
+    /// Set when a file starts whose video encoder needs more of this machine's cores than it can spare beside
+    /// capture (3840x2160 at 30 fps in H.264 on two cores): what it needs, and the frame rate or size that would keep
+    /// up; nil when the encoder keeps up or the picture is written as it comes. Frames the encoder cannot take in time
+    /// are dropped as `FrameWasLate`.
+    public var realTimeAdvice: String?
 
     public init() {}
 

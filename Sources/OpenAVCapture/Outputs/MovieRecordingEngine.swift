@@ -585,6 +585,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
             writer.add(input)
             recording.videoInput = input
             recording.isInterFramePassthrough = true
+            output.noteRealTimeAdvice(nil)
         } else if let video = request.connections.first(where: { AVCaptureFileOutput.isVideo($0) }), let firstVideo,
             let hint = Self.pictureDescription(of: firstVideo)
         {
@@ -594,10 +595,12 @@ final class MovieRecordingEngine: @unchecked Sendable {
             let codec = settings[AVVideoCodecKey] as? AVVideoCodecType ?? .h264
             var properties = settings[AVVideoCompressionPropertiesKey] as? [String: Any]
             let frameDuration = Self.frameDuration(firstVideo)
+            let frameRate = max(1, Int((1 / frameDuration.seconds).rounded()))
             if codec == .h264 || codec == .hevc, properties?[AVVideoExpectedSourceFrameRateKey] == nil {
-                properties?[AVVideoExpectedSourceFrameRateKey] = max(1, Int((1 / frameDuration.seconds).rounded()))
+                properties?[AVVideoExpectedSourceFrameRateKey] = frameRate
                 settings[AVVideoCompressionPropertiesKey] = properties
             }
+            output.noteRealTimeAdvice(Self.realTimeAdvice(codec: codec, dimensions: hint.dimensions, frameRate: frameRate))
             // The encoder is made for the frames' own pixel format (the conversion stage delivers one it takes) and
             // tags the stream with their Y'CbCr matrix: a description of the picture itself carries both.
             let input = AVAssetWriterInput(mediaType: .video, outputSettings: settings, sourceFormatHint: hint)
@@ -686,6 +689,19 @@ final class MovieRecordingEngine: @unchecked Sendable {
             videoCodecType: .init(rawValue: kCVPixelFormatType_420YpCbCr8BiPlanarFullRange),
             width: Int(format.dimensions.width), height: Int(format.dimensions.height),
             extensions: [kCMFormatDescriptionExtension_YCbCrMatrix: kCVImageBufferYCbCrMatrix_ITU_R_601_4])
+    }
+
+    /// What ``AVCaptureRecordingStatistics/realTimeAdvice`` says of encoding `codec` at this size and rate here.
+    static func realTimeAdvice(codec type: AVVideoCodecType, dimensions: CMVideoDimensions, frameRate: Int) -> String? {
+        let codec: VideoEncoder.Codec
+        switch type {
+        case .h264: codec = .h264
+        case .hevc: codec = .hevc
+        default: return nil
+        }
+        let (width, height) = (Int(dimensions.width), Int(dimensions.height))
+        return EncoderThreadPlan(codec: codec, width: width, height: height, frameRate: frameRate)
+            .advice(codec: codec, width: width, height: height, frameRate: frameRate)
     }
 
     /// Whether `buffer` is a compressed frame of an inter-frame codec (a camera's H.264, in AVCC by now).
