@@ -18,7 +18,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side bench-encoder-scaling format lint clean usb-webcam-emulator
+.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side bench-encoder-scaling bench-stages format lint clean usb-webcam-emulator
 
 all: build
 
@@ -131,8 +131,15 @@ bench-side-by-side: deps
 bench-encoder-scaling: deps
 	sh Benchmarks/Scripts/encoder-scaling.sh
 
-## bench: the Benchmarks/ package (package-benchmark); prints mallocs and times per operation.
-bench: deps
+## bench-stages: where a 1080p30 recording from the virtual webcam spends its CPU, stage by stage (perf samples).
+bench-stages: deps
+	@command -v perf >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq linux-perf; }
+	$(SWIFT) build -c release --product avcapture
+	sh Benchmarks/Scripts/where-the-time-goes.sh .build/release/avcapture
+
+## bench: where a recording's time goes (bench-stages), then the Benchmarks/ package (package-benchmark), which
+## prints mallocs and times per operation.
+bench: deps bench-stages
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
 
 ## format: rewrite sources with the checked-in .swift-format; lint: report only.

@@ -81,6 +81,9 @@ func videoBitRate(_ path: String) -> Double {
     return bytes.reduce(0, +) * 8 / max(duration, 0.001)
 }
 
+/// Prints a line at once (stdout is a pipe or a file when the run is logged).
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
 let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("openav-side-by-side-\(getpid())")
@@ -95,7 +98,7 @@ func scratch(_ name: String) -> String { directory.appendingPathComponent(name).
 
 let picture = "testsrc2=size=1920x1080:rate=30,noise=alls=12:allf=t"
 let sound = "sine=frequency=440:sample_rate=48000"
-print("Making \(seconds) s of 1920x1080@30 inputs (MJPEG 4:2:2, H.264 20 Mb/s, y4m) with 48 kHz PCM…")
+say("Making \(seconds) s of 1920x1080@30 inputs (MJPEG 4:2:2, H.264 20 Mb/s, y4m) with 48 kHz PCM…")
 let inputs: [(name: String, video: String, audio: String)] = [
     ("mjpeg", scratch("webcam.mov"), scratch("webcam.mov")),
     ("h264", scratch("camera.mov"), scratch("camera.mov")),
@@ -109,7 +112,9 @@ _ = run(
         "-c:v", "libx264", "-preset", "veryfast", "-profile:v", "high", "-bf", "0", "-g", "30", "-b:v", "20M",
         "-maxrate", "20M", "-bufsize", "20M", "-pix_fmt", "yuv420p", "-c:a", "pcm_s16le", "-ac", "1", inputs[1].video,
     ])
-_ = run("/usr/bin/ffmpeg", common + ["-map", "0:v", "-pix_fmt", "yuv420p", inputs[2].video, "-map", "1:a", "-ac", "1", inputs[2].audio])
+_ = run(
+    "/usr/bin/ffmpeg",
+    common + ["-map", "0:v", "-pix_fmt", "yuv420p", inputs[2].video, "-map", "1:a", "-ac", "1", "-t", "\(seconds)", inputs[2].audio])
 
 // MARK: Jobs
 
@@ -186,7 +191,7 @@ for round in 1...rounds {
                 }
             transcodes[input.name, default: [:]][tool, default: []].append(costs[tool]!)
         }
-        print(
+        say(
             "round \(round) \(input.name): "
                 + tools.map { String(format: "%@ %.2f s CPU, %.1f MiB", $0, costs[$0]!.cpu, costs[$0]!.peakMiB) }
                 .joined(separator: "; "))
@@ -203,7 +208,7 @@ for round in 1...rounds {
     for (name, executable, arguments) in jobs {
         passthrough[name, default: []].append(measure(executable, arguments, output: output))
     }
-    print("round \(round) passthrough: " + jobs.map { String(format: "%@ %.2f s", $0.0, passthrough[$0.0]!.last!.cpu) }.joined(separator: "; "))
+    say("round \(round) passthrough: " + jobs.map { String(format: "%@ %.2f s", $0.0, passthrough[$0.0]!.last!.cpu) }.joined(separator: "; "))
 }
 
 // MARK: Report
@@ -242,7 +247,7 @@ let share = medians(passthrough["avcapture as it comes, no sound"]!).cpu / media
 table += String(format: "\nPassthrough's CPU as a share of encoding the same camera (no sound): %.1f %%\n", share * 100)
 
 let heading = "\(seconds) s of 1920x1080@30 + 48 kHz mono, medians of \(rounds) alternating rounds"
-print("\n" + heading + "\n\n" + table)
+say("\n" + heading + "\n\n" + table)
 
 if let documentPath {
     // The table goes between the markers in the document, replacing the last run's.
@@ -256,5 +261,5 @@ if let documentPath {
         document += "\n" + block + "\n"
     }
     try document.write(toFile: documentPath, atomically: true, encoding: .utf8)
-    print("Wrote the table into \(documentPath)")
+    say("Wrote the table into \(documentPath)")
 }
