@@ -116,14 +116,18 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     var sessionRate = frameRate
-    sessionRate.metrics += [frameworkPerFrame, frameworkUserPerFrame]
+    sessionRate.metrics += [frameworkPerFrame, frameworkUserPerFrame, frameworkVersusHandOff]
+    // The budget (issue 18): the session's CPU per delivered frame beyond the camera's own is no more than a bare
+    // `DispatchQueue.async` hand-off from the capture thread costs, measured in the same process just before.
+    sessionRate.thresholds = [frameworkVersusHandOff: .init(absolute: [.p50: 100])]
     let freeRunning = Holder<SessionRig>()
     Benchmark("Session 320x240 free-running → no-op delegate", configuration: sessionRate) {
         (benchmark: Benchmark, rig: SessionRig) in
-        measureFrames(benchmark, counter: rig.counter, cameraCost: rig.cameraCost)
+        measureFrames(benchmark, counter: rig.counter, cameraCost: rig.cameraCost, handOffCost: rig.handOffCost)
     } setup: {
         let rig = SessionRig(preset: .qvga320x240, clockMode: .freeRunning)
         rig.measureCameraAlone()
+        rig.measureHandOff()
         rig.session.startRunning()
         precondition(rig.session.isRunning, "the session did not start")
         return freeRunning.hold(rig)
@@ -215,6 +219,9 @@ let userPerFrame = BenchmarkMetric.custom("User CPU per frame (ns)", useScalingF
 let kernelPerFrame = BenchmarkMetric.custom("Kernel CPU per frame (ns)", useScalingFactor: false)
 /// CPU per delivered frame beyond what the camera's own frames cost (see the header).
 let frameworkPerFrame = BenchmarkMetric.custom("Framework CPU per frame (ns)", useScalingFactor: false)
+/// The framework's CPU per frame as a percentage of a bare hand-off's (same process, same camera format): the
+/// budget is 100.
+let frameworkVersusHandOff = BenchmarkMetric.custom("Framework CPU per frame, % of a bare hand-off", useScalingFactor: false)
 /// User CPU per delivered frame beyond the camera's own user CPU.
 let frameworkUserPerFrame = BenchmarkMetric.custom("Framework user CPU per frame (ns)", useScalingFactor: false)
 /// Frames dropped (`deliveryStatistics`, every reason) while 1000 were delivered.
@@ -226,7 +233,9 @@ let firstFrame = BenchmarkMetric.custom("startRunning → first frame (ns)", use
 
 /// Waits for the next `benchmark.scaledIterations.count` frames at `counter` and reports the per-frame metrics;
 /// with the camera's own cost per frame, also the framework's share.
-func measureFrames(_ benchmark: Benchmark, counter: FrameCounter, cameraCost: CPUCost? = nil) {
+func measureFrames(
+    _ benchmark: Benchmark, counter: FrameCounter, cameraCost: CPUCost? = nil, handOffCost: Int64? = nil
+) {
     let frames = benchmark.scaledIterations.count
     let droppedBefore = counter.dropped.load(ordering: .relaxed)
     let clock = PerFrameClock()
@@ -240,7 +249,11 @@ func measureFrames(_ benchmark: Benchmark, counter: FrameCounter, cameraCost: CP
     guard let cameraCost else { return }
     // Every frame the camera made cost its own share, delivered or dropped.
     let made = Int64(frames + dropped)
-    benchmark.measurement(frameworkPerFrame, Int((spent.total - cameraCost.total * made) / Int64(frames)))
+    let framework = (spent.total - cameraCost.total * made) / Int64(frames)
+    benchmark.measurement(frameworkPerFrame, Int(framework))
+    if let handOffCost, handOffCost > 0 {
+        benchmark.measurement(frameworkVersusHandOff, Int(max(framework, 0) * 100 / handOffCost))
+    }
     benchmark.measurement(frameworkUserPerFrame, Int((spent.user - cameraCost.user * made) / Int64(frames)))
 }
 
@@ -403,6 +416,9 @@ final class SessionRig: @unchecked Sendable {
     let device: AVCaptureDevice
     /// The camera's own CPU per frame at the session's format, from `measureCameraAlone()`.
     private(set) var cameraCost: CPUCost?
+    /// What a bare `DispatchQueue.async` hand-off costs per delivered frame beyond the camera, in nanoseconds, from
+    /// `measureHandOff()`.
+    private(set) var handOffCost: Int64?
 
     init(preset: AVCaptureSession.Preset, clockMode: VirtualDeviceClockMode) {
         guard let device = AVCaptureDevice.default(for: .video), let camera = device.virtualCamera else {
@@ -445,6 +461,28 @@ final class SessionRig: @unchecked Sendable {
             if best == nil || cost.total < best!.total { best = cost }
         }
         cameraCost = best
+    }
+
+    /// Measures a bare hand-off to a delegate queue on the same camera and format (after `measureCameraAlone()`):
+    /// CPU per delivered frame beyond what the camera's frames (delivered and dropped) cost; the least of three runs.
+    func measureHandOff() {
+        guard let cameraCost else { preconditionFailure("measure the camera alone first") }
+        var best: Int64?
+        for _ in 0..<3 {
+            let rig = CameraRig(device: device, handOff: true)
+            _ = rig.counter.waitForFrames(100, timeout: .seconds(10))  // warm-up
+            let droppedBefore = rig.counter.dropped.load(ordering: .relaxed)
+            let start = CPUCost.now()
+            guard rig.counter.waitForFrames(1000, timeout: .seconds(10)) != nil else {
+                preconditionFailure("the hand-off did not deliver 1000 frames within 10 s")
+            }
+            let spent = CPUCost.now() - start
+            let made = Int64(1000 + rig.counter.dropped.load(ordering: .relaxed) - droppedBefore)
+            rig.close()
+            let cost = (spent.total - cameraCost.total * made) / 1000
+            if best == nil || cost < best! { best = cost }
+        }
+        handOffCost = best
     }
 
     /// Stops the session and puts the camera back as the process started it.
