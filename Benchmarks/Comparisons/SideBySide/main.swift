@@ -258,7 +258,8 @@ for name in copyJobs {
     table += String(
         format: "| %@ | %.2f | %.1f | %.2f | %.0f |\n", name, cost.cpu, cost.peakMiB, cost.bitRate / 1e6, cost.frames)
 }
-func cpu(_ job: String) -> Double { medians(passthrough[job]!).cpu }
+let passthroughMedians = passthrough.mapValues(medians)
+func cpu(_ job: String) -> Double { passthroughMedians[job]!.cpu }
 let share = cpu("avcapture as it comes, no sound") / cpu("avcapture encoding, no sound")
 let marginal =
     (cpu("avcapture as it comes, no sound") - cpu("avcapture as it comes, no sound, first half"))
