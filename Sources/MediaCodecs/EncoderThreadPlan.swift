@@ -36,7 +36,7 @@ package struct EncoderThreadPlan: Sendable, Equatable {
         switch (codec, preset) {
         case (.h264, nil), (.h264, "superfast"): 0.0105
         case (.h264, "ultrafast"): 0.0049
-        case (.hevc, nil), (.hevc, "ultrafast"): 0.034
+        case (.hevc, nil), (.hevc, "ultrafast"): 0.042
         default: nil
         }
     }
