@@ -297,6 +297,14 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         guard isActive.load(ordering: .relaxed) || hasFileDelegate.load(ordering: .relaxed) else { return }
         // A picture, or a compressed frame the file takes as it is.
         let isVideo = sampleBuffer.imageBuffer != nil || sampleBuffer.formatDescription?.mediaType == .video
+        // The decoded picture of a frame the file takes compressed: only at the instant recording starts, when the
+        // frame was offered compressed a moment before it was active. Its compressed twin brings the next one.
+        if sampleBuffer.imageBuffer != nil, let device = connection.inputPorts.first?.formatDescription,
+            device.mediaType == .video, SampleDecodeStage.decodedPixelFormat(forCodec: device.mediaSubType.rawValue) != nil,
+            takesCompressedVideo(device, from: connection)
+        {
+            return
+        }
         // At most 8 video frames wait for the engine; more are dropped (it is behind). The engine bounds what waits
         // for the encoder (video and audio) in turn.
         if isVideo {

@@ -323,6 +323,9 @@ final class MovieRecordingEngine: @unchecked Sendable {
 
     private func appendVideo(_ buffer: CMSampleBuffer, duration: CMTime, to recording: Recording) {
         guard let input = recording.videoInput else { return }
+        // A track holds the camera's H.264 as it came or encoded pictures, never both (a frame of the other kind can
+        // only come at the instant a recording starts or stops).
+        guard recording.isInterFramePassthrough == Self.isInterFrameCompressed(buffer) else { return }
         guard input.pendingBufferCount < Self.maximumVideoBacklog else {
             output?.encoderWasBehind(isVideo: true)
             if recording.isInterFramePassthrough { recording.awaitsKeyFrame = true }
