@@ -265,6 +265,9 @@ public final class CameraController: NSObject, @unchecked Sendable {
     /// How long the recording in progress has run.
     public var recordedDuration: CMTime { movieOutput.recordedDuration }
 
+    /// The microphone's level now, in dBFS (the app's meter), or nil without a microphone.
+    public var audioLevel: Float? { movieOutput.connection(with: .audio)?.audioChannels.first?.averagePowerLevel }
+
     // MARK: Helpers
 
     private func configure(_ device: AVCaptureDevice, _ change: (AVCaptureDevice) -> Void) {
