@@ -21,12 +21,15 @@ let package = Package(
         .library(name: "OpenAVCaptureShim", targets: ["OpenAVCaptureShim"]),
         /// What a person sees: the preview layer drawn in an SDL2 window. Only users who show video link SDL.
         .library(name: "OpenAVCaptureUI", targets: ["OpenAVCaptureUI"]),
+        /// The preview in a browser: an HTTP server (Hummingbird) streaming MJPEG. Only its users link the server.
+        .library(name: "OpenAVCaptureWeb", targets: ["OpenAVCaptureWeb"]),
         .executable(name: "avcapture", targets: ["avcapture"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // MARK: C libraries, each behind a shim header whose every symbol carries the target's prefix.
@@ -108,6 +111,15 @@ let package = Package(
         /// Renderers of `AVCaptureVideoPreviewLayer`: the SDL2 window. Reads the layer's model (gravity, rotation,
         /// mirroring, conversions); the layer itself knows nothing of SDL.
         .target(name: "OpenAVCaptureUI", dependencies: ["OpenAVCapture", "CSDL2"], swiftSettings: strictSwift),
+        /// The preview in a browser: Hummingbird serves the camera app's page and streams the layer's video as
+        /// MJPEG (TurboJPEG straight from I420 planes); taps convert through the layer's geometry.
+        .target(
+            name: "OpenAVCaptureWeb",
+            dependencies: [
+                "OpenAVCapture", "CTurboJPEG", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift),
         /// The camera app's controller class as it is written on iOS, through `import OpenAVCaptureShim` only.
         .target(
             name: "CameraControllerExample", dependencies: ["OpenAVCaptureShim"], path: "Examples/CameraController",
@@ -118,7 +130,7 @@ let package = Package(
         .executableTarget(
             name: "avcapture",
             dependencies: [
-                "OpenAVCapture", "OpenAVCaptureUI", "CameraControllerExample",
+                "OpenAVCapture", "OpenAVCaptureUI", "OpenAVCaptureWeb", "CameraControllerExample",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

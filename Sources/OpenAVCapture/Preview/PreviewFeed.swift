@@ -1,8 +1,7 @@
 import Foundation
-import OpenAVCapture
 import Synchronization
 
-/// The frames a renderer draws: a video data output of the renderer's own on the preview layer's session, keeping
+/// The frames a renderer (OpenAVCaptureUI's window, OpenAVCaptureWeb's stream) draws: a video data output of the renderer's own on the preview layer's session, keeping
 /// only the newest frame. A frame that arrives before the renderer took the one before replaces it (counted as
 /// skipped): a slow screen shows the present, never a queue of the past.
 ///
@@ -37,13 +36,15 @@ package final class PreviewFeed: NSObject, AVCaptureVideoDataOutputSampleBufferD
     /// Adds the feed's output to `session`; `onFrame` runs (on the feed's queue) whenever a new frame is waiting.
     /// Throws when the session cannot take another video output.
     package init(
-        session: AVCaptureSession, drawablePixelFormats: Set<OSType>, onFrame: @escaping @Sendable () -> Void
+        session: AVCaptureSession, drawablePixelFormats: Set<OSType>, preferredPixelFormat: OSType? = nil,
+        onFrame: @escaping @Sendable () -> Void
     ) throws(PreviewError) {
         self.session = session
         self.drawablePixelFormats = drawablePixelFormats
         self.onFrame = onFrame
         super.init()
         output.alwaysDiscardsLateVideoFrames = true
+        if let preferredPixelFormat { output.videoSettings = [kCVPixelBufferPixelFormatTypeKey: preferredPixelFormat] }
         output.setSampleBufferDelegate(self, queue: queue)
         session.beginConfiguration()
         defer { session.commitConfiguration() }
@@ -102,5 +103,5 @@ package final class PreviewFeed: NSObject, AVCaptureVideoDataOutputSampleBufferD
 /// A renderer could not start or draw: what failed, and what to do.
 public struct PreviewError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }
