@@ -21,6 +21,8 @@ final class MJPEGBroadcaster: @unchecked Sendable {
         var nextID = 0
         var framesEncoded = 0
         var recentFrameTimes: [Date] = []
+        var closed = false
+        var detached = false
     }
 
     let maximumViewers: Int
@@ -50,19 +52,33 @@ final class MJPEGBroadcaster: @unchecked Sendable {
         self.feed = feed
     }
 
-    func detach() {
-        feed?.detach()
-        state.withLock { state in
-            for continuation in state.viewers.values { continuation.finish() }
-            state.viewers = [:]
+    /// Ends every stream (their responses finish) and refuses new viewers.
+    func endViewers() {
+        let continuations = state.withLock { state in
+            defer {
+                state.viewers = [:]
+                state.closed = true
+            }
+            return Array(state.viewers.values)
         }
+        for continuation in continuations { continuation.finish() }
+    }
+
+    /// Ends the streams and takes the feed's output off the session, once.
+    func detach() {
+        endViewers()
+        let detaching = state.withLock { state in
+            defer { state.detached = true }
+            return !state.detached
+        }
+        if detaching { feed?.detach() }
     }
 
     /// A new viewer, or nil when `maximumViewers` are already watching.
     func addViewer() -> Viewer? {
         let (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(1))
         let id: Int? = state.withLock { state in
-            guard state.viewers.count < maximumViewers else { return nil }
+            guard !state.closed, state.viewers.count < maximumViewers else { return nil }
             state.nextID += 1
             state.viewers[state.nextID] = continuation
             return state.nextID

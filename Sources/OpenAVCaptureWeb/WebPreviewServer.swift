@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import ServiceLifecycle
 import OpenAVCapture
 import Synchronization
 
@@ -46,7 +47,7 @@ public final class WebPreviewServer: Sendable {
     private let actions: any WebCameraActions
     private let log: @Sendable (String) -> Void
     private let broadcaster: MJPEGBroadcaster
-    private let stopRequested = Mutex<Task<Void, any Error>?>(nil)
+    private let stopRequested = Mutex<ServiceGroup?>(nil)
 
     /// A server for `layer`'s video and `actions`; `log` gets a line per refused request. Throws when the
     /// configuration is unsafe (a non-loopback host without a token) or the session cannot feed a stream.
@@ -84,19 +85,25 @@ public final class WebPreviewServer: Sendable {
                 logger.logLevel = .warning
                 return logger
             }())
-        let task = Task { try await application.runService(gracefulShutdownSignals: []) }
-        stopRequested.withLock { $0 = task }
+        // A service group of its own, so stop() can shut the server down gracefully (open streams end, the socket
+        // closes) instead of cancelling it mid-flight.
+        let group = ServiceGroup(
+            configuration: .init(services: [application], gracefulShutdownSignals: [], logger: application.logger))
+        stopRequested.withLock { $0 = group }
         defer { broadcaster.detach() }
         try await withTaskCancellationHandler {
-            try await task.value
+            try await group.run()
         } onCancel: {
-            task.cancel()
+            Task { await group.triggerGracefulShutdown() }
         }
     }
 
-    /// Stops a running server. Any thread.
+    /// Stops a running server gracefully. Any thread.
     public func stop() {
-        stopRequested.withLock { $0 }?.cancel()
+        guard let group = stopRequested.withLock({ $0 }) else { return }
+        // Open streams would hold a graceful shutdown open; they end first.
+        broadcaster.endViewers()
+        Task { await group.triggerGracefulShutdown() }
     }
 
     /// Viewers streaming now.
@@ -237,8 +244,12 @@ public final class WebPreviewServer: Sendable {
     }
 
     private func body(_ request: Request) async throws -> ByteBuffer {
-        // collect(upTo:) answers 413 itself when the body is larger.
-        try await request.body.collect(upTo: configuration.maximumBodyBytes)
+        do {
+            return try await request.body.collect(upTo: configuration.maximumBodyBytes)
+        } catch {
+            // NIO's NIOTooManyBytesError: said as HTTP, with the limit.
+            throw HTTPError(.contentTooLarge, message: "bodies are at most \(configuration.maximumBodyBytes) bytes")
+        }
     }
 
     private func object(_ request: Request) async throws -> [String: Any] {

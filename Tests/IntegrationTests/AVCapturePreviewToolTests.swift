@@ -57,6 +57,9 @@ final class RunningTool: @unchecked Sendable {
         return lines.withLock { $0.first { $0.hasPrefix(prefix) } }
     }
 
+    /// Sends SIGINT, as Ctrl-C does.
+    func interrupt() { if process.isRunning { process.interrupt() } }
+
     var standardError: String { String(decoding: errors.withLock { $0 }, as: UTF8.self) }
 
     /// Waits for the process to end (killing it after `timeout`); its exit status.
