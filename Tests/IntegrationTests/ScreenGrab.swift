@@ -21,6 +21,23 @@ struct ScreenGrab {
         return try ScreenGrab(xwd: [UInt8](result.output))
     }
 
+    /// Decodes a PNG (a browser's screenshot) to RGB with ffmpeg.
+    init(png url: URL) throws {
+        let probe = try MediaTool.ffprobe.run([
+            "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0", url.path,
+        ])
+        let size = String(decoding: probe.output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            .split(separator: ",").compactMap { Int($0) }
+        guard size.count == 2 else { throw MediaToolFailure(description: "ffprobe cannot read \(url.path)") }
+        let decoded = try MediaTool.ffmpeg.run([
+            "-nostdin", "-v", "error", "-i", url.path, "-f", "rawvideo", "-pix_fmt", "rgb24", "-",
+        ])
+        guard decoded.status == 0, decoded.output.count == size[0] * size[1] * 3 else {
+            throw MediaToolFailure(description: "ffmpeg cannot decode \(url.path): \(decoded.error)")
+        }
+        (width, height, rgb) = (size[0], size[1], [UInt8](decoded.output))
+    }
+
     /// Decodes an XWD file: a header of big-endian 32-bit fields, the window name, the colour map, then pixels.
     init(xwd bytes: [UInt8]) throws {
         func field(_ index: Int) -> Int {
