@@ -36,6 +36,10 @@ public final class PreviewWindow: @unchecked Sendable {
         public var framesSkipped = 0
         /// Frames the session dropped before they reached the window.
         public var framesDroppedUpstream = 0
+        /// How old each of the last (up to 256) drawn frames was when its present returned: the host clock then,
+        /// minus the frame's presentation time (the session's clock is the host clock). Glass-to-glass latency
+        /// but for the display's own scan-out.
+        public var recentFrameAges: [Double] = []
     }
 
     private struct Shared {
@@ -295,9 +299,12 @@ public final class PreviewWindow: @unchecked Sendable {
             SDL_RenderFillRectF(renderer, &bar)
         }
         SDL_RenderPresent(renderer)
-        if drewFrame {
+        if drewFrame, let sample {
+            let age = CMTimeGetSeconds(CMClockGetTime(.hostTimeClock) - sample.presentationTimeStamp)
             let drawn = statisticsStorage.withLock { statistics in
                 statistics.framesDrawn += 1
+                statistics.recentFrameAges.append(age)
+                if statistics.recentFrameAges.count > 256 { statistics.recentFrameAges.removeFirst() }
                 return statistics.framesDrawn
             }
             if drawn == 1 { firstFrame.signal() }
