@@ -9,10 +9,10 @@ export OPENAV_DEVICES
 # Libraries the package links (pkg-config finds them) and tools the integration tests read our files with.
 BUILD_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
                   libavfilter-dev libasound2-dev libturbojpeg0-dev libexif-dev libheif-dev libzxing-dev \
-                  libx11-dev libxext-dev libxfixes-dev libxdamage-dev libxrandr-dev
+                  libx11-dev libxext-dev libxfixes-dev libxdamage-dev libxrandr-dev libsdl2-dev
 TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstreamer1.0-plugins-base-apps \
                  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav qrencode \
-                 xvfb x11-utils xdotool
+                 xvfb x11-utils xdotool x11-apps chromium chromium-driver python3-selenium
 # The VM the kernel tests boot (../shared/tools/vm-run: QEMU with Debian's kernel, vivid and snd-aloop).
 VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
@@ -64,8 +64,9 @@ VM_RUN ?= $(abspath ../shared/tools/vm-run)
 # Libraries the test bundle links that the VM image lacks. They are part of vm-run's cache key, so the image lives
 # in a cache of its own: plain vm-run runs elsewhere do not rebuild it (nor it theirs).
 # usbip: `usbip attach` plugs the USB webcam emulator into vhci-hcd (USBWebcamKernelTests).
-# libx11-6 … libxrandr2: the screen input's shim (CX11); libzxing2: code reading (CZXing).
-VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip,libx11-6,libxext6,libxfixes3,libxdamage1,libxrandr2,libzxing2
+# libx11-6 … libxrandr2: the screen input's shim (CX11); libzxing2: code reading (CZXing); libsdl2-2.0-0: the
+# preview window (CSDL2, linked through OpenAVCaptureUI).
+VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip,libx11-6,libxext6,libxfixes3,libxdamage1,libxrandr2,libzxing2,libsdl2-2.0-0
 # The first two boots: vivid and snd-aloop as before; vhci-hcd (USB/IP's host controller) with the drivers of what
 # the emulator plugs in, loaded up front because the VM has no udev to load them when the device appears.
 # Seconds a boot may take: the first runs every kernel suite, the USB webcam's (about 2.5 minutes) included.

@@ -19,12 +19,18 @@ let package = Package(
         .library(name: "OpenAVCapture", targets: ["OpenAVCapture"]),
         .library(name: "OpenAVCaptureTesting", targets: ["OpenAVCaptureTesting"]),
         .library(name: "OpenAVCaptureShim", targets: ["OpenAVCaptureShim"]),
+        /// What a person sees: the preview layer drawn in an SDL2 window. Only users who show video link SDL.
+        .library(name: "OpenAVCaptureUI", targets: ["OpenAVCaptureUI"]),
+        /// The preview in a browser: an HTTP server (Hummingbird) streaming MJPEG. Only its users link the server.
+        .library(name: "OpenAVCaptureWeb", targets: ["OpenAVCaptureWeb"]),
         .executable(name: "avcapture", targets: ["avcapture"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // MARK: C libraries, each behind a shim header whose every symbol carries the target's prefix.
@@ -48,6 +54,9 @@ let package = Package(
         .systemLibrary(name: "CExif", pkgConfig: "libexif", providers: [.apt(["libexif-dev"])]),
         /// libheif: HEIC stills.
         .systemLibrary(name: "CHeif", pkgConfig: "libheif", providers: [.apt(["libheif-dev"])]),
+        /// SDL 2: the preview window (OpenAVCaptureUI only). Not through pkg-config: sdl2.pc's -D_REENTRANT makes
+        /// SwiftPM warn on every build; the header includes <SDL2/SDL.h> and the module map links SDL2.
+        .systemLibrary(name: "CSDL2", providers: [.apt(["libsdl2-dev"])]),
         /// V4L2 (<linux/videodev2.h>): the VIDIOC_* request codes as constants and a non-variadic ioctl.
         .target(name: "CLinuxMedia"),
         /// Xlib with MIT-SHM, XFixes, Damage and RandR (the screen input): error handlers that do not exit, and the
@@ -98,12 +107,32 @@ let package = Package(
             dependencies: ["OpenAVCapture", "CaptureDrivers", "MediaCodecs"],
             swiftSettings: strictSwift),
 
+        // MARK: Above the public API: renderers of the preview layer, and the seed's camera app controller.
+
+        /// Renderers of `AVCaptureVideoPreviewLayer`: the SDL2 window. Reads the layer's model (gravity, rotation,
+        /// mirroring, conversions); the layer itself knows nothing of SDL.
+        .target(name: "OpenAVCaptureUI", dependencies: ["OpenAVCapture", "CSDL2"], swiftSettings: strictSwift),
+        /// The preview in a browser: Hummingbird serves the camera app's page and streams the layer's video as
+        /// MJPEG (TurboJPEG straight from I420 planes); taps convert through the layer's geometry.
+        .target(
+            name: "OpenAVCaptureWeb",
+            dependencies: [
+                "OpenAVCapture", "CTurboJPEG", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSwift),
+        /// The camera app's controller class as it is written on iOS, through `import OpenAVCaptureShim` only.
+        .target(
+            name: "CameraControllerExample", dependencies: ["OpenAVCaptureShim"], path: "Examples/CameraController",
+            swiftSettings: strictSwift),
+
         // MARK: The command-line tool, built only on the public API.
 
         .executableTarget(
             name: "avcapture",
             dependencies: [
-                "OpenAVCapture",
+                "OpenAVCapture", "OpenAVCaptureUI", "OpenAVCaptureWeb", "CameraControllerExample",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -124,6 +153,8 @@ let package = Package(
         .testTarget(
             name: "OpenAVCaptureTests", dependencies: ["OpenAVCapture", "OpenAVCaptureTesting", "TestSupport"],
             swiftSettings: strictSwift),
+        .testTarget(
+            name: "OpenAVCaptureUITests", dependencies: ["OpenAVCaptureUI", "OpenAVCapture"], swiftSettings: strictSwift),
         .testTarget(
             name: "OpenAVCaptureTestingTests", dependencies: ["OpenAVCaptureTesting"], swiftSettings: strictSwift),
 
@@ -147,7 +178,9 @@ let package = Package(
             path: "Tests/AppleCompatibility/Swift6", swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["OpenAVCapture", "OpenAVCaptureTesting", "TestSupport"],
+            dependencies: [
+                "OpenAVCapture", "OpenAVCaptureTesting", "TestSupport", "OpenAVCaptureUI", "CameraControllerExample",
+            ],
             swiftSettings: strictSwift),
     ],
     // zxing-cpp's headers need C++17.

@@ -117,6 +117,16 @@ let package = Package(
         ),
         /// AVAssetExportSession (passthrough, and a 30 fps re-encode) against ffmpeg in one run (see its header).
         .executableTarget(
+            name: "PreviewCost",
+            dependencies: [
+                .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+                .product(name: "OpenAVCaptureUI", package: "OpenAVCapture"),
+                .product(name: "OpenAVCaptureWeb", package: "OpenAVCapture"),
+            ],
+            path: "Comparisons/PreviewCost",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
             name: "ExportVersusFFmpeg",
             dependencies: [.product(name: "OpenAVCapture", package: "OpenAVCapture")],
             path: "Comparisons/ExportVersusFFmpeg",

@@ -1,0 +1,315 @@
+import CSDL2
+import Foundation
+import OpenAVCapture
+import Synchronization
+
+/// A desktop window that shows what an `AVCaptureVideoPreviewLayer` describes: its session's live video, placed by
+/// the layer's gravity, rotation and mirroring (``TexturePlacement``), redrawn when a frame arrives or the window
+/// changes size, with the layer's `bounds` kept equal to the window's size so its point conversions are the
+/// window's.
+///
+/// Frames come from a video data output of the window's own on the layer's session (``PreviewFeed``): NV12,
+/// I420, YUYV, UYVY and RGB frames are uploaded to SDL textures in their own format (SDL's renderer converts
+/// YUV on the GPU where it has one), and only the newest frame is kept: a frame not yet drawn when the next
+/// arrives is skipped, not queued. Presents wait for vertical sync where the renderer supports it.
+///
+/// Clicks and keys go to the handlers, in layer coordinates; the window draws nothing else but the markers and
+/// the level bar it is given.
+///
+/// Threading: `run()` creates the window on the calling thread and uses SDL only there until it returns (SDL's
+/// rule for video). Everything else (`stop()`, `status`, `audioLevel`, markers, statistics, handlers) is thread
+/// safe. One window at a time per process (SDL's video subsystem is process-wide).
+public final class PreviewWindow: @unchecked Sendable {
+    /// What the user did in the window, in the layer's coordinates.
+    public enum Event: Sendable, Equatable {
+        /// A click; `count` is 2 for a double click.
+        case click(CGPoint, count: Int)
+        /// A key, by name: "r", "f", "t", "+", "-", "space", "return", "escape", or the letter or digit typed.
+        case key(String)
+    }
+
+    /// Counts since `run()` began.
+    public struct Statistics: Sendable, Equatable {
+        /// Frames drawn on the screen.
+        public var framesDrawn = 0
+        /// Frames that arrived and were replaced by a newer one before they could be drawn.
+        public var framesSkipped = 0
+        /// Frames the session dropped before they reached the window.
+        public var framesDroppedUpstream = 0
+        /// How old each of the last (up to 256) drawn frames was when its present returned: the host clock then,
+        /// minus the frame's presentation time (the session's clock is the host clock). Glass-to-glass latency
+        /// but for the display's own scan-out.
+        public var recentFrameAges: [Double] = []
+    }
+
+    private struct Shared {
+        var status = ""
+        var statusShown = ""
+        var audioLevel: Float = 0
+        var markers: [Marker] = []
+        var stopRequested = false
+        var handler: (@Sendable (Event) -> Void)?
+        var rendererName = ""
+        var windowPosition: (x: Int, y: Int)?
+    }
+
+    /// A rectangle outlined over the video (a focus or exposure box), in layer coordinates, until `until`.
+    public struct Marker: Sendable {
+        public var rect: CGRect
+        /// 0xRRGGBB.
+        public var color: UInt32
+        public var until: Date
+        public init(rect: CGRect, color: UInt32, until: Date) {
+            (self.rect, self.color, self.until) = (rect, color, until)
+        }
+    }
+
+    public let layer: AVCaptureVideoPreviewLayer
+    private let title: String
+    private let initialSize: CGSize
+    private let position: CGPoint?
+    private let shared = Mutex(Shared())
+    private let firstFrame = DispatchSemaphore(value: 0)
+
+    /// A window of `size` points showing `layer`; `position` places its top-left corner on the screen (the window
+    /// manager's choice when nil). Nothing happens until `run()`.
+    public init(layer: AVCaptureVideoPreviewLayer, title: String, size: CGSize, position: CGPoint? = nil) {
+        self.layer = layer
+        self.title = title
+        self.initialSize = size
+        self.position = position
+    }
+
+    /// Called (on the window's thread) for each click and key. Set before `run()` or any time after.
+    public func setEventHandler(_ handler: (@Sendable (Event) -> Void)?) { shared.withLock { $0.handler = handler } }
+
+    /// The window's title line (SDL has no text drawing of its own): fps, drops, level, what the app says.
+    public var status: String {
+        get { shared.withLock { $0.status } }
+        set { shared.withLock { $0.status = newValue } }
+    }
+
+    /// The audio level, 0 ... 1, drawn as a bar along the bottom edge.
+    public var audioLevel: Float {
+        get { shared.withLock { $0.audioLevel } }
+        set { shared.withLock { $0.audioLevel = max(0, min(1, newValue)) } }
+    }
+
+    /// Adds a box to outline over the video for a while (a tap's focus or exposure marker).
+    public func addMarker(_ marker: Marker) { shared.withLock { $0.markers.append(marker) } }
+
+    /// The SDL renderer drawing the window ("opengl", "software", …), once `run()` has made it.
+    public var rendererName: String { shared.withLock { $0.rendererName } }
+
+    /// Where the window is on the screen, once shown.
+    public var screenPosition: CGPoint? {
+        shared.withLock { $0.windowPosition.map { CGPoint(x: $0.x, y: $0.y) } }
+    }
+
+    /// Waits until the first frame is on the screen; false if `timeout` passes first.
+    public func waitForFirstFrame(timeout: TimeInterval) -> Bool {
+        guard firstFrame.wait(timeout: .now() + timeout) == .success else { return false }
+        firstFrame.signal()
+        return true
+    }
+
+    private let statisticsStorage = Mutex(Statistics())
+
+    /// Frames drawn, skipped and dropped so far.
+    public var statistics: Statistics { statisticsStorage.withLock { $0 } }
+
+    /// Asks `run()` to close the window and return. Any thread.
+    public func stop() {
+        shared.withLock { $0.stopRequested = true }
+        wake(SDL_USEREVENT.rawValue)
+    }
+
+    private func wake(_ type: UInt32) {
+        var event = SDL_Event()
+        event.type = type
+        SDL_PushEvent(&event)
+    }
+
+    // MARK: The window's thread
+
+    /// Opens the window and shows the layer's video until `stop()` or the user closes the window. Blocks.
+    public func run() throws(PreviewError) {
+        guard let session = layer.session else { throw PreviewError("the preview layer has no session; set one first") }
+        SDL_SetHint(SDL_HINT_NO_SIGNAL_HANDLERS, "1")
+        // The window's closing must not end the process: the app decides.
+        SDL_SetHint(SDL_HINT_QUIT_ON_LAST_WINDOW_CLOSE, "0")
+        guard SDL_InitSubSystem(SDL_INIT_VIDEO) == 0 else {
+            throw PreviewError("cannot open a window: \(Self.sdlError()) (is DISPLAY set to a running X server?)")
+        }
+        defer { SDL_QuitSubSystem(SDL_INIT_VIDEO) }
+        let x = position.map { Int32($0.x) } ?? CSDL2_windowPositionCentered
+        let y = position.map { Int32($0.y) } ?? CSDL2_windowPositionCentered
+        guard
+            let window = SDL_CreateWindow(
+                title, x, y, Int32(initialSize.width), Int32(initialSize.height),
+                SDL_WINDOW_SHOWN.rawValue | SDL_WINDOW_RESIZABLE.rawValue)
+        else { throw PreviewError("cannot create the window: \(Self.sdlError())") }
+        defer { SDL_DestroyWindow(window) }
+        // Accelerated and vsync'd where there is a GPU; SDL's software renderer where there is none (Xvfb).
+        guard
+            let renderer = SDL_CreateRenderer(
+                window, -1, SDL_RENDERER_ACCELERATED.rawValue | SDL_RENDERER_PRESENTVSYNC.rawValue)
+                ?? SDL_CreateRenderer(window, -1, SDL_RENDERER_SOFTWARE.rawValue)
+        else { throw PreviewError("cannot create a renderer: \(Self.sdlError())") }
+        defer { SDL_DestroyRenderer(renderer) }
+        var info = SDL_RendererInfo()
+        SDL_GetRendererInfo(renderer, &info)
+        let name = info.name.map { String(cString: $0) } ?? "unknown"
+        shared.withLock { $0.rendererName = name }
+
+        let frameEvent = SDL_RegisterEvents(1)
+        let feed = try PreviewFeed(session: session, drawablePixelFormats: Set(TextureFormat.all.keys)) { [weak self] in
+            self?.wake(frameEvent)
+        }
+        defer { feed.detach() }
+        var texture = Texture()
+        defer { texture.destroy() }
+        var current: CMSampleBuffer?
+        updateBounds(window)
+
+        var event = SDL_Event()
+        var needsDraw = true
+        while !shared.withLock({ $0.stopRequested }) {
+            // Sleep until something happens: a frame, input, or a marker's end (at most 100 ms).
+            if SDL_WaitEventTimeout(&event, 100) != 0 {
+                repeat {
+                    switch handle(event, window: window, frameEvent: frameEvent) {
+                    case .quit: shared.withLock { $0.stopRequested = true }
+                    case .redraw: needsDraw = true
+                    case .nothing: break
+                    }
+                } while SDL_PollEvent(&event) != 0
+            }
+            if let newest = feed.takeNewest() {
+                current = newest
+                needsDraw = true
+            }
+            let (status, markers) = shared.withLock { shared in
+                shared.markers.removeAll { $0.until < Date() }
+                return (shared.status, shared.markers)
+            }
+            if !markers.isEmpty { needsDraw = true }
+            if shared.withLock({ $0.statusShown != status }) {
+                SDL_SetWindowTitle(window, status.isEmpty ? title : "\(title) — \(status)")
+                shared.withLock { $0.statusShown = status }
+            }
+            if needsDraw {
+                draw(current, renderer: renderer, texture: &texture, markers: markers)
+                needsDraw = false
+            }
+            let feedStatistics = feed.statistics
+            statisticsStorage.withLock {
+                $0.framesSkipped = feedStatistics.skipped
+                $0.framesDroppedUpstream = feedStatistics.droppedUpstream
+            }
+        }
+    }
+
+    private enum Outcome { case nothing, redraw, quit }
+
+    private func handle(_ event: SDL_Event, window: OpaquePointer, frameEvent: UInt32) -> Outcome {
+        let handler = shared.withLock { $0.handler }
+        switch event.type {
+        case SDL_QUIT.rawValue:
+            return .quit
+        case SDL_WINDOWEVENT.rawValue:
+            let kind = UInt32(event.window.event)
+            if kind == SDL_WINDOWEVENT_CLOSE.rawValue { return .quit }
+            if kind == SDL_WINDOWEVENT_SIZE_CHANGED.rawValue || kind == SDL_WINDOWEVENT_MOVED.rawValue
+                || kind == SDL_WINDOWEVENT_EXPOSED.rawValue || kind == SDL_WINDOWEVENT_SHOWN.rawValue
+            {
+                updateBounds(window)
+            }
+            return .redraw
+        case SDL_MOUSEBUTTONDOWN.rawValue where event.button.button == UInt8(SDL_BUTTON_LEFT):
+            handler?(.click(CGPoint(x: Int(event.button.x), y: Int(event.button.y)), count: Int(event.button.clicks)))
+            return .redraw
+        case SDL_KEYDOWN.rawValue:
+            if let name = Self.keyName(event.key.keysym) { handler?(.key(name)) }
+            return .redraw
+        default:
+            return event.type == frameEvent ? .redraw : .nothing
+        }
+    }
+
+    /// The layer's bounds are the window's size in points (what mouse events report), so a click converts exactly.
+    private func updateBounds(_ window: OpaquePointer) {
+        var width: Int32 = 0
+        var height: Int32 = 0
+        SDL_GetWindowSize(window, &width, &height)
+        layer.bounds = CGRect(x: 0, y: 0, width: Int(width), height: Int(height))
+        var x: Int32 = 0
+        var y: Int32 = 0
+        SDL_GetWindowPosition(window, &x, &y)
+        shared.withLock { $0.windowPosition = (Int(x), Int(y)) }
+    }
+
+    private static func keyName(_ keysym: SDL_Keysym) -> String? {
+        let code = keysym.sym
+        switch code {
+        case Int32(SDLK_SPACE.rawValue): return "space"
+        case Int32(SDLK_RETURN.rawValue), Int32(SDLK_KP_ENTER.rawValue): return "return"
+        case Int32(SDLK_ESCAPE.rawValue): return "escape"
+        case Int32(SDLK_PLUS.rawValue), Int32(SDLK_EQUALS.rawValue), Int32(SDLK_KP_PLUS.rawValue): return "+"
+        case Int32(SDLK_MINUS.rawValue), Int32(SDLK_KP_MINUS.rawValue): return "-"
+        case 0x21...0x7E: return String(UnicodeScalar(UInt8(code)))
+        default: return nil
+        }
+    }
+
+    private func draw(
+        _ sample: CMSampleBuffer?, renderer: OpaquePointer, texture: inout Texture, markers: [Marker]
+    ) {
+        SDL_SetRenderDrawColor(renderer, 0, 0, 0, 255)
+        SDL_RenderClear(renderer)
+        let geometry = layer.geometry
+        var drewFrame = false
+        if let sample, let image = sample.imageBuffer, texture.upload(image, renderer: renderer) {
+            let placement = TexturePlacement(geometry)
+            var destination = SDL_FRect(
+                x: Float(placement.destination.minX), y: Float(placement.destination.minY),
+                w: Float(placement.destination.width), h: Float(placement.destination.height))
+            var flip = SDL_FLIP_NONE.rawValue
+            if placement.flipsHorizontally { flip |= SDL_FLIP_HORIZONTAL.rawValue }
+            if placement.flipsVertically { flip |= SDL_FLIP_VERTICAL.rawValue }
+            SDL_RenderCopyExF(
+                renderer, texture.handle, nil, &destination, placement.angle, nil, SDL_RendererFlip(flip))
+            drewFrame = true
+        }
+        for marker in markers {
+            SDL_SetRenderDrawColor(
+                renderer, UInt8(marker.color >> 16 & 0xFF), UInt8(marker.color >> 8 & 0xFF), UInt8(marker.color & 0xFF),
+                255)
+            var box = SDL_FRect(
+                x: Float(marker.rect.minX), y: Float(marker.rect.minY), w: Float(marker.rect.width),
+                h: Float(marker.rect.height))
+            SDL_RenderDrawRectF(renderer, &box)
+        }
+        let level = shared.withLock { $0.audioLevel }
+        if level > 0 {
+            let bounds = layer.bounds
+            SDL_SetRenderDrawColor(renderer, 60, 220, 90, 255)
+            var bar = SDL_FRect(
+                x: 0, y: Float(bounds.height) - 4, w: Float(bounds.width) * level, h: 4)
+            SDL_RenderFillRectF(renderer, &bar)
+        }
+        SDL_RenderPresent(renderer)
+        if drewFrame, let sample {
+            let age = CMTimeGetSeconds(CMClockGetTime(.hostTimeClock) - sample.presentationTimeStamp)
+            let drawn = statisticsStorage.withLock { statistics in
+                statistics.framesDrawn += 1
+                statistics.recentFrameAges.append(age)
+                if statistics.recentFrameAges.count > 256 { statistics.recentFrameAges.removeFirst() }
+                return statistics.framesDrawn
+            }
+            if drawn == 1 { firstFrame.signal() }
+        }
+    }
+
+    static func sdlError() -> String { String(cString: SDL_GetError()) }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Hummingbird
+import OpenAVCapture
+import Synchronization
+
+/// The preview as an MJPEG stream for a bounded number of viewers: each frame of the layer's session is encoded
+/// once (only while someone watches) and handed to every viewer, each of which keeps only the newest part, so a
+/// slow browser skips frames instead of falling behind.
+///
+/// Threading: thread safe. Frames are encoded on the feed's queue; viewers read on the server's tasks.
+final class MJPEGBroadcaster: @unchecked Sendable {
+    static let boundary = "openavframe"
+
+    struct Viewer: Sendable {
+        let id: Int
+        let parts: AsyncStream<ByteBuffer>
+    }
+
+    private struct State {
+        var viewers: [Int: AsyncStream<ByteBuffer>.Continuation] = [:]
+        var nextID = 0
+        var framesEncoded = 0
+        var recentFrameTimes: [Date] = []
+        var closed = false
+        var detached = false
+    }
+
+    let maximumViewers: Int
+    private let state = Mutex(State())
+    private var feed: PreviewFeed?
+    private let encoder: JPEGFrameEncoder
+
+    init(layer: AVCaptureVideoPreviewLayer, maximumViewers: Int) throws(PreviewError) {
+        guard let session = layer.session else { throw PreviewError("the preview layer has no session; set one first") }
+        self.maximumViewers = maximumViewers
+        encoder = try JPEGFrameEncoder()
+        let feed = try PreviewFeed(
+            session: session, drawablePixelFormats: [kCVPixelFormatType_420YpCbCr8Planar],
+            preferredPixelFormat: kCVPixelFormatType_420YpCbCr8Planar
+        ) { [weak self] in self?.frameArrived() }
+        // The browser shows the frames as they come, scaled by CSS's object-fit (the layer's gravity); the session
+        // turns and mirrors them as the layer's connection says, so the picture is the layer's.
+        if let source = layer.connection, let connection = feed.output.connection(with: .video) {
+            if connection.isVideoRotationAngleSupported(source.videoRotationAngle) {
+                connection.videoRotationAngle = source.videoRotationAngle
+            }
+            if connection.isVideoMirroringSupported {
+                connection.automaticallyAdjustsVideoMirroring = false
+                connection.isVideoMirrored = source.isVideoMirrored
+            }
+        }
+        self.feed = feed
+    }
+
+    /// Ends every stream (their responses finish) and refuses new viewers.
+    func endViewers() {
+        let continuations = state.withLock { state in
+            defer {
+                state.viewers = [:]
+                state.closed = true
+            }
+            return Array(state.viewers.values)
+        }
+        for continuation in continuations { continuation.finish() }
+    }
+
+    /// Ends the streams and takes the feed's output off the session, once.
+    func detach() {
+        endViewers()
+        let detaching = state.withLock { state in
+            defer { state.detached = true }
+            return !state.detached
+        }
+        if detaching { feed?.detach() }
+    }
+
+    /// A new viewer, or nil when `maximumViewers` are already watching.
+    func addViewer() -> Viewer? {
+        let (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingNewest(1))
+        let id: Int? = state.withLock { state in
+            guard !state.closed, state.viewers.count < maximumViewers else { return nil }
+            state.nextID += 1
+            state.viewers[state.nextID] = continuation
+            return state.nextID
+        }
+        guard let id else { return nil }
+        continuation.onTermination = { [weak self] _ in self?.removeViewer(id) }
+        return Viewer(id: id, parts: stream)
+    }
+
+    func removeViewer(_ id: Int) {
+        let continuation = state.withLock { $0.viewers.removeValue(forKey: id) }
+        continuation?.finish()
+    }
+
+    var viewerCount: Int { state.withLock { $0.viewers.count } }
+
+    /// Frames encoded in the last second.
+    var framesPerSecond: Int {
+        state.withLock { state in
+            let cutoff = Date().addingTimeInterval(-1)
+            return state.recentFrameTimes.filter { $0 > cutoff }.count
+        }
+    }
+
+    /// Frames the feed skipped or the session dropped before they reached the stream.
+    var framesDropped: Int {
+        guard let statistics = feed?.statistics else { return 0 }
+        return statistics.skipped + statistics.droppedUpstream
+    }
+
+    private func frameArrived() {
+        guard let sample = feed?.takeNewest() else { return }
+        guard viewerCount > 0, let image = sample.imageBuffer, let jpeg = encoder.encode(image) else { return }
+        // A timestamp of the frame on the host's clock, so a viewer can measure glass-to-glass latency.
+        let captured = CMTimeGetSeconds(sample.presentationTimeStamp)
+        var part = ByteBuffer()
+        part.writeString(
+            "--\(Self.boundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n"
+                + "X-Presentation-Time: \(captured)\r\n\r\n")
+        part.writeBytes(jpeg)
+        part.writeString("\r\n")
+        let continuations = state.withLock { state in
+            let now = Date()
+            state.framesEncoded += 1
+            state.recentFrameTimes.append(now)
+            state.recentFrameTimes.removeAll { $0 < now.addingTimeInterval(-1) }
+            return Array(state.viewers.values)
+        }
+        for continuation in continuations { continuation.yield(part) }
+    }
+}

@@ -1,0 +1,343 @@
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import OpenAVCapture
+import Synchronization
+
+/// The camera app in a browser: an HTTP server that serves the page at `/`, streams the preview layer's video as
+/// MJPEG (`/stream`), turns the page's taps into device points with the layer's own conversion, runs the app's
+/// actions, and serves the photos and movies from its media directory.
+///
+/// Safe by default: it listens on loopback; any other address needs a token, and then every request must carry it
+/// (`?token=` or `Authorization: Bearer`). Files are served only by plain names from the media directory, viewers
+/// are bounded, bodies are capped, and every bad request gets a 4xx and a line in the log.
+///
+/// Threading: thread safe; `run()` blocks its task until the task is cancelled or `stop()` is called.
+public final class WebPreviewServer: Sendable {
+    public struct Configuration: Sendable {
+        /// Address to listen on; loopback unless a token is set.
+        public var host: String
+        /// Port; 0 picks a free one (reported to `onListening`).
+        public var port: Int
+        /// The secret every request must carry; required for a non-loopback host.
+        public var token: String?
+        /// Streams served at once; more get 503.
+        public var maximumViewers: Int
+        /// The largest request body accepted (bytes); larger get 413.
+        public var maximumBodyBytes: Int
+        /// Where the app's photos and movies are, served by name under `/media/`.
+        public var mediaDirectory: URL
+
+        public init(
+            host: String = "127.0.0.1", port: Int = 8080, token: String? = nil, maximumViewers: Int = 4,
+            maximumBodyBytes: Int = 4096, mediaDirectory: URL
+        ) {
+            (self.host, self.port, self.token) = (host, port, token)
+            (self.maximumViewers, self.maximumBodyBytes, self.mediaDirectory) =
+                (maximumViewers, maximumBodyBytes, mediaDirectory)
+        }
+
+        /// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
+        public var isLoopback: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
+    }
+
+    public let configuration: Configuration
+    private let layer: AVCaptureVideoPreviewLayer
+    private let actions: any WebCameraActions
+    private let log: @Sendable (String) -> Void
+    private let broadcaster: MJPEGBroadcaster
+    private let stopRequested = Mutex<ServiceGroup?>(nil)
+
+    /// A server for `layer`'s video and `actions`; `log` gets a line per refused request. Throws when the
+    /// configuration is unsafe (a non-loopback host without a token) or the session cannot feed a stream.
+    public init(
+        layer: AVCaptureVideoPreviewLayer, actions: any WebCameraActions, configuration: Configuration,
+        log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+    ) throws(PreviewError) {
+        guard configuration.isLoopback || !(configuration.token ?? "").isEmpty else {
+            throw PreviewError(
+                "listening on \(configuration.host) would show the camera to the network; give a --token (every"
+                    + " request must then carry it) or listen on 127.0.0.1")
+        }
+        guard configuration.maximumViewers > 0 else { throw PreviewError("the viewer limit must be at least 1") }
+        self.configuration = configuration
+        self.layer = layer
+        self.actions = actions
+        self.log = log
+        broadcaster = try MJPEGBroadcaster(layer: layer, maximumViewers: configuration.maximumViewers)
+    }
+
+    /// Serves until cancelled or `stop()`; `onListening` gets the address once the socket is bound (with the
+    /// port chosen when the configuration's is 0).
+    public func run(onListening: @escaping @Sendable (URL) -> Void = { _ in }) async throws {
+        let host = configuration.host
+        let application = Application(
+            router: makeRouter(),
+            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "OpenAVCapture"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                let shownHost = host.contains(":") ? "[\(host)]" : host
+                if let url = URL(string: "http://\(shownHost):\(port)/") { onListening(url) }
+            },
+            logger: {
+                var logger = Logger(label: "OpenAVCaptureWeb")
+                logger.logLevel = .warning
+                return logger
+            }())
+        // A service group of its own, so stop() can shut the server down gracefully (open streams end, the socket
+        // closes) instead of cancelling it mid-flight.
+        let group = ServiceGroup(
+            configuration: .init(services: [application], gracefulShutdownSignals: [], logger: application.logger))
+        stopRequested.withLock { $0 = group }
+        defer { broadcaster.detach() }
+        try await withTaskCancellationHandler {
+            try await group.run()
+        } onCancel: {
+            Task { await group.triggerGracefulShutdown() }
+        }
+    }
+
+    /// Stops a running server gracefully. Any thread.
+    public func stop() {
+        guard let group = stopRequested.withLock({ $0 }) else { return }
+        // Open streams would hold a graceful shutdown open; they end first.
+        broadcaster.endViewers()
+        Task { await group.triggerGracefulShutdown() }
+    }
+
+    /// Viewers streaming now.
+    public var viewerCount: Int { broadcaster.viewerCount }
+
+    // MARK: Routes
+
+    private func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.add(middleware: GuardMiddleware(token: configuration.token, log: log))
+        router.get("/") { request, _ -> Response in
+            let token = request.uri.queryParameters.get("token") ?? ""
+            return Response(
+                status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                body: .init(byteBuffer: ByteBuffer(string: CameraAppPage.html(token: token))))
+        }
+        // Browsers ask for an icon; an empty answer keeps the log for real mistakes.
+        router.get("favicon.ico") { _, _ -> Response in Response(status: .noContent) }
+        router.get("stream") { [broadcaster] _, _ -> Response in
+            guard let viewer = broadcaster.addViewer() else {
+                throw HTTPError(
+                    .serviceUnavailable,
+                    message: "\(broadcaster.maximumViewers) viewers are already watching; close one and retry")
+            }
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: "multipart/x-mixed-replace; boundary=\(MJPEGBroadcaster.boundary)",
+                    .cacheControl: "no-store",
+                ],
+                body: ResponseBody { writer in
+                    defer { broadcaster.removeViewer(viewer.id) }
+                    for await part in viewer.parts { try await writer.write(part) }
+                    try await writer.finish(nil)
+                })
+        }
+        router.get("status") { [self] _, _ -> Response in try json(statusDocument()) }
+        router.post("focus") { [self] request, _ -> Response in
+            let point = try await devicePoint(request)
+            actions.focus(atDevicePoint: point)
+            return try json(["x": Double(point.x), "y": Double(point.y)])
+        }
+        router.post("expose") { [self] request, _ -> Response in
+            let point = try await devicePoint(request)
+            actions.expose(atDevicePoint: point)
+            return try json(["x": Double(point.x), "y": Double(point.y)])
+        }
+        router.post("reset") { [self] request, _ -> Response in
+            _ = try await body(request)
+            actions.resetFocusAndExposure()
+            return try json(["ok": true])
+        }
+        router.post("switch") { [self] request, _ -> Response in
+            _ = try await body(request)
+            return try json(["ok": actions.switchCamera()])
+        }
+        router.post("flash") { [self] request, _ -> Response in
+            let mode = try await choice(request, from: ["off", "on", "auto"])
+            guard actions.setFlashMode(mode) else { throw HTTPError(.conflict, message: "the camera has no flash") }
+            return try json(["ok": true])
+        }
+        router.post("torch") { [self] request, _ -> Response in
+            let mode = try await choice(request, from: ["off", "on", "auto"])
+            guard actions.setTorchMode(mode) else { throw HTTPError(.conflict, message: "the camera has no torch") }
+            return try json(["ok": true])
+        }
+        router.post("zoom") { [self] request, _ -> Response in
+            let fields = try await object(request)
+            guard let value = fields["value"] as? Double, (0...1).contains(value) else {
+                throw HTTPError(.badRequest, message: "send {\"value\": 0...1}")
+            }
+            actions.zoom(toValue: value)
+            return try json(["ok": true])
+        }
+        router.post("photo") { [self] request, _ -> Response in
+            _ = try await body(request)
+            actions.takePhoto()
+            return try json(["ok": true])
+        }
+        router.post("record") { [self] request, _ -> Response in
+            _ = try await body(request)
+            actions.toggleRecording()
+            return try json(["ok": true])
+        }
+        router.get("media/:name") { [self] _, context -> Response in
+            let name = try context.parameters.require("name")
+            return try mediaFile(named: name)
+        }
+        return router
+    }
+
+    private func statusDocument() throws -> [String: Any] {
+        let status = actions.status()
+        let data = try JSONEncoder().encode(status)
+        var document = (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+        document["fps"] = broadcaster.framesPerSecond
+        document["dropped"] = broadcaster.framesDropped
+        document["viewers"] = broadcaster.viewerCount
+        document["objectFit"] = Self.objectFit(layer.videoGravity)
+        document["files"] = mediaNames()
+        return document
+    }
+
+    /// CSS's object-fit does what the layer's gravity does: contain fits, cover fills, fill stretches.
+    static func objectFit(_ gravity: AVLayerVideoGravity) -> String {
+        switch gravity {
+        case .resizeAspectFill: "cover"
+        case .resize: "fill"
+        default: "contain"
+        }
+    }
+
+    /// The page sends where it was tapped in the picture element and the element's size; the layer's geometry
+    /// with those bounds converts it, exactly as for a window of that size.
+    private func devicePoint(_ request: Request) async throws -> CGPoint {
+        let fields = try await object(request)
+        guard let x = fields["x"] as? Double, let y = fields["y"] as? Double, let width = fields["width"] as? Double,
+            let height = fields["height"] as? Double, width > 0, height > 0, width < 100_000, height < 100_000,
+            (0...width).contains(x), (0...height).contains(y)
+        else {
+            throw HTTPError(.badRequest, message: "send {\"x\", \"y\", \"width\", \"height\"} in the picture's pixels")
+        }
+        var geometry = layer.geometry
+        geometry.layerBounds = CGRect(x: 0, y: 0, width: width, height: height)
+        let point = geometry.captureDevicePointConverted(fromLayerPoint: CGPoint(x: x, y: y))
+        guard (0...1).contains(point.x), (0...1).contains(point.y) else {
+            throw HTTPError(.unprocessableContent, message: "the tap is outside the picture")
+        }
+        return point
+    }
+
+    private func choice(_ request: Request, from choices: Set<String>) async throws -> String {
+        let fields = try await object(request)
+        guard let mode = fields["mode"] as? String, choices.contains(mode) else {
+            throw HTTPError(.badRequest, message: "send {\"mode\": \(choices.sorted())}")
+        }
+        return mode
+    }
+
+    private func body(_ request: Request) async throws -> ByteBuffer {
+        do {
+            return try await request.body.collect(upTo: configuration.maximumBodyBytes)
+        } catch {
+            // NIO's NIOTooManyBytesError: said as HTTP, with the limit.
+            throw HTTPError(.contentTooLarge, message: "bodies are at most \(configuration.maximumBodyBytes) bytes")
+        }
+    }
+
+    private func object(_ request: Request) async throws -> [String: Any] {
+        let buffer = try await body(request)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView)) as? [String: Any]
+        else { throw HTTPError(.badRequest, message: "the body is not a JSON object") }
+        return object
+    }
+
+    private func json(_ object: [String: Any]) throws -> Response {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        return Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    // MARK: Files
+
+    static let mediaTypes = ["jpg": "image/jpeg", "jpeg": "image/jpeg", "heic": "image/heic", "mov": "video/quicktime"]
+
+    /// A plain file name of the media directory: letters, digits, '.', '-' and '_', not starting with '.', with a
+    /// media extension. Anything else (a '/', '..', an encoded separator, a hidden file) is refused before the
+    /// file system is asked.
+    static func isPlainMediaName(_ name: String) -> Bool {
+        guard (1...200).contains(name.utf8.count), !name.hasPrefix("."), !name.contains("..") else { return false }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+        guard name.allSatisfy(allowed.contains) else { return false }
+        return mediaTypes[(name as NSString).pathExtension.lowercased()] != nil
+    }
+
+    private func mediaNames() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: configuration.mediaDirectory.path)) ?? []
+        return names.filter(Self.isPlainMediaName).sorted()
+    }
+
+    private func mediaFile(named name: String) throws -> Response {
+        guard Self.isPlainMediaName(name) else {
+            throw HTTPError(.badRequest, message: "not a media file name")
+        }
+        let directory = configuration.mediaDirectory.resolvingSymlinksInPath().standardizedFileURL
+        let url = directory.appendingPathComponent(name).resolvingSymlinksInPath().standardizedFileURL
+        guard url.deletingLastPathComponent().path == directory.path,
+            let data = FileManager.default.contents(atPath: url.path)
+        else { throw HTTPError(.notFound, message: "no such file") }
+        let type = Self.mediaTypes[url.pathExtension.lowercased()] ?? "application/octet-stream"
+        return Response(
+            status: .ok, headers: [.contentType: type], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// Checks the token on every request and logs every refused one (status, method, path; never the token).
+struct GuardMiddleware<Context: RequestContext>: RouterMiddleware {
+    let token: String?
+    let log: @Sendable (String) -> Void
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        let path = request.uri.path
+        if let token, !token.isEmpty {
+            let given =
+                request.uri.queryParameters.get("token")
+                ?? request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+            guard let given, Self.constantTimeEqual(given, token) else {
+                log("refused \(request.method) \(path): 401 missing or wrong token")
+                throw HTTPError(.unauthorized, message: "this server needs its token (?token=…)")
+            }
+        }
+        do {
+            let response = try await next(request, context)
+            if response.status.code >= 400 { log("refused \(request.method) \(path): \(response.status.code)") }
+            return response
+        } catch let error as HTTPError {
+            log("refused \(request.method) \(path): \(error.status.code) \(error.body ?? "")")
+            throw error
+        } catch {
+            log("failed \(request.method) \(path): \(error)")
+            throw error
+        }
+    }
+
+    /// Compares without stopping at the first difference, so the time taken does not reveal a prefix.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        var difference = x.count ^ y.count
+        for index in 0..<max(x.count, y.count) {
+            difference |= Int((index < x.count ? x[index] : 0) ^ (index < y.count ? y[index] : 0))
+        }
+        return difference == 0
+    }
+}

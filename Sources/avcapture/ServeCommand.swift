@@ -1,0 +1,206 @@
+import ArgumentParser
+import CameraControllerExample
+import Foundation
+import OpenAVCapture
+import OpenAVCaptureWeb
+
+/// `avcapture serve`: the camera app in a browser. The page's controls drive the example's CameraController.
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Serve the camera app to a browser: live preview, focus, photos, recording.",
+        discussion: """
+            Open the printed address. Tap the picture to focus, double-tap to expose; photos and movies go in the \
+            working directory and are listed on the page for download. It listens on loopback only unless given \
+            --token; then every request must carry ?token=T (the printed address has it).
+            """)
+
+    @OptionGroup var logging: LoggingOptions
+    @Option(help: "Address and port to listen on, HOST:PORT (port 0 picks a free one).") var listen = "127.0.0.1:8080"
+    @Option(help: "A secret every request must carry; required to listen beyond loopback.") var token: String?
+    @Option(help: "Camera: an index, uniqueID, 'virtual' or part of its name.") var video: String?
+    @Option(help: "Microphone for recordings: an index, uniqueID, 'virtual', part of its name, or 'none'.")
+    var audio: String?
+    @Option(help: "How the picture fills the page: aspect, fill or resize.") var gravity: String = "aspect"
+    @Option(help: "Session preset, e.g. high, 1280x720.") var preset: String = "1280x720"
+    @Option(help: "Viewers streaming at once; more are refused (503).") var maxViewers = 4
+
+    func validate() throws {
+        guard Self.parseListen(listen) != nil else {
+            throw ValidationError("--listen '\(listen)' is not HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080")
+        }
+        guard PreviewCommand.gravities[gravity.lowercased()] != nil else {
+            throw ValidationError("unknown --gravity '\(gravity)'; use aspect, fill or resize")
+        }
+        if RecordCommand.parsePreset(preset) == nil { throw ValidationError("unknown --preset '\(preset)'") }
+        guard (1...64).contains(maxViewers) else { throw ValidationError("--max-viewers must be 1 ... 64") }
+        if video?.lowercased() == "none" { throw ValidationError("the camera app needs a camera; --video none leaves none") }
+    }
+
+    static func parseListen(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
+
+    func run() throws {
+        try reportingFailures {
+            let (host, port) = Self.parseListen(listen)!
+            let camera = try DeviceSelector.device(video, for: .video)
+            let microphone = try DeviceSelector.device(audio, for: .audio)
+            let directory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+            let controller = CameraController(mediaDirectory: directory)
+            let app = WebCameraApp(controller: controller)
+            controller.delegate = app
+            do {
+                try controller.setupSession(
+                    camera: camera, microphone: microphone, preset: RecordCommand.parsePreset(preset)!)
+            } catch let error as AVError {
+                throw ToolFailure(.unavailable, CaptureSetup.describe(error))
+            }
+            if microphone == nil, audio?.lowercased() == "none" {
+                for input in controller.captureSession.inputs
+                where (input as? AVCaptureDeviceInput)?.device.hasMediaType(.audio) == true {
+                    controller.captureSession.removeInput(input)
+                }
+            }
+            let layer = AVCaptureVideoPreviewLayer(session: controller.captureSession)
+            layer.videoGravity = PreviewCommand.gravities[gravity.lowercased()]!
+            let server: WebPreviewServer
+            do {
+                server = try WebPreviewServer(
+                    layer: layer, actions: app,
+                    configuration: .init(
+                        host: host, port: port, token: token, maximumViewers: maxViewers, mediaDirectory: directory),
+                    log: { Terminal.error("avcapture serve: \($0)") })
+            } catch {
+                throw ToolFailure(.usage, "\(error)")
+            }
+            let watcher = SignalWatcher { _ in server.stop() }
+            defer { withExtendedLifetime(watcher) {} }
+            controller.startSession()
+            let finished = DispatchSemaphore(value: 0)
+            let failure = LockedBox<String?>(nil)
+            let token = self.token
+            Task {
+                do {
+                    try await server.run { url in
+                        let query = token.map { "?token=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") }
+                        PreviewApp.say("listening on \(url.absoluteString)\(query ?? "")")
+                    }
+                } catch is CancellationError {
+                } catch {
+                    failure.value = "\(error)"
+                }
+                finished.signal()
+            }
+            finished.wait()
+            app.finish()
+            controller.stopSession()
+            if let message = failure.value { throw ToolFailure(.unavailable, "the server stopped: \(message)") }
+        }
+    }
+}
+
+/// A value shared between a task and the thread waiting for it.
+final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+/// The page's actions on the camera controller, and its reports printed one line each.
+///
+/// Threading: called from the server's tasks; the controller's own locking covers its calls, and this keeps none
+/// of its own state but the recording's end signal.
+final class WebCameraApp: WebCameraActions, CameraControllerDelegate, @unchecked Sendable {
+    let controller: CameraController
+    private let recordingFinished = DispatchSemaphore(value: 0)
+
+    init(controller: CameraController) { self.controller = controller }
+
+    func finish() {
+        if controller.isRecording {
+            controller.stopRecording()
+            _ = recordingFinished.wait(timeout: .now() + 10)
+        }
+    }
+
+    func focus(atDevicePoint point: CGPoint) {
+        controller.focus(at: point)
+        PreviewApp.say("focus at \(PreviewApp.format(controller.activeCamera?.focusPointOfInterest ?? point))")
+    }
+
+    func expose(atDevicePoint point: CGPoint) {
+        controller.expose(at: point)
+        PreviewApp.say("expose at \(PreviewApp.format(controller.activeCamera?.exposurePointOfInterest ?? point))")
+    }
+
+    func resetFocusAndExposure() { controller.resetFocusAndExposureModes() }
+
+    func switchCamera() -> Bool { controller.switchCameras() }
+
+    func setFlashMode(_ mode: String) -> Bool {
+        guard controller.cameraHasFlash else { return mode == "off" }
+        controller.flashMode = ["on": .on, "auto": .auto][mode] ?? .off
+        return true
+    }
+
+    func setTorchMode(_ mode: String) -> Bool {
+        guard controller.cameraHasTorch else { return mode == "off" }
+        controller.torchMode = ["on": .on, "auto": .auto][mode] ?? .off
+        return true
+    }
+
+    func zoom(toValue value: Double) { controller.rampZoom(toValue: CGFloat(value)) }
+
+    func takePhoto() { controller.captureStillImage() }
+
+    func toggleRecording() {
+        if controller.isRecording {
+            controller.stopRecording()
+        } else {
+            controller.startRecording()
+            PreviewApp.say("recording")
+        }
+    }
+
+    func status() -> WebCameraStatus {
+        let camera = controller.activeCamera
+        let cameras = AVCaptureDevice.DiscoverySession(
+            deviceTypes: [.builtInWideAngleCamera, .external], mediaType: .video, position: .unspecified
+        ).devices.map(\.localizedName)
+        let focus = camera?.focusPointOfInterest ?? CGPoint(x: 0.5, y: 0.5)
+        let exposure = camera?.exposurePointOfInterest ?? CGPoint(x: 0.5, y: 0.5)
+        return WebCameraStatus(
+            camera: camera?.localizedName ?? "none", cameras: cameras, hasFlash: controller.cameraHasFlash,
+            flashMode: PreviewApp.name(controller.flashMode), hasTorch: controller.cameraHasTorch,
+            torchMode: PreviewApp.name(controller.torchMode), zoomValue: Double(controller.zoomValue),
+            isRecording: controller.isRecording,
+            recordedSeconds: controller.isRecording ? max(0, CMTimeGetSeconds(controller.recordedDuration)) : 0,
+            audioLevel: controller.audioLevel, focusPoint: [Double(focus.x), Double(focus.y)],
+            exposurePoint: [Double(exposure.x), Double(exposure.y)])
+    }
+
+    func deviceConfigurationFailed(with error: any Error) { Terminal.error("avcapture: the camera refused: \(error)") }
+
+    func mediaCaptureFailed(with error: any Error) {
+        Terminal.error("avcapture: capture failed: \(error)")
+        recordingFinished.signal()
+    }
+
+    func cameraController(_ controller: CameraController, didSavePhotoAt url: URL) {
+        PreviewApp.say("photo \(url.path)")
+    }
+
+    func cameraController(_ controller: CameraController, didFinishRecordingTo url: URL) {
+        PreviewApp.say("movie \(url.path)")
+        recordingFinished.signal()
+    }
+}

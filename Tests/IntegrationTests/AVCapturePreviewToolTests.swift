@@ -1,0 +1,126 @@
+// `avcapture preview` as a person uses it, on an Xvfb server of the test's own: the window shows the virtual
+// camera, an xdotool click focuses where the layer converts it to, Space takes a photo (exiftool reads it) and
+// Enter twice records a movie (ffprobe reads it), Escape quits cleanly. The tool prints one line per action.
+
+import Foundation
+import OpenAVCaptureTesting
+import Synchronization
+import TestSupport
+import Testing
+
+/// A running avcapture whose stdout lines are collected as they come.
+final class RunningTool: @unchecked Sendable {
+    private let process = Process()
+    private let lines = Mutex<[String]>([])
+    private let errors = Mutex(Data())
+    /// Bytes after the last newline.
+    private let pending = Mutex(Data())
+
+    init(_ arguments: [String], in directory: URL, display: String) throws {
+        process.executableURL = URL(fileURLWithPath: toolPath!)
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        var environment = ProcessInfo.processInfo.environment
+        environment["OPENAV_DEVICES"] = "virtual"
+        environment["DISPLAY"] = display
+        process.environment = environment
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        process.standardInput = FileHandle.nullDevice
+        output.fileHandleForReading.readabilityHandler = { [unowned self] handle in
+            let chunk = handle.availableData
+            pending.withLock { pending in
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                    pending = Data(pending[(newline + 1)...])
+                    lines.withLock { $0.append(line) }
+                }
+            }
+        }
+        error.fileHandleForReading.readabilityHandler = { [unowned self] handle in
+            let chunk = handle.availableData
+            errors.withLock { $0.append(chunk) }
+        }
+        try process.run()
+    }
+
+    /// The first line starting with `prefix` (waiting up to `timeout`), or nil.
+    func line(startingWith prefix: String, timeout: TimeInterval = 20) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            if let line = lines.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return line }
+            usleep(10_000)
+        } while Date() < deadline && process.isRunning
+        return lines.withLock { $0.first { $0.hasPrefix(prefix) } }
+    }
+
+    /// Sends SIGINT, as Ctrl-C does.
+    func interrupt() { if process.isRunning { process.interrupt() } }
+
+    var standardError: String { String(decoding: errors.withLock { $0 }, as: UTF8.self) }
+
+    /// Waits for the process to end (killing it after `timeout`); its exit status.
+    func wait(timeout: TimeInterval = 20) -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        if process.isRunning { process.interrupt() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+        (process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
+        (process.standardError as? Pipe)?.fileHandleForReading.readabilityHandler = nil
+    }
+}
+
+@Suite(
+    "avcapture preview", .serialized,
+    .enabled(if: toolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
+struct AVCapturePreviewToolTests {
+    @Test("click focuses at the converted point, Space takes a photo, Enter records, Escape quits")
+    func cameraAppInAWindow() throws {
+        guard let xvfb = XvfbServer.start(width: 800, height: 480, for: "avcapture preview"),
+            MediaTool.available([.ffprobe, .exiftool], for: "avcapture preview")
+        else { return }
+        let directory = try scratchURL("preview-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let tool = try RunningTool(
+            ["preview", "--video", "back", "--audio", "virtual", "--preset", "640x480", "--size", "800x480"],
+            in: directory, display: xvfb.displayName)
+        let showing = tool.line(startingWith: "showing")
+        try #require(showing != nil, "the window never showed a frame: \(tool.standardError)")
+
+        // 640x480 fitted in 800x480: x 80 ..< 720. (240, 120) is a quarter across and a quarter down the picture.
+        try xvfb.xdotool("mousemove", "240", "120")
+        try xvfb.xdotool("click", "1")
+        #expect(tool.line(startingWith: "focus at") == "focus at (0.2500, 0.2500)")
+
+        try xvfb.xdotool("key", "space")
+        let photoLine = try #require(tool.line(startingWith: "photo "), "no photo: \(tool.standardError)")
+        let photo = URL(fileURLWithPath: String(photoLine.dropFirst("photo ".count)))
+        #expect(photo.deletingLastPathComponent().standardizedFileURL.path == directory.standardizedFileURL.path)
+        let exif = try ExifToolReport(photo)
+        #expect(exif.number("File", "ImageWidth") == 640)
+
+        try xvfb.xdotool("key", "Return")
+        #expect(tool.line(startingWith: "recording") != nil)
+        // Record for a while: until the movie has grown past its first second of media on disk.
+        let deadline = Date().addingTimeInterval(2)
+        while Date() < deadline { usleep(50_000) }
+        try xvfb.xdotool("key", "Return")
+        let movieLine = try #require(tool.line(startingWith: "movie "), "no movie: \(tool.standardError)")
+        let movie = URL(fileURLWithPath: String(movieLine.dropFirst("movie ".count)))
+        let probe = try FFprobeReport(movie)
+        #expect(probe.stream("video")?["width"] as? Int == 640)
+        #expect(probe.stream("audio") != nil)
+        #expect((FFprobeReport.number(probe.format["duration"]) ?? 0) > 1)
+
+        try xvfb.xdotool("key", "Escape")
+        #expect(tool.wait() == 0, "\(tool.standardError)")
+    }
+}

@@ -1,0 +1,145 @@
+// The camera app in a real headless Chromium (Debian's chromium and chromium-driver, driven by python3-selenium
+// over WebDriver): the page's preview advances in screenshots (the frame-index code read from their pixels), a tap
+// focuses the camera where the layer's conversion puts it, the Photo button makes a JPEG that exiftool reads, and
+// Record, two seconds on the page's own timer, then Stop, makes a movie that ffprobe reads.
+
+import Foundation
+import OpenAVCaptureTesting
+import TestSupport
+import Testing
+
+/// The browser's side, written to a file and run with Debian's python3 (where python3-selenium is installed).
+/// Arguments: the page's address, a directory for screenshots. Prints one JSON object; exits 3 when the browser
+/// cannot start (the test then skips, saying why).
+private let browserScript = #"""
+import json, sys, time, urllib.request
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+url, shots = sys.argv[1], sys.argv[2]
+options = webdriver.ChromeOptions()
+for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1000,800", "--force-device-scale-factor=1"]:
+    options.add_argument(argument)
+try:
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+except Exception as error:
+    print("the browser did not start: %s" % str(error).splitlines()[0], file=sys.stderr)
+    sys.exit(3)
+try:
+    wait = WebDriverWait(driver, 20)
+    driver.get(url)
+    preview = driver.find_element(By.ID, "preview")
+    wait.until(lambda d: d.execute_script("return arguments[0].naturalWidth", preview) > 0)
+    wait.until(lambda d: "fps" in d.find_element(By.ID, "stats").text)
+    rect = driver.execute_script("const b = arguments[0].getBoundingClientRect(); return [b.left, b.top, b.width, b.height]", preview)
+    natural = driver.execute_script("return [arguments[0].naturalWidth, arguments[0].naturalHeight]", preview)
+    driver.save_screenshot(shots + "/first.png")
+    time.sleep(0.5)  # about 15 frames apart at 30 fps: the second screenshot shows a later frame
+    driver.save_screenshot(shots + "/second.png")
+
+    # Tap a quarter across and a quarter down the picture (aspect fit: centred, bars at the sides).
+    scale = min(rect[2] / natural[0], rect[3] / natural[1])
+    shown = (natural[0] * scale, natural[1] * scale)
+    tap = (int(round((rect[2] - shown[0]) / 2 + shown[0] * 0.25)), int(round((rect[3] - shown[1]) / 2 + shown[1] * 0.25)))
+    ActionChains(driver).move_to_element_with_offset(preview, tap[0] - rect[2] / 2, tap[1] - rect[3] / 2).click().perform()
+    def status():
+        with urllib.request.urlopen(url.split("?")[0] + "status" + ("?" + url.split("?")[1] if "?" in url else "")) as r:
+            return json.load(r)
+    wait.until(lambda d: status()["focusPoint"] != [0.5, 0.5])
+    focus = status()["focusPoint"]
+    driver.save_screenshot(shots + "/page.png")
+
+    driver.find_element(By.ID, "photo").click()
+    wait.until(lambda d: any(n.endswith(".jpg") for n in status()["files"]))
+    driver.find_element(By.ID, "record").click()
+    wait.until(lambda d: d.find_element(By.ID, "timer").text >= "00:02")
+    driver.find_element(By.ID, "record").click()
+    wait.until(lambda d: any(n.endswith(".mov") for n in status()["files"]))
+    WebDriverWait(driver, 10).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#gallery a.file")) >= 2)
+    links = [a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR, "#gallery a.file")]
+    print(json.dumps({"rect": rect, "natural": natural, "tap": tap, "focus": focus, "files": status()["files"],
+                      "links": links}))
+finally:
+    driver.quit()
+"""#
+
+@Suite(
+    "the camera app in Chromium", .serialized,
+    .enabled(if: toolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
+struct CameraAppBrowserTests {
+    static let python = "/usr/bin/python3"
+
+    /// Why the browser test cannot run here, or nil when it can.
+    static var missing: String? {
+        for path in ["/usr/bin/chromium", "/usr/bin/chromedriver", python]
+        where !FileManager.default.isExecutableFile(atPath: path) {
+            return "\(path) not installed (make test installs chromium, chromium-driver and python3-selenium)"
+        }
+        if !FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/selenium") {
+            return "python3-selenium not installed (make test installs it)"
+        }
+        return MediaTool.available([.ffprobe, .exiftool, .ffmpeg], for: "the camera app in Chromium")
+            ? nil : "ffprobe, ffmpeg or exiftool missing"
+    }
+
+    @Test("the page previews, taps to focus, takes a photo and records 2 s")
+    func cameraAppInTheBrowser() throws {
+        if let missing = Self.missing { return print("Skipping the camera app in Chromium: \(missing)") }
+        let server = try RunningServer(["--preset", "1280x720", "--audio", "virtual"])
+        defer { _ = server.stop() }
+        let shots = try scratchURL("browser-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: shots, withIntermediateDirectories: true)
+        let script = shots.appendingPathComponent("camera_app.py")
+        try browserScript.write(to: script, atomically: true, encoding: .utf8)
+        let result = try ToolResult.run(
+            executable: Self.python, [script.path, "http://127.0.0.1:\(server.port)/", shots.path])
+        if result.status == 3 { return print("Skipping the camera app in Chromium: \(result.error)") }
+        try #require(result.status == 0, "the browser script failed: \(result.error)\n\(server.tool.standardError)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: result.output) as? [String: Any], "no report: \(result.error)")
+
+        // The preview advances: the frame-index code, read from the screenshots' pixels where the picture is.
+        let rect = try #require(report["rect"] as? [Double])
+        let natural = try #require(report["natural"] as? [Int])
+        #expect(natural == [1280, 720])
+        let scale = min(rect[2] / 1280, rect[3] / 720)
+        let shown = (x: Int((rect[0] + (rect[2] - 1280 * scale) / 2).rounded()), y: Int(rect[1].rounded()))
+        let size = (width: Int((1280 * scale).rounded()), height: Int((720 * scale).rounded()))
+        func frameIndex(_ name: String) throws -> UInt32? {
+            let grab = try ScreenGrab(png: shots.appendingPathComponent(name))
+            return VirtualFrameReader.readFrameIndex(
+                fromLuma: grab.luma(x: shown.x..<shown.x + size.width, y: shown.y..<shown.y + size.height),
+                width: size.width, height: size.height)
+        }
+        let first = try #require(try frameIndex("first.png"), "no frame-index code in the browser's screenshot")
+        let second = try #require(try frameIndex("second.png"))
+        #expect(second > first, "the page still shows frame \(first)")
+        if let path = ProcessInfo.processInfo.environment["OPENAV_SCREENSHOT_DIR"] {
+            try? FileManager.default.removeItem(atPath: path + "/camera-app.png")
+            try FileManager.default.copyItem(
+                atPath: shots.appendingPathComponent("page.png").path, toPath: path + "/camera-app.png")
+        }
+
+        // The tap: a quarter across and down the picture, within a CSS pixel's rounding.
+        let focus = try #require(report["focus"] as? [Double])
+        let pixel = 1 / min(Double(size.width), Double(size.height))
+        #expect(abs(focus[0] - 0.25) <= 2 * pixel && abs(focus[1] - 0.25) <= 2 * pixel, "focused at \(focus)")
+
+        // The photo and the movie, read by outside tools.
+        let files = try #require(report["files"] as? [String])
+        let photo = try #require(files.first { $0.hasSuffix(".jpg") })
+        let movie = try #require(files.first { $0.hasSuffix(".mov") })
+        let exif = try ExifToolReport(server.directory.appendingPathComponent(photo))
+        #expect(exif.number("File", "ImageWidth") != nil, "\(exif.warnings)")
+        let probe = try FFprobeReport(server.directory.appendingPathComponent(movie))
+        #expect(probe.stream("video")?["width"] as? Int == 1280)
+        #expect((FFprobeReport.number(probe.format["duration"]) ?? 0) >= 1.5)
+        // The gallery links download through the server.
+        let links = try #require(report["links"] as? [String])
+        #expect(links.contains { $0.contains("media/\(photo)") })
+    }
+}

@@ -1,0 +1,172 @@
+// The SDL2 preview window on an Xvfb server of the test's own, driven through the seed's camera controller as the
+// camera app drives it: screenshots taken by xwd show the virtual camera's live frame (its frame-index code read
+// from the screen's pixels advances), black bars exactly where the layer's gravity puts them, the picture mirrored
+// when the connection mirrors it; a click made by xdotool sets the camera's focus point of interest.
+
+import CameraControllerExample
+import Foundation
+import OpenAVCapture
+import OpenAVCaptureTesting
+import OpenAVCaptureUI
+import Synchronization
+import TestSupport
+import Testing
+
+/// A preview window on its own thread showing the back camera (640x480) through a `CameraController`.
+final class WindowUnderTest: @unchecked Sendable {
+    let controller: CameraController
+    let layer: AVCaptureVideoPreviewLayer
+    let window: PreviewWindow
+    private let finished = DispatchSemaphore(value: 0)
+    private let failure = Mutex<String?>(nil)
+
+    init(size: CGSize, gravity: AVLayerVideoGravity, mirrored: Bool = false) throws {
+        controller = CameraController(mediaDirectory: FileManager.default.temporaryDirectory)
+        try controller.setupSession(camera: VirtualDevices.back, microphone: nil, preset: .vga640x480)
+        layer = AVCaptureVideoPreviewLayer(session: controller.captureSession)
+        layer.videoGravity = gravity
+        if mirrored, let connection = layer.connection {
+            connection.automaticallyAdjustsVideoMirroring = false
+            connection.isVideoMirrored = true
+        }
+        window = PreviewWindow(layer: layer, title: "PreviewWindowTests", size: size, position: .zero)
+        // What the camera app does with a click: focus where the layer says the click lands on the sensor.
+        window.setEventHandler { [controller, layer] event in
+            if case .click(let point, count: 1) = event {
+                controller.focus(at: layer.captureDevicePointConverted(fromLayerPoint: point))
+            }
+        }
+        let thread = Thread { [self] in
+            do { try window.run() } catch { failure.withLock { $0 = "\(error)" } }
+            finished.signal()
+        }
+        thread.start()
+        controller.startSession()
+    }
+
+    /// Waits for the first frame on the screen; fails the test with the window's error when there is none.
+    func waitUntilShowing() throws {
+        let shown = window.waitForFirstFrame(timeout: 20)
+        try #require(shown, "the window drew no frame: \(failure.withLock { $0 } ?? "no error")")
+    }
+
+    /// Waits until `count` more frames have been drawn than now (or 10 s pass).
+    func waitForFrames(_ count: Int) -> Bool {
+        let target = window.statistics.framesDrawn + count
+        let deadline = Date().addingTimeInterval(10)
+        while window.statistics.framesDrawn < target, Date() < deadline {
+            usleep(5_000)
+        }
+        return window.statistics.framesDrawn >= target
+    }
+
+    func close() {
+        window.stop()
+        finished.wait()
+        controller.stopSession()
+    }
+}
+
+@Suite(.serialized) struct PreviewWindowTests {
+    /// 640x480 in an 800x480 window, aspect fit: the picture spans x 80 ..< 720, with black bars 80 wide each side.
+    @Test func aspectFitShowsTheLiveFrameBetweenBarsAtTheSides() throws {
+        guard let xvfb = XvfbServer.start(width: 800, height: 480, for: "aspectFitShowsTheLiveFrameBetweenBarsAtTheSides")
+        else { return }
+        guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else {
+            print("Skipping: \(ScreenGrab.xwdPath) not installed (make test installs x11-apps)")
+            return
+        }
+        let app = try WindowUnderTest(size: CGSize(width: 800, height: 480), gravity: .resizeAspect)
+        defer { app.close() }
+        try app.waitUntilShowing()
+        #expect(app.layer.bounds == CGRect(x: 0, y: 0, width: 800, height: 480))
+
+        let first = try ScreenGrab.take(display: xvfb.displayName)
+        if let path = ProcessInfo.processInfo.environment["OPENAV_SCREENSHOT_DIR"] {
+            try first.writePNG(to: URL(fileURLWithPath: path).appendingPathComponent("preview-window.png"))
+        }
+        #expect(first.brightest(x: 0..<80, y: 0..<480) == 0, "the left bar is not black")
+        #expect(first.brightest(x: 720..<800, y: 0..<480) == 0, "the right bar is not black")
+        // The picture begins exactly at the bars' edges: its first and last columns are lit somewhere.
+        #expect(first.brightest(x: 80..<81, y: 0..<480) > 0 && first.brightest(x: 719..<720, y: 0..<480) > 0)
+        let firstIndex = VirtualFrameReader.readFrameIndex(
+            fromLuma: first.luma(x: 80..<720, y: 0..<480), width: 640, height: 480)
+        let index = try #require(firstIndex, "no frame-index code on the screen")
+
+        #expect(app.waitForFrames(5))
+        let later = try ScreenGrab.take(display: xvfb.displayName)
+        let laterIndex = VirtualFrameReader.readFrameIndex(
+            fromLuma: later.luma(x: 80..<720, y: 0..<480), width: 640, height: 480)
+        #expect(try #require(laterIndex) > index, "the screen still shows frame \(index)")
+        print("PreviewWindowTests: renderer \(app.window.rendererName), frames \(index) then \(laterIndex ?? 0)")
+    }
+
+    /// 640x480 in a 640x600 window, aspect fit: bars 60 high above and below.
+    @Test func aspectFitInATallWindowPutsTheBarsAboveAndBelow() throws {
+        guard let xvfb = XvfbServer.start(width: 640, height: 600, for: "aspectFitInATallWindowPutsTheBarsAboveAndBelow")
+        else { return }
+        guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else { return }
+        let app = try WindowUnderTest(size: CGSize(width: 640, height: 600), gravity: .resizeAspect)
+        defer { app.close() }
+        try app.waitUntilShowing()
+        let grab = try ScreenGrab.take(display: xvfb.displayName)
+        #expect(grab.brightest(x: 0..<640, y: 0..<60) == 0 && grab.brightest(x: 0..<640, y: 540..<600) == 0)
+        #expect(grab.brightest(x: 0..<640, y: 60..<61) > 0 && grab.brightest(x: 0..<640, y: 539..<540) > 0)
+        #expect(
+            VirtualFrameReader.readFrameIndex(fromLuma: grab.luma(x: 0..<640, y: 60..<540), width: 640, height: 480)
+                != nil)
+    }
+
+    /// Fill: the picture covers the whole window (no bar anywhere), cropped top and bottom.
+    @Test func aspectFillLeavesNoBars() throws {
+        guard let xvfb = XvfbServer.start(width: 800, height: 480, for: "aspectFillLeavesNoBars") else { return }
+        guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else { return }
+        let app = try WindowUnderTest(size: CGSize(width: 800, height: 480), gravity: .resizeAspectFill)
+        defer { app.close() }
+        try app.waitUntilShowing()
+        let grab = try ScreenGrab.take(display: xvfb.displayName)
+        #expect(grab.brightest(x: 0..<1, y: 0..<480) > 0 && grab.brightest(x: 799..<800, y: 0..<480) > 0)
+        #expect(grab.brightest(x: 0..<800, y: 0..<1) > 0 && grab.brightest(x: 0..<800, y: 479..<480) > 0)
+    }
+
+    /// A mirrored connection shows the picture flipped: the frame-index code reads only from the flipped screen.
+    @Test func mirroringFlipsThePictureOnTheScreen() throws {
+        guard let xvfb = XvfbServer.start(width: 640, height: 480, for: "mirroringFlipsThePictureOnTheScreen") else {
+            return
+        }
+        guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else { return }
+        let app = try WindowUnderTest(size: CGSize(width: 640, height: 480), gravity: .resizeAspect, mirrored: true)
+        defer { app.close() }
+        try app.waitUntilShowing()
+        #expect(app.layer.connection?.isVideoMirrored == true)
+        let grab = try ScreenGrab.take(display: xvfb.displayName)
+        let asShown = VirtualFrameReader.readFrameIndex(
+            fromLuma: grab.luma(x: 0..<640, y: 0..<480), width: 640, height: 480)
+        let flippedBack = VirtualFrameReader.readFrameIndex(
+            fromLuma: grab.luma(x: 0..<640, y: 0..<480, flippedHorizontally: true), width: 640, height: 480)
+        #expect(asShown == nil, "the code reads unflipped: the picture is not mirrored")
+        #expect(flippedBack != nil, "the code does not read from the flipped screen")
+    }
+
+    /// A click at (240, 120) in the 800x480 aspect-fit window lands on the sensor at ((240 - 80) / 640, 120 / 480).
+    @Test func aClickFocusesAtTheConvertedPoint() throws {
+        guard let xvfb = XvfbServer.start(width: 800, height: 480, for: "aClickFocusesAtTheConvertedPoint") else {
+            return
+        }
+        let app = try WindowUnderTest(size: CGSize(width: 800, height: 480), gravity: .resizeAspect)
+        defer { app.close() }
+        try app.waitUntilShowing()
+        let camera = VirtualDevices.back
+        try #require(camera.isFocusPointOfInterestSupported)
+        try xvfb.xdotool("mousemove", "240", "120")
+        try xvfb.xdotool("click", "1")
+        let expected = CGPoint(x: 0.25, y: 0.25)
+        let deadline = Date().addingTimeInterval(10)
+        while camera.focusPointOfInterest != expected, Date() < deadline { usleep(5_000) }
+        #expect(camera.focusPointOfInterest == expected)
+        // A one-shot autofocus: .autoFocus while it runs, .locked once it has settled (as Apple's).
+        #expect([.autoFocus, .locked].contains(camera.focusMode))
+        app.controller.resetFocusAndExposureModes()
+        #expect(camera.focusPointOfInterest == CGPoint(x: 0.5, y: 0.5))
+    }
+}
