@@ -20,6 +20,13 @@ struct RecordCommand: ParsableCommand {
             whose strftime escapes name each file, e.g. 'cam-%Y%m%d-%H%M%S.mov'; --keep N keeps the newest N files, \
             --keep 2G the newest that fit in 2 GiB (K, M, G, T: powers of 1024). --duration bounds the whole series.
 
+            Pre-event recording (--pre-roll SECONDS): the last SECONDS are kept encoded in memory (at most \
+            --ring-size bytes, default 24M) and each trigger writes a movie that starts a key frame at or before \
+            SECONDS earlier, named by OUTPUT's strftime escapes: --trigger signal (SIGUSR2), stdin (a line), \
+            level:DBFS (the sound's peak reaching it, e.g. level:-20), or several, comma separated. The file goes on \
+            --post-roll seconds after its trigger, or until the next signal or line. Runs until Ctrl-C, --duration \
+            or the end of a file source.
+
             --screen records an X11 display (the server DISPLAY names) instead of a camera: N is its index in \
             'avcapture devices' (the main display when left out); --crop X,Y,W,H (display pixels from its top-left), \
             --fps (at most; default 30), --cursor and --clicks choose what is captured.
@@ -51,6 +58,15 @@ struct RecordCommand: ParsableCommand {
     var segmentSize: String?
     @Option(help: "With segments: keep the newest N files, or the newest that fit in SIZE (e.g. 2G); older are deleted.")
     var keep: String?
+    @Option(
+        name: .customLong("pre-roll"), help: "Keep this many seconds in memory and write a file on each --trigger.")
+    var preRoll: Double?
+    @Option(name: .customLong("post-roll"), help: "With --pre-roll: seconds a file goes on after its trigger.")
+    var postRoll: Double?
+    @Option(help: "With --pre-roll: signal (SIGUSR2), stdin (a line), level:DBFS, or several, comma separated.")
+    var trigger: String = "signal"
+    @Option(name: .customLong("ring-size"), help: "With --pre-roll: the most bytes kept in memory (default 24M).")
+    var ringSize: String?
     @Option(help: "Orientation of the picture: portrait, portrait-upside-down, landscape-left, landscape-right.")
     var orientation: String?
     @Flag(help: "Mirror the picture left to right.") var mirror = false
@@ -116,6 +132,23 @@ struct RecordCommand: ParsableCommand {
             throw ValidationError("--keep '\(keep)' is not a count (e.g. 10) or a size (e.g. 2G)")
         }
         if keep != nil && !isSegmented { throw ValidationError("--keep needs --segment-duration or --segment-size") }
+        if let preRoll, !(preRoll >= 0) { throw ValidationError("--pre-roll must be 0 or more seconds") }
+        if let postRoll, !(postRoll > 0) { throw ValidationError("--post-roll must be positive") }
+        if EventRecorder.Trigger.parse(trigger) == nil {
+            throw ValidationError("--trigger '\(trigger)' is not signal, stdin or level:DBFS (e.g. level:-20)")
+        }
+        if let ringSize, (Self.parseBytes(ringSize) ?? 0) <= 0 {
+            throw ValidationError("--ring-size '\(ringSize)' is not a size in bytes, e.g. 24M")
+        }
+        if preRoll == nil && (postRoll != nil || ringSize != nil) {
+            throw ValidationError("--post-roll and --ring-size need --pre-roll")
+        }
+        if preRoll != nil && (isSegmented || overwrite || maxSize != nil) {
+            throw ValidationError("--pre-roll writes one file per trigger: no segments, --overwrite or --max-size")
+        }
+        if preRoll != nil && video?.lowercased() == "none" && screen == nil {
+            throw ValidationError("--pre-roll needs a camera or a screen")
+        }
         if isSegmented && overwrite { throw ValidationError("--overwrite does not apply to segments (they never replace a file)") }
         let isAudioOnly = video?.lowercased() == "none" && screen == nil
         if isAudioOnly && isSegmented { throw ValidationError("segments need a camera or a screen: they cut at video frames") }
@@ -137,13 +170,26 @@ struct RecordCommand: ParsableCommand {
             // A movie file's sound goes with its picture unless --audio names another microphone.
             let companion = audio == nil ? try DeviceSelector.companionMicrophone(of: camera, named: video) : nil
             let microphone = try companion ?? DeviceSelector.device(audio, for: .audio)
-            let fileOutput: AVCaptureFileOutput = isAudioOnly ? AVCaptureAudioFileOutput() : AVCaptureMovieFileOutput()
+            let fileOutput: AVCaptureFileOutput =
+                isAudioOnly ? AVCaptureAudioFileOutput()
+                : preRoll != nil ? AVCapturePreEventFileOutput() : AVCaptureMovieFileOutput()
             let formatChoice: CaptureSetup.FormatChoice? =
                 if let preset { .preset(Self.parsePreset(preset)!) } else if let format {
                     Self.parseFormat(format).map { .exact(width: $0.0, height: $0.1, framesPerSecond: $0.2) }
                 } else { nil }
             let setup = try CaptureSetup(
                 video: camera, audio: microphone, screen: screenInput, format: formatChoice, outputs: [fileOutput])
+            if let events = fileOutput as? AVCapturePreEventFileOutput, let preRoll {
+                events.preRollDuration = CMTime(seconds: preRoll, preferredTimescale: 1000)
+                events.postRollDuration = postRoll.map { CMTime(seconds: $0, preferredTimescale: 1000) } ?? .invalid
+                if let size = ringSize.flatMap(Self.parseBytes) { events.maximumBufferedBytes = Int(size) }
+                events.videoBitRate = bitrate
+                try EventRecorder(
+                    output: events, setup: setup, pattern: URL(fileURLWithPath: output).path,
+                    triggers: EventRecorder.Trigger.parse(trigger)!, duration: duration
+                ).run()
+                return
+            }
             configure(fileOutput)
             try Recorder(output: fileOutput, setup: setup, target: target, segments: makeSegments()).run(
                 startAs: isAudioOnly ? AudioCommand.fileType(for: target.url) : nil)

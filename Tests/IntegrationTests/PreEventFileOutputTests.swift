@@ -94,3 +94,96 @@ struct PreEventFileOutputTests {
         #expect(try firstFrameIsKey(url))
     }
 }
+
+@Suite(
+    "Pre-event recording through avcapture record --pre-roll", .serialized,
+    .enabled(if: toolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
+struct PreEventToolTests {
+    @Test("--pre-roll 1 --post-roll 1 --trigger level:-20 on a file source: one file from the key frame at 2 s")
+    func levelTrigger() async throws {
+        guard MediaTool.available(for: "PreEventToolTests.levelTrigger") else { return }
+        let source = try await burstSource("pre-event-cli", frames: 150, burst: 3.1..<3.3)
+        let directory = source.deletingLastPathComponent()
+        let folder = directory.appendingPathComponent("events-cli")
+        try? FileManager.default.removeItem(at: folder)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let result = try avcapture(
+            [
+                "record", "events-cli/event-%H%M%S.mov", "--video", "file:" + source.lastPathComponent,
+                "--pre-roll", "1", "--post-roll", "1", "--trigger", "level:-20",
+            ], in: directory, devices: nil)
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.outputText.contains("1 event file written; stopped: end of input"), "\(result.outputText)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        try #require(files.count == 1, "\(files)")
+        let url = folder.appendingPathComponent(files[0])
+        #expect(files[0].wholeMatch(of: /event-\d{6}\.mov/) != nil, "\(files[0])")
+        let frames = try #require(try consecutiveFrames(url, "event"))
+        #expect(frames.lowerBound == 60, "the file starts at frame \(frames.lowerBound)")
+        #expect(try firstFrameIsKey(url))
+    }
+
+    @Test("--trigger signal,stdin: SIGUSR2 opens a file and a second SIGUSR2 ends it, a line opens another, Ctrl-C ends all")
+    func signalAndLine() throws {
+        guard MediaTool.available(for: "PreEventToolTests.signalAndLine") else { return }
+        let folder = try scratchURL("events-signal", suite: "pre-event-tests")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: toolPath!)
+        process.arguments = [
+            "record", folder.path + "/ev-%H%M%S.mov", "--preset", "320x240", "--pre-roll", "1",
+            "--trigger", "signal,stdin",
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["OPENAV_DEVICES"] = "virtual"
+        process.environment = environment
+        let input = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        // Waits until standard error has said `text` (the tool prints a status line twice a second).
+        var said = ""
+        func waitFor(_ text: String) -> Bool {
+            let deadline = Date().addingTimeInterval(20)
+            while !said.contains(text) {
+                if Date() > deadline { return false }
+                let data = errors.fileHandleForReading.availableData
+                if data.isEmpty { return false }
+                said += String(decoding: data, as: UTF8.self)
+            }
+            return true
+        }
+        try #require(waitFor("memory ring"), "the tool never started: \(said)")
+        try #require(waitFor("ring   1."), "the ring never held a second: \(said)")
+        kill(process.processIdentifier, SIGUSR2)
+        try #require(waitFor("Event: writing"), "SIGUSR2 opened no file: \(said)")
+        try #require(waitFor("RECORDING"), "no file recording: \(said)")
+        usleep(700_000)  // The file records; how long does not matter to what is checked.
+        kill(process.processIdentifier, SIGUSR2)
+        try #require(waitFor("Event: finished"), "the second SIGUSR2 did not end the file: \(said)")
+        said = ""
+        input.fileHandleForWriting.write(Data("now\n".utf8))
+        try #require(waitFor("Event: writing"), "the line opened no file: \(said)")
+        usleep(700_000)
+        kill(process.processIdentifier, SIGINT)
+        let printed = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: printed, as: UTF8.self)
+        #expect(process.terminationStatus == 0, "exit \(process.terminationStatus): \(said)")
+        #expect(text.contains("2 event files written; stopped: interrupted (Ctrl-C)"), "\(text)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".mov") }
+        #expect(files.count == 2, "\(files)")
+        for name in files {
+            let url = folder.appendingPathComponent(name)
+            #expect(try firstFrameIsKey(url), "\(name) does not start on a key frame")
+            #expect(try ffmpegDecodeErrors(url).isEmpty, "\(name) does not decode")
+            let frames = try decodedFrameIndices(url)
+            #expect(frames.count >= 30, "\(name): \(frames.count) frames")
+            #expect(indexSteps(frames).isEmpty, "\(name): the frame indices jump")
+        }
+    }
+}

@@ -157,6 +157,14 @@ public final class AVCaptureRecordingSegments: Sendable {
         return isComplete
     }
 
+    /// `pattern` (a path with `strftime(3)` escapes) filled in for `date`, local time, with `-2`, `-3`, … before the
+    /// extension when a file of that name exists: the names ``AVCaptureRecordingSegments`` gives its files, for
+    /// other files that are named by the time they begin (a pre-event recording's).
+    public static func fileURL(forPattern pattern: String, at date: Date = Date()) -> URL {
+        var used: Set<String> = []
+        return freeURL(pattern, at: date, used: &used)
+    }
+
     /// `pattern` filled in for `date`, made unique among `used` and existing files by a `-N` suffix.
     static func freeURL(_ pattern: String, at date: Date, used: inout Set<String>) -> URL {
         let base = URL(fileURLWithPath: expand(pattern, at: date))
