@@ -97,7 +97,7 @@ private func probedCodecs(_ url: String) throws -> [String] {
     return result.outputText.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
 }
 
-@Suite("Live publishing: HLS, RTMP and SRT to real servers on loopback", .serialized)
+@Suite("Live publishing: HLS and RTMP to real servers on loopback, through the API", .serialized)
 struct PublishingTests {
     @Test("HLS: a rolling playlist of CMAF segments ffprobe and ffmpeg read, the local movie from the same encoder")
     func hlsPlaylist() throws {
@@ -169,55 +169,6 @@ struct PublishingTests {
         let frames = try decodedFrameIndices(local)
         #expect(indexSteps(frames).isEmpty, "the local movie lost frames while the server was away")
     }
-
-    @Test("SRT (caller) to srt-live-transmit: the stream read back, the listener killed and restarted, publishing resumes")
-    func srtListenerRestart() throws {
-        guard MediaTool.available(for: "PublishingTests.srtListenerRestart") else { return }
-        let transmit = "/usr/bin/srt-live-transmit"
-        guard FileManager.default.isExecutableFile(atPath: transmit) else {
-            print("Skipping PublishingTests.srtListenerRestart: srt-live-transmit (srt-tools) is not installed (make test installs it)")
-            return
-        }
-        let port = testPort(1)
-        let directory = try scratchURL("srt", suite: "publishing-tests")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        /// A listener that writes what it receives into `name`.
-        func listen(into name: String) throws -> Process {
-            let file = directory.appendingPathComponent(name)
-            try #require(FileManager.default.createFile(atPath: file.path, contents: nil))
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: transmit)
-            process.arguments = ["-q", "srt://127.0.0.1:\(port)?mode=listener", "file://con"]
-            process.standardOutput = try FileHandle(forWritingTo: file)
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            return process
-        }
-        var listener = try listen(into: "first.ts")
-        defer { if listener.isRunning { kill(listener.processIdentifier, SIGKILL) } }
-        usleep(300_000)  // srt-live-transmit binds its port; the output retries with backoff anyway.
-        let output = AVCapturePublishingOutput(url: "srt://127.0.0.1:\(port)?mode=caller")
-        let session = try makeSession(
-            preset: .qvga320x240, devices: [VirtualDevices.back, VirtualDevices.microphone], outputs: [output])
-        session.startRunning()
-        defer { session.stopRunning() }
-        #expect(eventually { output.statistics.packetsSent >= 90 }, "\(output.statistics)")
-        kill(listener.processIdentifier, SIGKILL)
-        listener.waitUntilExit()
-        #expect(eventually(20) { !output.statistics.isConnected }, "the output never noticed the listener was gone")
-        listener = try listen(into: "second.ts")
-        #expect(eventually(30) { output.statistics.reconnections >= 1 }, "no reconnection: \(output.statistics)")
-        let sentAfter = output.statistics.packetsSent
-        #expect(eventually { output.statistics.packetsSent >= sentAfter + 90 }, "\(output.statistics)")
-        output.stopPublishing()
-        session.stopRunning()
-        kill(listener.processIdentifier, SIGTERM)
-        listener.waitUntilExit()
-        for name in ["first.ts", "second.ts"] {
-            let codecs = try probedCodecs(directory.appendingPathComponent(name).path)
-            #expect(codecs.contains("h264,video") && codecs.contains("aac,audio"), "\(name): \(codecs)")
-        }
-    }
 }
 
 @Suite(
@@ -241,5 +192,65 @@ struct PublishingToolTests {
         #expect(codecs.contains("h264,video") && codecs.contains("aac,audio"), "\(codecs)")
         let frames = try decodedFrameIndices(directory.appendingPathComponent("local.mov"))
         #expect(frames.count >= 60 && indexSteps(frames).isEmpty, "\(frames.count) frames")
+    }
+
+    @Test("publish srt://…?mode=caller to srt-live-transmit: read back, the listener killed and restarted, publishing resumes")
+    func srtListenerRestart() throws {
+        guard MediaTool.available(for: "PublishingToolTests.srtListenerRestart") else { return }
+        let transmit = "/usr/bin/srt-live-transmit"
+        guard FileManager.default.isExecutableFile(atPath: transmit) else {
+            print("Skipping PublishingToolTests.srtListenerRestart: srt-live-transmit (srt-tools) is not installed (make test installs it)")
+            return
+        }
+        let port = testPort(1)
+        let directory = try scratchURL("srt", suite: "publishing-tests")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        /// A listener that writes what it receives into `name`.
+        func listen(into name: String) throws -> Process {
+            let file = directory.appendingPathComponent(name)
+            try #require(FileManager.default.createFile(atPath: file.path, contents: nil))
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: transmit)
+            process.arguments = ["-q", "srt://127.0.0.1:\(port)?mode=listener", "file://con"]
+            process.standardOutput = try FileHandle(forWritingTo: file)
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        func stop(_ process: Process) {
+            guard process.isRunning else { return }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        var listener = try listen(into: "first.ts")
+        defer { stop(listener) }
+        usleep(300_000)  // srt-live-transmit binds its port; the output retries with backoff anyway.
+        let publisher = Process()
+        publisher.executableURL = URL(fileURLWithPath: toolPath!)
+        publisher.arguments = [
+            "publish", "srt://127.0.0.1:\(port)?mode=caller", "--preset", "320x240", "--duration", "16",
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["OPENAV_DEVICES"] = "virtual"
+        publisher.environment = environment
+        let printed = Pipe()
+        publisher.standardOutput = printed
+        publisher.standardError = FileHandle.nullDevice
+        try publisher.run()
+        defer { if publisher.isRunning { publisher.terminate() } }
+        let first = directory.appendingPathComponent("first.ts")
+        #expect(eventually { ((try? FileManager.default.attributesOfItem(atPath: first.path)[.size] as? Int) ?? 0) > 60_000 })
+        stop(listener)
+        usleep(500_000)  // The server is away; how long does not matter to what is checked.
+        listener = try listen(into: "second.ts")
+        let output = String(decoding: printed.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        publisher.waitUntilExit()
+        #expect(publisher.terminationStatus == 0, "\(output)")
+        #expect(output.contains("1 reconnection;") && output.contains("disconnected"), "\(output)")
+        stop(listener)
+        for name in ["first.ts", "second.ts"] {
+            let codecs = try probedCodecs(directory.appendingPathComponent(name).path)
+            #expect(codecs.contains("h264,video") && codecs.contains("aac,audio"), "\(name): \(codecs)")
+        }
     }
 }
