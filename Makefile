@@ -12,7 +12,8 @@ BUILD_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libsws
                   libx11-dev libxext-dev libxfixes-dev libxdamage-dev libxrandr-dev libsdl2-dev
 TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstreamer1.0-plugins-base-apps \
                  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav qrencode \
-                 xvfb x11-utils xdotool x11-apps chromium chromium-driver python3-selenium
+                 xvfb x11-utils xdotool x11-apps chromium chromium-driver python3-selenium \
+                 nginx-light libnginx-mod-rtmp srt-tools
 # The VM the kernel tests boot (../shared/tools/vm-run: QEMU with Debian's kernel, vivid and snd-aloop).
 VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)

@@ -19,6 +19,7 @@ struct AVCaptureTool: ParsableCommand {
         subcommands: [
             DevicesCommand.self, FormatsCommand.self, RecordCommand.self, PhotoCommand.self, AudioCommand.self,
             FramesCommand.self, LevelsCommand.self, ProbeCommand.self, ExportCommand.self, PreviewCommand.self, ServeCommand.self,
+            PublishCommand.self,
         ])
 
     /// ArgumentParser's entry point, except that a usage error is one line on stderr (what is wrong and where to

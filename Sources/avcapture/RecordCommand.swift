@@ -15,6 +15,18 @@ struct RecordCommand: ParsableCommand {
             time; its sound is the microphone unless --audio says otherwise. The recording stops at the end of the \
             file ("stopped: end of input", exit 0), or plays it again and again with --loop.
 
+            Segments (a movie cut into consecutive files, no frame or sample lost or repeated at a cut, each file \
+            starting on a key frame): --segment-duration SECONDS and/or --segment-size BYTES, with OUTPUT a pattern \
+            whose strftime escapes name each file, e.g. 'cam-%Y%m%d-%H%M%S.mov'; --keep N keeps the newest N files, \
+            --keep 2G the newest that fit in 2 GiB (K, M, G, T: powers of 1024). --duration bounds the whole series.
+
+            Pre-event recording (--pre-roll SECONDS): the last SECONDS are kept encoded in memory (at most \
+            --ring-size bytes, default 24M) and each trigger writes a movie that starts a key frame at or before \
+            SECONDS earlier, named by OUTPUT's strftime escapes: --trigger signal (SIGUSR2), stdin (a line), \
+            level:DBFS (the sound's peak reaching it, e.g. level:-20), or several, comma separated. The file goes on \
+            --post-roll seconds after its trigger, or until the next signal or line. Runs until Ctrl-C, --duration \
+            or the end of a file source.
+
             --screen records an X11 display (the server DISPLAY names) instead of a camera: N is its index in \
             'avcapture devices' (the main display when left out); --crop X,Y,W,H (display pixels from its top-left), \
             --fps (at most; default 30), --cursor and --clicks choose what is captured.
@@ -36,6 +48,25 @@ struct RecordCommand: ParsableCommand {
         name: .customLong("fragment-interval"),
         help: "Longest time in seconds between movie fragments (crash safety; sooner at high bit rates); 0 for none.")
     var fragmentInterval: Double = 10
+    @Option(
+        name: .customLong("segment-duration"),
+        help: "Cut the movie into files of this many seconds; OUTPUT is a strftime pattern.")
+    var segmentDuration: Double?
+    @Option(
+        name: .customLong("segment-size"),
+        help: "Cut the movie into files once one holds this many bytes of media (suffix K, M, G allowed).")
+    var segmentSize: String?
+    @Option(help: "With segments: keep the newest N files, or the newest that fit in SIZE (e.g. 2G); older are deleted.")
+    var keep: String?
+    @Option(
+        name: .customLong("pre-roll"), help: "Keep this many seconds in memory and write a file on each --trigger.")
+    var preRoll: Double?
+    @Option(name: .customLong("post-roll"), help: "With --pre-roll: seconds a file goes on after its trigger.")
+    var postRoll: Double?
+    @Option(help: "With --pre-roll: signal (SIGUSR2), stdin (a line), level:DBFS, or several, comma separated.")
+    var trigger: String = "signal"
+    @Option(name: .customLong("ring-size"), help: "With --pre-roll: the most bytes kept in memory (default 24M).")
+    var ringSize: String?
     @Option(help: "Orientation of the picture: portrait, portrait-upside-down, landscape-left, landscape-right.")
     var orientation: String?
     @Flag(help: "Mirror the picture left to right.") var mirror = false
@@ -93,7 +124,34 @@ struct RecordCommand: ParsableCommand {
             throw ValidationError("--crop '\(crop)' is not X,Y,WIDTH,HEIGHT in pixels, e.g. 0,0,1280,720")
         }
         if let fps, !(fps > 0) { throw ValidationError("--fps must be positive") }
+        if let segmentDuration, !(segmentDuration > 0) { throw ValidationError("--segment-duration must be positive") }
+        if let segmentSize, (Self.parseBytes(segmentSize) ?? 0) <= 0 {
+            throw ValidationError("--segment-size '\(segmentSize)' is not a size in bytes, e.g. 50000000 or 50M")
+        }
+        if let keep, Self.parseKeep(keep) == nil {
+            throw ValidationError("--keep '\(keep)' is not a count (e.g. 10) or a size (e.g. 2G)")
+        }
+        if keep != nil && !isSegmented { throw ValidationError("--keep needs --segment-duration or --segment-size") }
+        if let preRoll, !(preRoll >= 0) { throw ValidationError("--pre-roll must be 0 or more seconds") }
+        if let postRoll, !(postRoll > 0) { throw ValidationError("--post-roll must be positive") }
+        if EventRecorder.Trigger.parse(trigger) == nil {
+            throw ValidationError("--trigger '\(trigger)' is not signal, stdin or level:DBFS (e.g. level:-20)")
+        }
+        if let ringSize, (Self.parseBytes(ringSize) ?? 0) <= 0 {
+            throw ValidationError("--ring-size '\(ringSize)' is not a size in bytes, e.g. 24M")
+        }
+        if preRoll == nil && (postRoll != nil || ringSize != nil) {
+            throw ValidationError("--post-roll and --ring-size need --pre-roll")
+        }
+        if preRoll != nil && (isSegmented || overwrite || maxSize != nil) {
+            throw ValidationError("--pre-roll writes one file per trigger: no segments, --overwrite or --max-size")
+        }
+        if preRoll != nil && video?.lowercased() == "none" && screen == nil {
+            throw ValidationError("--pre-roll needs a camera or a screen")
+        }
+        if isSegmented && overwrite { throw ValidationError("--overwrite does not apply to segments (they never replace a file)") }
         let isAudioOnly = video?.lowercased() == "none" && screen == nil
+        if isAudioOnly && isSegmented { throw ValidationError("segments need a camera or a screen: they cut at video frames") }
         if isAudioOnly && (codec != nil || bitrate != nil || format != nil || orientation != nil || mirror) {
             throw ValidationError("--codec, --bitrate, --format, --orientation and --mirror need a camera")
         }
@@ -103,24 +161,52 @@ struct RecordCommand: ParsableCommand {
         try reportingFailures {
             let isAudioOnly = video?.lowercased() == "none" && screen == nil
             let extensions = isAudioOnly ? AudioCommand.extensions : Self.movieExtensions
-            let target = try OutputTarget(path: output, allowedExtensions: extensions, overwrite: overwrite)
+            // A segment pattern is checked as a path (its extension, its directory); segments never replace a file.
+            let target = try OutputTarget(
+                path: output, allowedExtensions: extensions, overwrite: overwrite || isSegmented)
             DeviceSelector.loopsMovieFiles = loop
             let screenInput = try screen.map(makeScreenInput)
             let camera = screenInput == nil ? try DeviceSelector.device(video, for: .video) : nil
             // A movie file's sound goes with its picture unless --audio names another microphone.
             let companion = audio == nil ? try DeviceSelector.companionMicrophone(of: camera, named: video) : nil
             let microphone = try companion ?? DeviceSelector.device(audio, for: .audio)
-            let fileOutput: AVCaptureFileOutput = isAudioOnly ? AVCaptureAudioFileOutput() : AVCaptureMovieFileOutput()
+            let fileOutput: AVCaptureFileOutput =
+                isAudioOnly ? AVCaptureAudioFileOutput()
+                : preRoll != nil ? AVCapturePreEventFileOutput() : AVCaptureMovieFileOutput()
             let formatChoice: CaptureSetup.FormatChoice? =
                 if let preset { .preset(Self.parsePreset(preset)!) } else if let format {
                     Self.parseFormat(format).map { .exact(width: $0.0, height: $0.1, framesPerSecond: $0.2) }
                 } else { nil }
             let setup = try CaptureSetup(
                 video: camera, audio: microphone, screen: screenInput, format: formatChoice, outputs: [fileOutput])
+            if let events = fileOutput as? AVCapturePreEventFileOutput, let preRoll {
+                events.preRollDuration = CMTime(seconds: preRoll, preferredTimescale: 1000)
+                events.postRollDuration = postRoll.map { CMTime(seconds: $0, preferredTimescale: 1000) } ?? .invalid
+                if let size = ringSize.flatMap(Self.parseBytes) { events.maximumBufferedBytes = Int(size) }
+                events.videoBitRate = bitrate
+                try EventRecorder(
+                    output: events, setup: setup, pattern: URL(fileURLWithPath: output).path,
+                    triggers: EventRecorder.Trigger.parse(trigger)!, duration: duration
+                ).run()
+                return
+            }
             configure(fileOutput)
-            try Recorder(output: fileOutput, setup: setup, target: target).run(
+            try Recorder(output: fileOutput, setup: setup, target: target, segments: makeSegments()).run(
                 startAs: isAudioOnly ? AudioCommand.fileType(for: target.url) : nil)
         }
+    }
+
+    private var isSegmented: Bool { segmentDuration != nil || segmentSize != nil }
+
+    /// The segment series --segment-duration, --segment-size and --keep ask for, or nil for one file.
+    private func makeSegments() -> AVCaptureRecordingSegments? {
+        guard isSegmented else { return nil }
+        let kept = keep.flatMap(Self.parseKeep)
+        return AVCaptureRecordingSegments(
+            pattern: URL(fileURLWithPath: output).path,
+            duration: segmentDuration.map { CMTime(seconds: $0, preferredTimescale: 1000) } ?? .invalid,
+            maxFileSize: segmentSize.flatMap(Self.parseBytes) ?? 0, keepCount: kept?.count ?? 0,
+            keepBytes: kept?.bytes ?? 0)
     }
 
     private func configure(_ output: AVCaptureFileOutput) {
@@ -200,6 +286,23 @@ struct RecordCommand: ParsableCommand {
     }
 
     // MARK: Parsing
+
+    /// "50000000", "500K", "50M", "2G", "1T" (powers of 1024) as bytes.
+    static func parseBytes(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+        let trimmed = text.uppercased().hasSuffix("B") ? String(text.dropLast()) : text
+        if let unit = trimmed.last.flatMap({ units[Character($0.uppercased())] }) {
+            return Double(trimmed.dropLast()).map { Int64($0 * Double(unit)) }
+        }
+        return Int64(trimmed)
+    }
+
+    /// `--keep`: a plain number is a count of files; a number with a unit (K, M, G, T, B) a total size.
+    static func parseKeep(_ text: String) -> (count: Int, bytes: Int64)? {
+        if let count = Int(text) { return count > 0 ? (count, 0) : nil }
+        guard let bytes = parseBytes(text), bytes > 0 else { return nil }
+        return (0, bytes)
+    }
 
     static func parseFormat(_ text: String) -> (Int32, Int32, Double)? {
         guard let match = text.wholeMatch(of: /(\d+)x(\d+)@(\d+(?:\.\d+)?)/),

@@ -7,16 +7,19 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
     private let output: AVCaptureFileOutput
     private let setup: CaptureSetup
     private let target: OutputTarget
+    /// The series when recording segments, or nil for one file.
+    private let segments: AVCaptureRecordingSegments?
     private let finished = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private var finishError: (any Error)?
     private var stopSignal: Int32?
     private var lastStatus: (time: Date, frames: Int) = (Date(), 0)
 
-    init(output: AVCaptureFileOutput, setup: CaptureSetup, target: OutputTarget) {
+    init(output: AVCaptureFileOutput, setup: CaptureSetup, target: OutputTarget, segments: AVCaptureRecordingSegments? = nil) {
         self.output = output
         self.setup = setup
         self.target = target
+        self.segments = segments
     }
 
     /// Records until a limit, a signal or a failure ends it; prints the summary; returns the exit status.
@@ -41,7 +44,9 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
             togglePause: { [output] in
                 if output.isRecordingPaused { output.resumeRecording() } else { output.pauseRecording() }
             })
-        if let summary = setup.videoSummary { Terminal.error("Recording \(summary) to \(target.url.path)") }
+        if let summary = setup.videoSummary {
+            Terminal.error("Recording \(summary) to \(target.url.path)" + (segments != nil ? " (segments)" : ""))
+        }
         var advised = false
         // Said once, as soon as the file has started: an encoder that cannot keep up here, and what would.
         func advise() {
@@ -60,7 +65,9 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
     }
 
     private func startRecording(as fileType: AVFileType?) {
-        if let audioOutput = output as? AVCaptureAudioFileOutput, let fileType {
+        if let segments, let movieOutput = output as? AVCaptureMovieFileOutput {
+            movieOutput.startRecording(segments: segments, recordingDelegate: self)
+        } else if let audioOutput = output as? AVCaptureAudioFileOutput, let fileType {
             audioOutput.startRecording(to: target.captureURL, outputFileType: fileType, recordingDelegate: self)
         } else {
             output.startRecording(to: target.captureURL, recordingDelegate: self)
@@ -135,7 +142,14 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
             why = CaptureSetup.describe(error!)
             status = .ioError
         }
-        print(FileSummary(url: target.url).line + "; stopped: " + why)
+        if let segments {
+            let removed = segments.removedFiles.count
+            print(
+                "\(segments.finishedFiles.count) segments, \(segments.keptFiles.count) kept"
+                    + (removed > 0 ? ", \(removed) removed (--keep)" : "") + "; stopped: " + why)
+        } else {
+            print(FileSummary(url: target.url).line + "; stopped: " + why)
+        }
         let drops = output.recordingStatistics.droppedVideoFrames
         if !drops.isEmpty {
             print("dropped frames: " + drops.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))
@@ -151,8 +165,18 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
         _ output: AVCaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [AVCaptureConnection],
         error: (any Error)?
     ) {
-        lock.withLock { finishError = error }
-        finished.signal()
+        guard let segments else {
+            lock.withLock { finishError = error }
+            finished.signal()
+            return
+        }
+        // A series: each segment's line as it is finished; the first error says why the series ended.
+        if FileManager.default.fileExists(atPath: outputFileURL.path) {
+            Terminal.endStatus()
+            print(FileSummary(url: outputFileURL).line)
+        }
+        lock.withLock { if finishError == nil { finishError = error } }
+        if segments.isComplete { finished.signal() }
     }
 }
 

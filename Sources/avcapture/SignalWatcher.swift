@@ -7,9 +7,14 @@ final class SignalWatcher: @unchecked Sendable {
     private var sources: [any DispatchSourceSignal] = []
     private let queue = DispatchQueue(label: "avcapture.signals")
 
-    init(stop: @escaping @Sendable (Int32) -> Void, togglePause: (@Sendable () -> Void)? = nil) {
+    init(
+        stop: @escaping @Sendable (Int32) -> Void, togglePause: (@Sendable () -> Void)? = nil,
+        trigger: (@Sendable () -> Void)? = nil
+    ) {
         var handlers: [(Int32, @Sendable () -> Void)] = [(SIGINT, { stop(SIGINT) }), (SIGTERM, { stop(SIGTERM) })]
         if let togglePause { handlers.append((SIGUSR1, togglePause)) }
+        // SIGUSR2: a pre-event recording's trigger.
+        if let trigger { handlers.append((SIGUSR2, trigger)) }
         for (number, handler) in handlers {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)

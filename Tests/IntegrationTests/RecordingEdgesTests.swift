@@ -16,7 +16,7 @@ import TestSupport
 
 /// A source movie: the virtual camera's frames 0..<`frames` at 30 fps (H.264, 320x240) and as long of 48 kHz mono
 /// noise stored as 16-bit PCM, so the samples a recording gets are the source's own, bit for bit.
-private struct EdgeSource {
+struct EdgeSource {
     static let sampleRate = 48_000
     let url: URL
     let frames: Int
@@ -40,7 +40,7 @@ private struct EdgeSource {
 }
 
 /// The first audio track of `url` decoded by ffmpeg (edit lists honoured) as 16-bit mono samples.
-private func decodedSamples(_ url: URL) throws -> [Int16] {
+func decodedSamples(_ url: URL) throws -> [Int16] {
     let result = try MediaTool.ffmpeg.run(
         ["-nostdin", "-v", "error", "-i", url.path, "-map", "0:a:0", "-f", "s16le", "-ac", "1", "-"])
     try #require(result.status == 0, "ffmpeg \(url.lastPathComponent): \(result.error)")
@@ -48,7 +48,7 @@ private func decodedSamples(_ url: URL) throws -> [Int16] {
 }
 
 /// Where `piece` sits in `source` as an exact copy, or nil: the first sample decides, the rest must agree.
-private func exactOffset(of piece: ArraySlice<Int16>, in source: [Int16]) -> Int? {
+func exactOffset(of piece: ArraySlice<Int16>, in source: [Int16]) -> Int? {
     guard let first = piece.first, piece.count <= source.count else { return nil }
     var start = 0
     while let found = source[start...].firstIndex(of: first) {
@@ -61,7 +61,7 @@ private func exactOffset(of piece: ArraySlice<Int16>, in source: [Int16]) -> Int
 }
 
 /// The length of the longest prefix of `recorded` equal to `source` from `start` on.
-private func matchingRun(_ recorded: ArraySlice<Int16>, _ source: [Int16], from start: Int) -> Int {
+func matchingRun(_ recorded: ArraySlice<Int16>, _ source: [Int16], from start: Int) -> Int {
     var count = 0
     for (sample, original) in zip(recorded, source[start...]) {
         guard sample == original else { break }
@@ -71,7 +71,7 @@ private func matchingRun(_ recorded: ArraySlice<Int16>, _ source: [Int16], from 
 }
 
 /// A movie (file) output recording `source`'s camera and microphone, asked to record before the session runs.
-private final class EdgeRecording {
+final class EdgeRecording {
     let session: AVCaptureSession
     let output: AVCaptureMovieFileOutput
     let devices: MovieFileDevice
@@ -120,7 +120,7 @@ private final class EdgeRecording {
 
 /// Frame positions of a recording: the decoded frames' indices, flash frames (every whole second, no code) placed
 /// by their neighbours. Returns the indices in file order, or records an issue when they are not consecutive.
-private func consecutiveFrames(_ url: URL, _ label: String) throws -> Range<Int>? {
+func consecutiveFrames(_ url: URL, _ label: String) throws -> Range<Int>? {
     let indices = try decodedFrameIndices(url)
     guard let firstKnown = indices.firstIndex(where: { $0 != nil }) else {
         Issue.record("\(label): no readable frame in \(indices.count)")
@@ -327,7 +327,7 @@ struct RecordingEdgesToolTests {
 
 /// An audio edge and a video edge in the same place: `samples` (a sample index) within one frame interval of
 /// frame index `frames`. Buffers arrive in whole frames and periods, so the edges can differ by less than that.
-private func expectEndsTogether(samples: Int, frames: Int, _ label: String) {
+func expectEndsTogether(samples: Int, frames: Int, _ label: String) {
     let audioSeconds = Double(samples) / Double(EdgeSource.sampleRate)
     let videoSeconds = Double(frames) / 30
     #expect(abs(audioSeconds - videoSeconds) <= 1.0 / 30 + 1e-9,

@@ -239,7 +239,10 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     /// The recording queue: the mailbox's handler and every request run here.
     private let workQueue: DispatchQueue
 
-    func startRecording(to url: URL, fileType: AVFileType, delegate: any AVCaptureFileOutputRecordingDelegate) {
+    func startRecording(
+        to url: URL, fileType: AVFileType, delegate: any AVCaptureFileOutputRecordingDelegate,
+        segments: AVCaptureRecordingSegments? = nil
+    ) {
         let generation = generation.withLock { value in
             value += 1
             return value
@@ -260,7 +263,22 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
             .start(
                 MovieRecordingEngine.Request(
                     url: url, fileType: fileType, delegate: delegate, generation: generation, limits: limits,
-                    connections: connections)))
+                    connections: connections, segments: segments)))
+    }
+
+    /// A segmented recording cut to its next file (ours): the properties follow the new segment, as after a
+    /// `startRecording(to:)` while recording. Returns the segment's generation.
+    func startNextSegment(_ url: URL) -> Int {
+        let generation = generation.withLock { value in
+            value += 1
+            return value
+        }
+        fileState.withLock { state in
+            state.outputFileURL = url
+            state.recordedDuration = .zero
+            state.recordedFileSize = 0
+        }
+        return generation
     }
 
     /// Subclasses call this when their metadata changes, so a recording under way writes the new metadata.

@@ -23,6 +23,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
         let generation: Int
         let limits: Limits
         let connections: [AVCaptureConnection]
+        /// The series this recording is a segment of (ours), or nil for a recording of one file.
+        var segments: AVCaptureRecordingSegments? = nil
     }
 
     /// What the work queue handles, in order. `@unchecked Sendable`: buffers, connections and delegates are
@@ -70,6 +72,11 @@ final class MovieRecordingEngine: @unchecked Sendable {
         /// out, nothing until the next key frame can be decoded, so nothing until then is written.
         var isInterFramePassthrough = false
         var awaitsKeyFrame = false
+        /// A segment's sound that came before the video frame it belongs with, held (in order) so a cut can split
+        /// it to the sample at the frame that opens the next segment. Empty for a recording of one file.
+        var heldAudio: [CMSampleBuffer] = []
+        /// The source time of the last video frame written: held sound before it is written.
+        var lastFrameTime: CMTime = .invalid
 
         init(_ request: Request) {
             self.request = request
@@ -189,6 +196,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
             let wasStarted = recording.didStart
             recording.phase = wasStarted ? .paused : .waiting
             if recording.phase == .paused {
+                releaseHeldAudio(recording, upTo: recording.videoEdge + recording.offset)
+                recording.heldAudio.removeAll()
                 recording.pendingAudio.removeAll()
                 callback(recording) { $0.fileOutput($1, didPauseRecordingTo: $2, from: $3) }
             }
@@ -235,11 +244,14 @@ final class MovieRecordingEngine: @unchecked Sendable {
             let pending = recording.pendingAudio
             recording.pendingAudio.removeAll()
             if let previous {
-                for audio in pending where audio.presentationTimeStamp < time { appendAudio(audio, to: previous) }
-                end(previous, error: nil, drain: false)
+                // The old file's sound ends where this frame begins, to the sample; sound from before it that is
+                // still to come goes there too (a drain), the rest to the new file, cut at its start.
+                let edge = time - previous.offset
+                for audio in pending { appendAudio(audio, to: previous, before: edge) }
+                end(previous, error: nil, drain: true, until: edge)
             }
             appendVideo(buffer, duration: duration, to: recording)
-            for audio in pending where audio.presentationTimeStamp >= time { appendAudio(audio, to: recording) }
+            for audio in pending { appendAudio(audio, to: recording) }
         case .resuming:
             recording.offset = time - recording.videoEdge
             recording.resumedAudioFrom = max(recording.videoEdge, recording.audioEdge)
@@ -251,8 +263,20 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 for audio in pending { appendAudio(audio, to: recording) }
             }
         case .recording:
+            if let series = recording.request.segments, let writer = recording.writer,
+                series.isDue(
+                    elapsed: time - recording.offset - recording.start, frameDuration: duration,
+                    encodedBytes: writer.encodedBytes.value),
+                cutSegment(recording, of: series, at: time)
+            {
+                // This frame opens the next segment.
+                handleVideo(buffer, from: connection)
+                return
+            }
             if checkLimits(recording, at: time - recording.offset, duration: duration) {
+                releaseHeldAudio(recording, upTo: time)
                 appendVideo(buffer, duration: duration, to: recording)
+                recording.lastFrameTime = time
             }
         case .paused, .draining, .finished:
             break
@@ -288,6 +312,12 @@ final class MovieRecordingEngine: @unchecked Sendable {
             // The pause ends the sound where it ends the picture, to the sample, as a stop does: sound that
             // arrives after the pause but belongs before the last frame's end is still written.
             appendAudio(buffer, to: recording, before: recording.videoEdge)
+        case .recording where recording.hasVideo && recording.request.segments != nil:
+            // A segment's sound waits for its video frame, so a cut can split it at the frame that opens the next.
+            recording.heldAudio.append(buffer)
+            releaseHeldAudio(recording, upTo: recording.lastFrameTime)
+            // The picture stalled: sound goes on rather than piling up.
+            while recording.heldAudio.count > 1000 { appendAudio(recording.heldAudio.removeFirst(), to: recording) }
         case .recording:
             let written = time - recording.offset
             if recording.hasVideo {
@@ -366,8 +396,14 @@ final class MovieRecordingEngine: @unchecked Sendable {
             output?.encoderWasBehind(isVideo: false)
             return
         }
-        let written = buffer.presentationTimeStamp - recording.offset
-        // Before the file's start, or overlapping what was written before a pause: left out.
+        var written = buffer.presentationTimeStamp - recording.offset
+        if written < recording.start {
+            // It straddles the file's start (the first frame of a file switched to): its frames from the start on.
+            guard let tail = Self.framesAfter(recording.start - written, buffer) else { return }
+            buffer = tail
+            written = buffer.presentationTimeStamp - recording.offset
+        }
+        // Overlapping what was written before a pause: left out.
         guard written >= recording.start else { return }
         if recording.audioEdge.isNumeric, written < recording.audioEdge - CMTime(value: 1, timescale: 1000) { return }
         let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
@@ -394,6 +430,55 @@ final class MovieRecordingEngine: @unchecked Sendable {
             guard self.output?.currentGeneration == generation else { return }
             state.recordedDuration = duration
             state.recordedFileSize = size
+        }
+    }
+
+    // MARK: Segments (ours)
+
+    /// Cuts segment `recording` of `series` before its frame at source time `time`: the next segment begins (the
+    /// caller hands it that frame), the sound held so far split at `time`. Returns false, leaving the segment
+    /// going, when the volume lacks `minFreeDiskSpaceLimit` for a new file (the segment then meets the limit).
+    private func cutSegment(_ recording: Recording, of series: AVCaptureRecordingSegments, at time: CMTime) -> Bool {
+        guard let output else { return false }
+        var limits = recording.request.limits
+        if limits.minFreeDiskSpace > 0, let free = Self.freeSpace(at: recording.request.url),
+            free < limits.minFreeDiskSpace
+        {
+            return false
+        }
+        let length = time - recording.offset - recording.start
+        // maxRecordedDuration bounds the series: the next segment gets what is left of it.
+        if limits.maxDuration.isNumeric { limits.maxDuration = limits.maxDuration - length }
+        let url = series.nextURL(afterSegmentOf: length)
+        let request = Request(
+            url: url, fileType: recording.request.fileType, delegate: recording.request.delegate,
+            generation: output.startNextSegment(url), limits: limits, connections: recording.request.connections,
+            segments: series)
+        releaseHeldAudio(recording, upTo: time)
+        let carried = recording.heldAudio
+        recording.heldAudio.removeAll()
+        begin(request)
+        // What was held from the cut on belongs to the new segment: it takes it with its first frame.
+        current?.pendingAudio = carried
+        return true
+    }
+
+    /// Writes the held sound of `recording` that comes before source time `edge`, the buffer that straddles it cut
+    /// to the sample (its tail stays held). A buffer that cannot be cut (not PCM) is written whole.
+    private func releaseHeldAudio(_ recording: Recording, upTo edge: CMTime) {
+        guard edge.isNumeric else { return }
+        while let first = recording.heldAudio.first, first.presentationTimeStamp < edge {
+            recording.heldAudio.removeFirst()
+            let room = edge - first.presentationTimeStamp
+            guard Self.audioDuration(first) > room, let head = Self.framesBefore(room, first),
+                let tail = Self.framesAfter(room, first)
+            else {
+                appendAudio(first, to: recording)
+                continue
+            }
+            appendAudio(head, to: recording)
+            recording.heldAudio.insert(tail, at: 0)
+            return
         }
     }
 
@@ -462,18 +547,24 @@ final class MovieRecordingEngine: @unchecked Sendable {
 
     // MARK: Ending
 
-    /// Ends `recording`: with `drain`, audio is still taken up to the last video frame's end (for at most 0.5 s).
-    private func end(_ recording: Recording, error: AVError?, drain: Bool) {
+    /// Ends `recording`: with `drain`, audio is still taken up to the last video frame's end, or to written time
+    /// `until` when given (for at most 0.5 s).
+    private func end(_ recording: Recording, error: AVError?, drain: Bool, until: CMTime = .invalid) {
         if recording === current { current = nil }
         if recording === previous { previous = nil }
         guard recording.phase != .draining, recording.phase != .finished else { return }
         recording.finishError = error
+        if recording.phase == .recording, !recording.heldAudio.isEmpty, recording.videoEdge.isNumeric {
+            releaseHeldAudio(recording, upTo: (until.isNumeric ? until : recording.videoEdge) + recording.offset)
+            recording.heldAudio.removeAll()
+        }
+        let drainUntil = until.isNumeric ? until : recording.videoEdge
         let audioBehind =
-            recording.hasVideo && recording.audioInput != nil && recording.videoEdge.isNumeric
-            && !(recording.audioEdge.isNumeric && recording.audioEdge >= recording.videoEdge)
+            recording.hasVideo && recording.audioInput != nil && drainUntil.isNumeric
+            && !(recording.audioEdge.isNumeric && recording.audioEdge >= drainUntil)
         if drain, recording.didStart, audioBehind, recording.phase == .recording {
             recording.phase = .draining
-            recording.drainUntil = recording.videoEdge
+            recording.drainUntil = drainUntil
             draining.append(recording)
             queue.asyncAfter(deadline: .now() + 0.5) { [self] in
                 if recording.phase == .draining { finalize(recording) }
@@ -656,6 +747,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
     private func reportFinish(_ request: Request, error: (any Error)?, recordedDuration: CMTime) {
         guard let output else { return }
         let size = Self.fileSize(request.url)
+        request.segments?.segmentFinished(request.url, hasFile: size > 0)
         output.fileState.withLock { state in
             guard output.currentGeneration == request.generation else { return }
             state.isRecording = false

@@ -1,0 +1,122 @@
+import ArgumentParser
+import Foundation
+import OpenAVCapture
+import Synchronization
+
+/// `avcapture publish URL`: a camera and a microphone published live (HLS, RTMP, SRT), optionally recorded from
+/// the same encoder.
+struct PublishCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "publish",
+        abstract: "Publish live: an HLS playlist (.m3u8), rtmp://host/app/key, or srt://host:port (caller).",
+        discussion: """
+            HLS writes fragmented MP4 (CMAF) segments beside the playlist (--segment-duration, --playlist-size; \
+            older segments are deleted). RTMP and SRT reconnect with backoff when the server goes away; packets \
+            that cannot be sent are dropped and counted by reason, never the --record file, which is written from \
+            the same encoded packets. Ctrl-C or SIGTERM end the stream cleanly.
+            """)
+
+    @Argument(help: "rtmp://host/app/key, srt://host:port?streamid=…, or a path ending in .m3u8.") var url: String
+    @Option(help: "Camera: an index, uniqueID, 'virtual', part of its name, or file:PATH.") var video: String?
+    @Option(help: "Microphone: an index, uniqueID, 'virtual', part of its name, or 'none'.") var audio: String?
+    @Option(help: "Session preset: high, medium, low, 640x480, 1280x720, 1920x1080, ….") var preset: String?
+    @Option(help: "Exact camera format, e.g. 1280x720@30.") var format: String?
+    @Option(help: "Video bit rate in bits per second.") var bitrate: Int?
+    @Option(help: "Stop after this many seconds.") var duration: Double?
+    @Option(help: "Also record the stream into this movie (.mov, .mp4), from the same encoder.") var record: String?
+    @Option(name: .customLong("segment-duration"), help: "HLS: seconds per segment (default 2).")
+    var segmentDuration: Double?
+    @Option(name: .customLong("playlist-size"), help: "HLS: segments listed in the playlist (default 6).")
+    var playlistSize: Int?
+    @Flag(help: "Play file: sources again and again instead of stopping at their end.") var loop = false
+    @OptionGroup var logging: LoggingOptions
+
+    func validate() throws {
+        let lowered = url.lowercased()
+        guard ["rtmp://", "rtmps://", "srt://", "udp://", "tcp://"].contains(where: lowered.hasPrefix)
+            || lowered.hasSuffix(".m3u8")
+        else { throw ValidationError("'\(url)' is not rtmp://, srt://, udp://, tcp:// or a path ending in .m3u8") }
+        if video?.lowercased() == "none" { throw ValidationError("publish needs a camera") }
+        if preset != nil && format != nil { throw ValidationError("--preset and --format conflict; give one") }
+        if let preset, RecordCommand.parsePreset(preset) == nil { throw ValidationError("unknown --preset '\(preset)'") }
+        if let format, RecordCommand.parseFormat(format) == nil {
+            throw ValidationError("--format '\(format)' is not WIDTHxHEIGHT@FPS, e.g. 1280x720@30")
+        }
+        if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
+        if let segmentDuration, !(segmentDuration >= 1) { throw ValidationError("--segment-duration must be 1 or more") }
+        if let playlistSize, playlistSize < 1 { throw ValidationError("--playlist-size must be 1 or more") }
+    }
+
+    func run() throws {
+        try reportingFailures {
+            if lowered(url).hasSuffix(".m3u8") {
+                _ = try OutputTarget(path: url, allowedExtensions: ["m3u8"], overwrite: true)
+            }
+            let target = try record.map { try OutputTarget(path: $0, allowedExtensions: ["mov", "mp4"], overwrite: false) }
+            DeviceSelector.loopsMovieFiles = loop
+            let camera = try DeviceSelector.device(video, for: .video)
+            let companion = audio == nil ? try DeviceSelector.companionMicrophone(of: camera, named: video) : nil
+            let microphone = try companion ?? DeviceSelector.device(audio, for: .audio)
+            let output = AVCapturePublishingOutput(url: url)
+            if let segmentDuration { output.segmentDuration = segmentDuration }
+            if let playlistSize { output.playlistSize = playlistSize }
+            output.videoBitRate = bitrate
+            output.recordingURL = target?.url
+            let choice: CaptureSetup.FormatChoice? =
+                if let preset { .preset(RecordCommand.parsePreset(preset)!) } else if let format {
+                    RecordCommand.parseFormat(format).map { .exact(width: $0.0, height: $0.1, framesPerSecond: $0.2) }
+                } else { nil }
+            let setup = try CaptureSetup(video: camera, audio: microphone, format: choice, outputs: [output])
+            try setup.start()
+            let stopped = DispatchSemaphore(value: 0)
+            let signal = Mutex<Int32?>(nil)
+            let signals = SignalWatcher(stop: { number in
+                signal.withLock { $0 = number }
+                stopped.signal()
+            })
+            Terminal.error("Publishing \(setup.videoSummary ?? "video") to \(url)")
+            let started = Date()
+            var why = "stopped"
+            while true {
+                if stopped.wait(timeout: .now() + 0.5) == .success {
+                    why = signal.withLock { $0 } == SIGINT ? "interrupted (Ctrl-C)" : "terminated (SIGTERM)"
+                    break
+                }
+                if let duration, Date().timeIntervalSince(started) >= duration {
+                    why = "reached --duration"
+                    break
+                }
+                if setup.movieFileReachedEnd {
+                    why = "end of input"
+                    break
+                }
+                Terminal.status(Self.statusLine(output.statistics, since: started))
+            }
+            Terminal.endStatus()
+            output.stopPublishing()
+            setup.session.stopRunning()
+            withExtendedLifetime(signals) {}
+            let statistics = output.statistics
+            let drops = statistics.droppedPackets.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
+            print(
+                "Published to \(url): \(statistics.packetsSent) packets sent, dropped "
+                    + (drops.isEmpty ? "0" : drops.joined(separator: ", "))
+                    + ", \(statistics.reconnections) reconnection\(statistics.reconnections == 1 ? "" : "s"); stopped: \(why)")
+            if let target {
+                if let error = output.recordingError {
+                    throw ToolFailure(.ioError, "the recording failed: \(CaptureSetup.describe(error))")
+                }
+                print(FileSummary(url: target.url).line)
+            }
+        }
+    }
+
+    private func lowered(_ text: String) -> String { text.lowercased() }
+
+    static func statusLine(_ statistics: AVCapturePublishingStatistics, since start: Date) -> String {
+        String(
+            format: "%7.1f s  %@  sent %d  dropped %d  reconnections %d", Date().timeIntervalSince(start),
+            statistics.isConnected ? "connected" : "reconnecting", statistics.packetsSent,
+            statistics.totalDroppedPackets, statistics.reconnections)
+    }
+}
