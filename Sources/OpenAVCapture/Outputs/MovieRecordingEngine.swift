@@ -504,6 +504,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
                             (writer.error as? AVError)?.code ?? .diskFull,
                             "The movie was kept as written, in fragments: "
                                 + ((writer.error as? AVError)?.localizedDescription ?? "it could not be rewritten."))
+                } else if let full = Self.filledDisk(writer) {
+                    error ?? full
                 } else {
                     // The writer removed a file with nothing playable, or kept its complete fragments.
                     Self.unfinished(error ?? writer.error, url: request.url)
@@ -521,6 +523,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 (writerError as? AVError)?.code ?? .unknown,
                 "The movie holds what was recorded before the failure: "
                     + ((writerError as? AVError)?.localizedDescription ?? "writing failed."))
+        } else if let writer = recording.writer, let full = Self.filledDisk(writer) {
+            recording.finishError = full
         } else {
             recording.finishError = Self.unfinished(writerError, url: recording.request.url)
         }
@@ -638,6 +642,17 @@ final class MovieRecordingEngine: @unchecked Sendable {
 
     static func finishedError(_ code: AVError.Code, _ description: String) -> AVError {
         AVError(code, description, extra: [AVErrorRecordingSuccessfullyFinishedKey: true])
+    }
+
+    /// The disk filled up under the writer (a write failed with `ENOSPC`, faster than the free-space floor could
+    /// see coming) and the file was cut back to the fragments complete on disk: a movie that plays to its end, so
+    /// the recording counts as finished, as Apple's does on `.diskFull`. Nil for any other failure.
+    static func filledDisk(_ writer: AVAssetWriter) -> AVError? {
+        guard writer.fileAfterFailure == .partial, let error = writer.error as? AVError, error.code == .diskFull
+        else { return nil }
+        return finishedError(
+            .diskFull, "The disk filled up; the movie holds what reached the disk in complete fragments before it "
+                + "did. \(error.localizedDescription)")
     }
 
     static func unfinished(_ error: (any Error)?, url: URL) -> AVError {
