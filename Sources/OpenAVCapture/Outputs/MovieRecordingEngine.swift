@@ -66,6 +66,10 @@ final class MovieRecordingEngine: @unchecked Sendable {
         /// After a resume: sound before this written time is already in the file (or would overlap it), so the
         /// first buffers are trimmed to start exactly there; invalid once sound flows again.
         var resumedAudioFrom: CMTime = .invalid
+        /// Resamples the microphone's sound to follow the session clock (its sample clock drifts); nil until the
+        /// first sound, and for sound it cannot take (then written as it comes).
+        var clockFollower: AudioClockFollower?
+        var followsClock = true
 
         init(_ request: Request) {
             self.request = request
@@ -349,12 +353,37 @@ final class MovieRecordingEngine: @unchecked Sendable {
         if recording.audioEdge.isNumeric, written < recording.audioEdge - CMTime(value: 1, timescale: 1000) { return }
         let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
         let each = CMTime(value: 1, timescale: Int32(rate.rounded()))
-        guard let retimed = Self.retimed(buffer, to: written, sampleDuration: each), input.append(retimed) else {
+        guard let retimed = Self.retimed(buffer, to: written, sampleDuration: each) else {
             writerFailed(recording)
             return
         }
+        if let followed = follow(retimed, in: recording) {
+            guard input.append(followed) else {
+                writerFailed(recording)
+                return
+            }
+        }
         recording.audioEdge = written + Self.audioDuration(buffer)
         didWrite(recording)
+    }
+
+    /// `buffer` resampled to follow the session clock (see ``AudioClockFollower``), nil while the resampler holds
+    /// it; `buffer` itself for sound the follower cannot take. The measured drift goes to `recordingStatistics`.
+    private func follow(_ buffer: CMSampleBuffer, in recording: Recording) -> CMSampleBuffer? {
+        guard recording.followsClock, let description = buffer.formatDescription?.audioStreamBasicDescription else {
+            return buffer
+        }
+        do throws(MediaCodecsError) {
+            if recording.clockFollower == nil { recording.clockFollower = try AudioClockFollower(description) }
+            let followed = try recording.clockFollower?.follow(buffer)
+            if let drift = recording.clockFollower?.measuredDriftPPM { output?.audioClockDriftWasMeasured(drift) }
+            return followed
+        } catch {
+            // Not linear PCM the follower takes, or libswresample failed: the sound goes in as it comes.
+            recording.followsClock = false
+            recording.clockFollower = nil
+            return buffer
+        }
     }
 
     private func didWrite(_ recording: Recording) {
