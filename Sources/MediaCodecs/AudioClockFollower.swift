@@ -142,7 +142,9 @@ package final class AudioClockFollower {
         return try convert(data, frames: frames, operation: operation)
     }
 
-    private func convert(_ data: CMBlockBuffer, frames: Int, operation: String) throws(MediaCodecsError)
+    private func convert(
+        _ data: CMBlockBuffer, frames: Int, operation: String
+    ) throws(MediaCodecsError)
         -> CMSampleBuffer?
     {
         let capacity = swr_get_out_samples(resampler, Int32(frames)) + Int32(frames / 50 + 16)

@@ -630,7 +630,9 @@ package final class Muxer {
         let ioError = context.pointee.pb.pointee.error
         guard ioError >= 0 else { throw .ffmpegIO(ioError, while: operation) }
         completeFragmentsEnd = avio_tell(context.pointee.pb)
-        guard !MuxerStorage.wasRemoved(fileDescriptor) else { throw MuxerStorage.removedError(path, while: operation) }
+        guard !MuxerStorage.wasRemoved(fileDescriptor) else {
+            throw MuxerStorage.removedError(path, while: operation)
+        }
         let synced = fragmentSync.fragmentWasFlushed(fileDescriptor)
         guard synced == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(synced), while: "\(operation) (fdatasync)") }
     }
@@ -762,8 +764,8 @@ package final class Muxer {
         var created: Int32 = -1
         // A random part in the name: a stale copy left by a killed process of the same id is never reused.
         for _ in 0..<8 where created < 0 {
-            temporary =
-                (directory.isEmpty ? "" : directory + "/") + ".\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).remux"
+            let unique = "\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+            temporary = (directory.isEmpty ? "" : directory + "/") + ".\(name).\(unique).remux"
             created = MuxerStorage.createExclusively(temporary)
             if created < 0, created != -EEXIST {
                 throw .ffmpegIO(CFFmpeg_AVERROR(-created), while: "\(operation) (creating the copy)")

@@ -5,8 +5,8 @@
 import Foundation
 import OpenAVCapture
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// What the stress test's threads share: two sessions, the virtual devices' inputs, a few outputs, and the lock an
 /// app would hold around a check and the change it guards (`canAddInput` then `addInput`): the session is thread
@@ -80,7 +80,9 @@ final class StressRig: @unchecked Sendable {
             name = "reconfigure a device"
             let device = [VirtualDevices.back, VirtualDevices.front].randomElement()!
             if (try? device.lockForConfiguration()) != nil {
-                let formats = device.formats.filter { CMVideoFormatDescriptionGetDimensions($0.formatDescription).width <= 640 }
+                let formats = device.formats.filter {
+                    CMVideoFormatDescriptionGetDimensions($0.formatDescription).width <= 640
+                }
                 if let format = formats.randomElement() { device.activeFormat = format }
                 device.videoZoomFactor = CGFloat.random(in: 1...min(2, device.activeFormat.videoMaxZoomFactor))
                 device.unlockForConfiguration()
@@ -125,7 +127,9 @@ final class StressSink: NSObject, AVCaptureVideoDataOutputSampleBufferDelegate,
 {
     static let shared = StressSink()
     let received = Atomic<Int>(0)
-    func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+    func captureOutput(
+        _ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection
+    ) {
         received.add(1, ordering: .relaxed)
     }
 }
@@ -193,7 +197,8 @@ struct APIStressTests {
         guard MediaTool.available(for: "APIStressTests.eightThreads") else { return }
         var checked = 0
         for (url, error) in finished {
-            let usable = error == nil
+            let usable =
+                error == nil
                 || (error as NSError?)?.userInfo[AVErrorRecordingSuccessfullyFinishedKey] as? Bool == true
             guard usable, FileManager.default.fileExists(atPath: url.path) else { continue }
             #expect(try ffmpegDecodeErrors(url).isEmpty, "\(url.lastPathComponent)")

@@ -4,8 +4,8 @@
 import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
-import Testing
 import TestSupport
+import Testing
 
 @Suite("A drifting microphone's sound follows the session clock", .serialized)
 struct AudioClockDriftTests {
@@ -13,7 +13,9 @@ struct AudioClockDriftTests {
     /// stand for 1 / (1 + ppm · 10⁻⁶) s of the session clock. Written as they come (at the nominal 48 kHz) they
     /// would sit exactly 1 s apart in the file, and the sound would run ahead of or behind the pictures by `ppm` µs
     /// per second; following the clock, they sit 1 / (1 + ppm · 10⁻⁶) s apart, where the session clock heard them.
-    @Test("±5000 ppm: the beeps sit where the session clock heard them, and the drift is measured", arguments: [5000.0, -5000.0])
+    @Test(
+        "±5000 ppm: the beeps sit where the session clock heard them, and the drift is measured",
+        arguments: [5000.0, -5000.0])
     func driftIsCorrected(ppm: Double) throws {
         guard MediaTool.available(for: "AudioClockDriftTests.driftIsCorrected") else { return }
         let controller = try #require(VirtualMicrophoneController(VirtualDevices.microphone))

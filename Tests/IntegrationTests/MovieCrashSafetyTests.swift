@@ -1,8 +1,8 @@
 import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
-import Testing
 import TestSupport
+import Testing
 
 /// Whether the long versions run (`make soak` sets `OPENAV_SOAK=1`).
 let isSoak = ProcessInfo.processInfo.environment["OPENAV_SOAK"] == "1"
@@ -25,7 +25,8 @@ let isSoak = ProcessInfo.processInfo.environment["OPENAV_SOAK"] == "1"
         let movie = directory + "/killed.mov"
         let elapsed = directory + "/elapsed"
         let latest = isSoak ? 20.0 : 3.0
-        await #expect(processExitsWith: .signal(SIGKILL)) { [movie = movie as String, elapsed = elapsed as String, latest = latest as Double] in
+        await #expect(processExitsWith: .signal(SIGKILL)) {
+            [movie = movie as String, elapsed = elapsed as String, latest = latest as Double] in
             try? CrashingRecorder.recordThenDie(
                 to: URL(fileURLWithPath: movie), elapsedFile: elapsed, at: Double.random(in: 1.5...latest))
         }
@@ -33,7 +34,8 @@ let isSoak = ProcessInfo.processInfo.environment["OPENAV_SOAK"] == "1"
         let url = URL(fileURLWithPath: movie)
         let report = try FFprobeReport(url)
         let video = try #require(report.stream("video"))
-        let duration = try #require(FFprobeReport.number(video["duration"]) ?? FFprobeReport.number(report.format["duration"]))
+        let duration = try #require(
+            FFprobeReport.number(video["duration"]) ?? FFprobeReport.number(report.format["duration"]))
         // Measured against what the recording had taken when it died (its own progress, not the wall clock, which
         // a loaded machine outruns): one fragment interval (1 s) plus one key frame interval (1 s) may be lost, and
         // the frames still waiting for the encoder (at most 8).
@@ -71,11 +73,14 @@ let isSoak = ProcessInfo.processInfo.environment["OPENAV_SOAK"] == "1"
 enum CrashingRecorder {
     final class StartWatcher: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked Sendable {
         let started = DispatchSemaphore(value: 0)
-        func fileOutput(_ output: AVCaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [AVCaptureConnection]) {
+        func fileOutput(
+            _ output: AVCaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [AVCaptureConnection]
+        ) {
             started.signal()
         }
         func fileOutput(
-            _ output: AVCaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [AVCaptureConnection],
+            _ output: AVCaptureFileOutput, didFinishRecordingTo outputFileURL: URL,
+            from connections: [AVCaptureConnection],
             error: (any Error)?
         ) {}
     }

@@ -6,8 +6,8 @@ import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Whether `url` is a fragmented movie (it has a `moof` box): what a recording keeps when it could not be rewritten.
 func isFragmentedMovie(_ url: URL) throws -> Bool {
@@ -97,7 +97,8 @@ struct WriterStorageTests {
         let after = WriterStorageFaults.syncCounts
         let fragmentSyncs = after.fragments - before.fragments
         // One fragment per key frame (one a second) or per 0.1 s: more cuts than syncs, at most one sync a second.
-        #expect(fragmentSyncs >= 1 && fragmentSyncs <= Int(elapsed.rounded(.up)) + 1, "\(fragmentSyncs) in \(elapsed) s")
+        #expect(
+            fragmentSyncs >= 1 && fragmentSyncs <= Int(elapsed.rounded(.up)) + 1, "\(fragmentSyncs) in \(elapsed) s")
         #expect(cuts.withLock { $0 } >= fragmentSyncs)
         // The finished fragmented movie and the rewrite's copy; the directory before and after the rename.
         #expect(after.files - before.files == 2)
@@ -126,7 +127,8 @@ struct WriterStorageTests {
         #expect(error.localizedDescription.contains("deleted"), "\(error.localizedDescription)")
         #expect(delegate.successfullyFinished == false)
         // Noticed at the next fragment (0.5 s, plus a key frame interval of 1 s), not at the end.
-        #expect(output.recordedDuration.seconds < (removedAt ?? 0) + 5, "went on for \(output.recordedDuration.seconds) s")
+        #expect(
+            output.recordedDuration.seconds < (removedAt ?? 0) + 5, "went on for \(output.recordedDuration.seconds) s")
         #expect(!FileManager.default.fileExists(atPath: parent.path), "something recreated \(parent.path)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: workingDirectory) == before)
     }
@@ -143,7 +145,11 @@ struct WriterStorageTests {
         // Another program takes every free byte just before the fourth fragment reaches the disk.
         let cuts = Mutex(0)
         WriterStorageFaults.beforeEachFragment { _ in
-            guard cuts.withLock({ $0 += 1; return $0 }) == 4 else { return }
+            guard
+                cuts.withLock({
+                    $0 += 1; return $0
+                }) == 4
+            else { return }
             try? disk.fill(leaving: 0)
         }
         let url = URL(fileURLWithPath: disk.path + "/filled.mov")
@@ -175,7 +181,8 @@ struct WriterStorageTests {
         #expect(delegate.successfullyFinished == true)
         #expect(try isFragmentedMovie(url), "the kept file is not the fragmented movie")
         let duration = try #require(FFprobeReport.number(try FFprobeReport(url).format["duration"]))
-        #expect(duration >= output.recordedDuration.seconds - 0.1, "\(duration) s of \(output.recordedDuration.seconds)")
+        #expect(
+            duration >= output.recordedDuration.seconds - 0.1, "\(duration) s of \(output.recordedDuration.seconds)")
         #expect(try ffmpegDecodeErrors(url).isEmpty)
         #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
     }
@@ -188,7 +195,11 @@ struct WriterStorageTests {
         let cuts = Mutex(0)
         WriterStorageFaults.beforeEachFragment { _ in
             // The second fragment's write blocks for 2 s, as a stalled disk's write(2) would.
-            if cuts.withLock({ $0 += 1; return $0 }) == 2 { Thread.sleep(forTimeInterval: 2) }
+            if cuts.withLock({
+                $0 += 1; return $0
+            }) == 2 {
+                Thread.sleep(forTimeInterval: 2)
+            }
         }
         let frames = RecordingDelegate()
         let preview = AVCaptureVideoDataOutput()
@@ -217,7 +228,8 @@ struct WriterStorageTests {
         let statistics = output.recordingStatistics
         let late = statistics.totalDroppedVideoFrames
         #expect(late > 0, "\(statistics)")
-        #expect(Set(statistics.droppedVideoFrames.keys).isSubset(of: ["FrameWasLate", "OutOfBuffers"]), "\(statistics)")
+        #expect(
+            Set(statistics.droppedVideoFrames.keys).isSubset(of: ["FrameWasLate", "OutOfBuffers"]), "\(statistics)")
         #expect(statistics.droppedAudioBuffers > 0, "\(statistics)")
         #expect(try ffmpegDecodeErrors(url).isEmpty)
         // What was dropped is a gap in the frame numbers, not a broken file: frames go on after it.
@@ -239,9 +251,11 @@ struct WriterStorageTests {
         let link = directory.appendingPathComponent("take.mov")
         try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: precious.path)
         let dangling = directory.appendingPathComponent("dangling.mov")
-        try FileManager.default.createSymbolicLink(atPath: dangling.path, withDestinationPath: directory.path + "/nowhere")
+        try FileManager.default.createSymbolicLink(
+            atPath: dangling.path, withDestinationPath: directory.path + "/nowhere")
         // Without --overwrite a link (even a dangling one) is something at the name: refused, untouched.
-        let refused = try avcapture(["record", "dangling.mov", "--duration", "0.3", "--preset", "320x240"], in: directory)
+        let refused = try avcapture(
+            ["record", "dangling.mov", "--duration", "0.3", "--preset", "320x240"], in: directory)
         #expect(refused.status == 73, "\(refused.error)")
         #expect(!FileManager.default.fileExists(atPath: directory.path + "/nowhere"))
         for name in ["take.mov", "dangling.mov"] {

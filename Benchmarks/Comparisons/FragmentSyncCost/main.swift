@@ -65,7 +65,9 @@ func measure(syncing: Bool) async throws -> (writing: Double, finishing: Double)
     let started = clock.now
     for index in 0..<20 * 30 {
         while !input.isReadyForMoreMediaData { usleep(500) }
-        guard adaptor.append(frames[index % frames.count], withPresentationTime: CMTime(value: Int64(index), timescale: 30))
+        guard
+            adaptor.append(
+                frames[index % frames.count], withPresentationTime: CMTime(value: Int64(index), timescale: 30))
         else { throw writer.error ?? CocoaError(.fileWriteUnknown) }
     }
     input.markAsFinished()
@@ -99,4 +101,5 @@ print(
         + "\(String(format: "%.3f", median(unsynced.map(\.writing)))) s, ratio \(String(format: "%.3f", writingRatio))")
 print(
     "  finishing: synced \(String(format: "%.3f", median(synced.map(\.finishing)))) s, unsynced "
-        + "\(String(format: "%.3f", median(unsynced.map(\.finishing)))) s, ratio \(String(format: "%.3f", finishingRatio))")
+        + "\(String(format: "%.3f", median(unsynced.map(\.finishing)))) s, ratio \(String(format: "%.3f", finishingRatio))"
+)
