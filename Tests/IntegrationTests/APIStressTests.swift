@@ -4,6 +4,7 @@
 
 import Foundation
 import OpenAVCapture
+import OpenAVCaptureTesting
 import Synchronization
 import TestSupport
 import Testing
@@ -163,6 +164,18 @@ struct APIStressTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let rig = try StressRig(directory: directory)
+        // The devices are process-wide: their formats, zoom and controls go back as they were for the suites after.
+        let cameras = [VirtualDevices.back, VirtualDevices.front]
+        let formats = cameras.map(\.activeFormat)
+        defer {
+            for (camera, format) in zip(cameras, formats) {
+                VirtualCameraController(camera)?.restoreDefaults()
+                if (try? camera.lockForConfiguration()) != nil {
+                    camera.activeFormat = format
+                    camera.unlockForConfiguration()
+                }
+            }
+        }
         let deadline = Date().addingTimeInterval(seconds)
         let done = DispatchGroup()
         for thread in 0..<8 {
