@@ -16,7 +16,9 @@ import OpenCoreMedia
 /// (`swr_set_compensation`, the soft compensation of FFmpeg's `aresample=async`): frames are stretched or squeezed
 /// by at most ``maximumCorrection`` (1 %), with no click and no pitch change anyone can hear at 200 ppm. A jump of
 /// more than ``largestCorrectedGap`` (a stalled device, a stream restarted) is not stretched: the output moves to the
-/// new time, as the encoder then sees a gap or a jump it handles itself.
+/// new time, as the encoder then sees a gap or a jump it handles itself. Until the difference first reaches
+/// ``engagingDifference`` (2 ms) the sound passes through untouched, so a source whose clock agrees with its
+/// timestamps is written sample for sample; ``flush()`` gives what the resampler holds at the end.
 ///
 /// ``measuredDriftPPM`` is the device's measured clock error: frames received against the time they covered, over
 /// the run since the last jump (at least 2 s).
@@ -30,6 +32,10 @@ package final class AudioClockFollower {
     package static let maximumCorrection = 0.01
     /// A difference beyond this is a jump, not drift: 200 ms.
     package static let largestCorrectedGap = CMTime(value: 1, timescale: 5)
+    /// The difference at which resampling begins: 2 ms. Until then the sound passes through untouched, so a
+    /// source whose clock agrees with its timestamps (a file, a virtual microphone without clock error) is written
+    /// sample for sample; at 200 ppm resampling begins after 10 s.
+    package static let engagingDifference = CMTime(value: 1, timescale: 500)
 
     /// The interleaved PCM format in and out.
     package let format: AudioConverter.Format
@@ -45,6 +51,8 @@ package final class AudioClockFollower {
     private var runFrames: Int64 = 0
     private var lastTime: CMTime = .invalid
     private var lastFrames: Int64 = 0
+    /// Whether the resampler is in the path (see ``engagingDifference``); it stays there once it is.
+    private var isEngaged = false
 
     /// A follower for sound in `description` (interleaved linear PCM).
     ///
@@ -116,7 +124,7 @@ package final class AudioClockFollower {
         let frames = data.dataLength / format.bytesPerFrame
         let rate = Int64(format.sampleRate)
         // Where the output has got to: emitted frames plus those libswresample holds, at the nominal rate.
-        let held = swr_get_delay(resampler, rate)
+        let held = isEngaged ? swr_get_delay(resampler, rate) : 0
         if anchor.isNumeric {
             let reached = anchor + CMTime(value: emitted + held, timescale: CMTimeScale(rate))
             let difference = time - reached
@@ -124,7 +132,10 @@ package final class AudioClockFollower {
                 anchor = time - CMTime(value: emitted + held, timescale: CMTimeScale(rate))
                 runStart = time
                 runFrames = 0
+            } else if !isEngaged, abs(difference.seconds) < Self.engagingDifference.seconds {
+                runFrames += lastFrames
             } else {
+                isEngaged = true
                 // Spread the difference over the next second, within the largest correction.
                 let distance = Int32(rate)
                 let most = Double(distance) * Self.maximumCorrection
@@ -139,11 +150,22 @@ package final class AudioClockFollower {
         }
         lastTime = time
         lastFrames = Int64(frames)
+        guard isEngaged else {
+            emitted += Int64(frames)
+            return buffer
+        }
         return try convert(data, frames: frames, operation: operation)
     }
 
+    /// The frames libswresample still holds, as a last buffer (nil when it holds none, or never resampled).
+    package func flush() throws(MediaCodecsError) -> CMSampleBuffer? {
+        guard isEngaged else { return nil }
+        return try convert(nil, frames: 0, operation: "flushing the audio clock follower")
+    }
+
+    /// Resamples `frames` of `data`, or drains what libswresample holds when `data` is nil.
     private func convert(
-        _ data: CMBlockBuffer, frames: Int, operation: String
+        _ data: CMBlockBuffer?, frames: Int, operation: String
     ) throws(MediaCodecsError)
         -> CMSampleBuffer?
     {
@@ -153,12 +175,19 @@ package final class AudioClockFollower {
             throw MediaCodecsError(.allocationFailed, while: operation, message: "\(byteCount) bytes")
         }
         var outputPlane: UnsafeMutablePointer<UInt8>? = memory.assumingMemoryBound(to: UInt8.self)
-        let produced = data.withUnsafeBytes { bytes in
-            var inputPlane: UnsafePointer<UInt8>? = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            return withUnsafeMutablePointer(to: &outputPlane) { outputPlanes in
-                withUnsafeMutablePointer(to: &inputPlane) { inputPlanes in
-                    swr_convert(resampler, outputPlanes, capacity, inputPlanes, Int32(frames))
+        let produced: Int32
+        if let data {
+            produced = data.withUnsafeBytes { bytes in
+                var inputPlane: UnsafePointer<UInt8>? = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                return withUnsafeMutablePointer(to: &outputPlane) { outputPlanes in
+                    withUnsafeMutablePointer(to: &inputPlane) { inputPlanes in
+                        swr_convert(resampler, outputPlanes, capacity, inputPlanes, Int32(frames))
+                    }
                 }
+            }
+        } else {
+            produced = withUnsafeMutablePointer(to: &outputPlane) { outputPlanes in
+                swr_convert(resampler, outputPlanes, capacity, nil, 0)
             }
         }
         guard produced > 0 else {

@@ -512,6 +512,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
         let error = recording.finishError
         let duration = recording.recordedDuration
         callback(recording) { $0.fileOutput($1, willFinishRecordingTo: $2, from: $3, error: error) }
+        // The few frames the clock follower's resampler still holds end the sound.
+        if let tail = try? recording.clockFollower?.flush() { _ = recording.audioInput?.append(tail) }
         recording.videoInput?.markAsFinished()
         recording.audioInput?.markAsFinished()
         writer.finishWriting { [self] in
