@@ -19,7 +19,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side bench-encoder-scaling bench-stages format lint clean usb-webcam-emulator
+.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side bench-encoder-scaling bench-stages format lint clean usb-webcam-emulator soak fuzz
 
 all: build
 
@@ -117,6 +117,40 @@ bench-usb-webcam: deps usb-webcam-emulator
 		 until usbip attach -r 127.0.0.1 -b 1-1 2>/dev/null; do sleep 0.2; done; $$bin; status=\$$?; \
 		 kill \$$emulator; exit \$$status"; \
 	status=$$?; rm -rf "$$scratch"; exit $$status
+
+## soak: the long reliability runs (OPENAV_SOAK=1; about ten minutes, more for the sanitizer builds): twenty SIGKILLs
+## at random instants over 1.5-20 s of recording, the 8-thread public-API stress test for 60 s, then the same stress
+## test built with the thread sanitizer, and the soak suites built with the address sanitizer (Swift 6.3 refuses
+## `-sanitize=undefined` on Linux: UBSan is not run). Each sanitizer build has its own directory (.build-tsan, .build-asan).
+## Swift's Synchronization.Mutex waits on a futex that ThreadSanitizer does not see, so every access inside a
+## `withLock` is reported as a race (a 15-line program reproduces it); the TSan run's reports are printed, not failed on.
+SOAK_SUITES := MovieCrashSafetyTests|APIStressTests|WriterStorageTests|AudioClockDriftTests
+soak: deps
+	$(SWIFT) build --build-tests
+	OPENAV_SOAK=1 $(SWIFT) test --skip-build --no-parallel --filter '$(SOAK_SUITES)'
+	$(SWIFT) build --build-tests --sanitize=thread --build-path .build-tsan
+	@OPENAV_SOAK=1 TSAN_OPTIONS=halt_on_error=0 $(SWIFT) test --skip-build --sanitize=thread --build-path .build-tsan \
+		--no-parallel --filter APIStressTests 2>&1 | tee .build-tsan/soak.log | grep -E '✔|✘|API stress'; \
+	echo "soak: ThreadSanitizer reports: $$(grep -c 'WARNING: ThreadSanitizer' .build-tsan/soak.log) (in .build-tsan/soak.log)"
+	$(SWIFT) build --build-tests --sanitize=address --build-path .build-asan
+	OPENAV_SOAK=1 $(SWIFT) test --skip-build --sanitize=address --build-path .build-asan \
+		--no-parallel --filter '$(SOAK_SUITES)'
+
+## fuzz: libFuzzer (`-sanitize=fuzzer,address`, release) on each target of the Fuzz/ package for FUZZ_SECONDS each,
+## starting from its checked-in seed corpus (Fuzz/Corpus/NAME; what libFuzzer finds goes to .build-fuzz/corpus-NAME,
+## a crashing input to Fuzz/Crashes/; reports unsymbolized: llvm-symbolizer on the 35 MB binaries takes minutes, use
+## addr2line on the offsets). A crash found is checked in under Fuzz/Corpus/NAME, where the plain build of the
+## target (`cd Fuzz && swift run TARGET`) runs it as a regression.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := DemuxerFuzzer:demuxer MJPEGFuzzer:mjpeg
+fuzz: deps
+	cd Fuzz && OPENAV_FUZZING=1 $(SWIFT) build -c release --build-path ../.build-fuzz -Xswiftc -sanitize=fuzzer,address
+	@mkdir -p Fuzz/Crashes; status=0; for pair in $(FUZZ_TARGETS); do target=$${pair%%:*}; corpus=$${pair##*:}; \
+		mkdir -p .build-fuzz/corpus-$$corpus; echo "fuzz: $$target for $(FUZZ_SECONDS) s"; \
+		ASAN_OPTIONS=symbolize=0 .build-fuzz/release/$$target -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=4096 \
+			-artifact_prefix=Fuzz/Crashes/$$target- .build-fuzz/corpus-$$corpus Fuzz/Corpus/$$corpus \
+			2>&1 | grep -E '^#[0-9]+ +DONE|^Done|ERROR|SUMMARY|Test unit written' || true; \
+		[ -z "$$(ls Fuzz/Crashes/$$target-* 2>/dev/null)" ] || status=1; done; exit $$status
 
 ## bench-side-by-side: avcapture, ffmpeg and gst-launch-1.0 doing the same recording jobs (Benchmarks/Comparisons/
 ## SideBySide); writes the table into docs/performance.md.

@@ -149,6 +149,16 @@ let package = Package(
             path: "Comparisons/SessionInstructions",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        /// What the power-loss syncs (fdatasync of fragments, fsync around the rewrite) cost, synced / unsynced.
+        .executableTarget(
+            name: "FragmentSyncCost",
+            dependencies: [
+                .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+                .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
+            ],
+            path: "Comparisons/FragmentSyncCost",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "USBWebcamOverhead",
             dependencies: [

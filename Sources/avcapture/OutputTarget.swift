@@ -34,7 +34,10 @@ struct OutputTarget {
         }
         close(descriptor)
         unlink(probe)
-        let exists = FileManager.default.fileExists(atPath: url.path)
+        // lstat, not fileExists (which follows links): a symbolic link, dangling or not, is something at the name,
+        // and --overwrite replaces the link itself (the rename below), never the file it points to.
+        var info = stat()
+        let exists = lstat(url.path, &info) == 0
         if exists && !overwrite {
             throw ToolFailure(.cannotCreate, "\(path) exists; pass --overwrite to replace it or choose another name")
         }

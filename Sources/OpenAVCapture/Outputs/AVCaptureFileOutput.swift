@@ -309,6 +309,9 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     /// The engine left a buffer out because the encoder had too many waiting.
     func encoderWasBehind(isVideo: Bool) { countLate(isVideo: isVideo) }
 
+    /// The recording measured the microphone's clock error (see ``AVCaptureRecordingStatistics/audioClockDriftPPM``).
+    func audioClockDriftWasMeasured(_ ppm: Double) { statistics.withLock { $0.audioClockDriftPPM = ppm } }
+
     // MARK: Graph hooks
 
     override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
@@ -402,6 +405,10 @@ public struct AVCaptureRecordingStatistics: Sendable, Hashable {
     /// up; nil when the encoder keeps up or the picture is written as it comes. Frames the encoder cannot take in time
     /// are dropped as `FrameWasLate`.
     public var realTimeAdvice: String?
+    /// The microphone's sample clock error against the session clock, in ppm (positive: it runs fast), as measured
+    /// by the recording that corrects it (its sound is resampled to stay with the pictures); nil before 2 s of
+    /// sound.
+    public var audioClockDriftPPM: Double?
 
     public init() {}
 

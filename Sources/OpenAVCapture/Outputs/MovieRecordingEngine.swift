@@ -77,6 +77,10 @@ final class MovieRecordingEngine: @unchecked Sendable {
         var heldAudio: [CMSampleBuffer] = []
         /// The source time of the last video frame written: held sound before it is written.
         var lastFrameTime: CMTime = .invalid
+        /// Resamples the microphone's sound to follow the session clock (its sample clock drifts); nil until the
+        /// first sound, and for sound it cannot take (then written as it comes).
+        var clockFollower: AudioClockFollower?
+        var followsClock = true
 
         init(_ request: Request) {
             self.request = request
@@ -408,12 +412,37 @@ final class MovieRecordingEngine: @unchecked Sendable {
         if recording.audioEdge.isNumeric, written < recording.audioEdge - CMTime(value: 1, timescale: 1000) { return }
         let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
         let each = CMTime(value: 1, timescale: Int32(rate.rounded()))
-        guard let retimed = Self.retimed(buffer, to: written, sampleDuration: each), input.append(retimed) else {
+        guard let retimed = Self.retimed(buffer, to: written, sampleDuration: each) else {
             writerFailed(recording)
             return
         }
+        if let followed = follow(retimed, in: recording) {
+            guard input.append(followed) else {
+                writerFailed(recording)
+                return
+            }
+        }
         recording.audioEdge = written + Self.audioDuration(buffer)
         didWrite(recording)
+    }
+
+    /// `buffer` resampled to follow the session clock (see ``AudioClockFollower``), nil while the resampler holds
+    /// it; `buffer` itself for sound the follower cannot take. The measured drift goes to `recordingStatistics`.
+    private func follow(_ buffer: CMSampleBuffer, in recording: Recording) -> CMSampleBuffer? {
+        guard recording.followsClock, let description = buffer.formatDescription?.audioStreamBasicDescription else {
+            return buffer
+        }
+        do throws(MediaCodecsError) {
+            if recording.clockFollower == nil { recording.clockFollower = try AudioClockFollower(description) }
+            let followed = try recording.clockFollower?.follow(buffer)
+            if let drift = recording.clockFollower?.measuredDriftPPM { output?.audioClockDriftWasMeasured(drift) }
+            return followed
+        } catch {
+            // Not linear PCM the follower takes, or libswresample failed: the sound goes in as it comes.
+            recording.followsClock = false
+            recording.clockFollower = nil
+            return buffer
+        }
     }
 
     private func didWrite(_ recording: Recording) {
@@ -597,6 +626,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
         let error = recording.finishError
         let duration = recording.recordedDuration
         callback(recording) { $0.fileOutput($1, willFinishRecordingTo: $2, from: $3, error: error) }
+        // The few frames the clock follower's resampler still holds end the sound.
+        if let tail = try? recording.clockFollower?.flush() { _ = recording.audioInput?.append(tail) }
         recording.videoInput?.markAsFinished()
         recording.audioInput?.markAsFinished()
         writer.finishWriting { [self] in
@@ -618,6 +649,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
                             (writer.error as? AVError)?.code ?? .diskFull,
                             "The movie was kept as written, in fragments: "
                                 + ((writer.error as? AVError)?.localizedDescription ?? "it could not be rewritten."))
+                } else if let full = Self.filledDisk(writer) {
+                    error ?? full
                 } else {
                     // The writer removed a file with nothing playable, or kept its complete fragments.
                     Self.unfinished(error ?? writer.error, url: request.url)
@@ -635,6 +668,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 (writerError as? AVError)?.code ?? .unknown,
                 "The movie holds what was recorded before the failure: "
                     + ((writerError as? AVError)?.localizedDescription ?? "writing failed."))
+        } else if let writer = recording.writer, let full = Self.filledDisk(writer) {
+            recording.finishError = full
         } else {
             recording.finishError = Self.unfinished(writerError, url: recording.request.url)
         }
@@ -766,6 +801,17 @@ final class MovieRecordingEngine: @unchecked Sendable {
 
     static func finishedError(_ code: AVError.Code, _ description: String) -> AVError {
         AVError(code, description, extra: [AVErrorRecordingSuccessfullyFinishedKey: true])
+    }
+
+    /// The disk filled up under the writer (a write failed with `ENOSPC`, faster than the free-space floor could
+    /// see coming) and the file was cut back to the fragments complete on disk: a movie that plays to its end, so
+    /// the recording counts as finished, as Apple's does on `.diskFull`. Nil for any other failure.
+    static func filledDisk(_ writer: AVAssetWriter) -> AVError? {
+        guard writer.fileAfterFailure == .partial, let error = writer.error as? AVError, error.code == .diskFull
+        else { return nil }
+        return finishedError(
+            .diskFull, "The disk filled up; the movie holds what reached the disk in complete fragments before it "
+                + "did. \(error.localizedDescription)")
     }
 
     static func unfinished(_ error: (any Error)?, url: URL) -> AVError {
