@@ -80,7 +80,12 @@ final class MovieRecordingEngine: @unchecked Sendable {
         /// Resamples the microphone's sound to follow the session clock (its sample clock drifts); nil until the
         /// first sound, and for sound it cannot take (then written as it comes).
         var clockFollower: AudioClockFollower?
-        var followsClock = true
+        /// A movie file's sound has no clock of its own to drift (its timestamps are the file's): it is written as it
+        /// comes, sample for sample, however late a loaded machine delivers it.
+        lazy var followsClock: Bool = !request.connections.contains { connection in
+            !AVCaptureFileOutput.isVideo(connection)
+                && ((connection.inputPorts.first?.input as? AVCaptureDeviceInput)?.device.uniqueID.hasPrefix("file:") ?? false)
+        }
 
         init(_ request: Request) {
             self.request = request
