@@ -22,6 +22,9 @@ package final class ALSAMicrophone: CaptureBackend {
         }
     }
 
+    /// Held while this process opens a PCM, to probe it or to stream: the two never overlap.
+    private static let opening = Mutex(())
+
     private struct State {
         var probedFormats: [DeviceFormat]?
         var stream: ALSACaptureStream?
@@ -51,14 +54,21 @@ package final class ALSAMicrophone: CaptureBackend {
     /// cannot be opened at all (gone, a plugin whose server is down), which discovery leaves out.
     package var formats: [DeviceFormat] {
         if let probed = state.withLock({ $0.probedFormats }) { return probed }
-        let pcm: ALSAPCM
-        do {
-            pcm = try ALSAPCM(capture: pcmName)
-        } catch {
+        let probing: Result<[DeviceFormat], Errno> = Self.opening.withLock { _ in
+            do throws(Errno) {
+                let pcm = try ALSAPCM(capture: pcmName)
+                return .success(Self.candidateFormats.filter(pcm.supports).map(DeviceFormat.audio))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let probed: [DeviceFormat]
+        switch probing {
+        case .success(let formats): probed = formats
+        case .failure(let error):
             note(openFailure: error)
             return error == .resourceBusy ? Self.candidateFormats.map(DeviceFormat.audio) : []
         }
-        let probed = Self.candidateFormats.filter(pcm.supports).map(DeviceFormat.audio)
         state.withLock { state in
             state.probedFormats = probed
             state.isBusy = false
@@ -87,8 +97,12 @@ package final class ALSAMicrophone: CaptureBackend {
         precondition(state.withLock { $0.stream == nil }, "ALSAMicrophone.start while streaming; call stop() first")
         let stream: ALSACaptureStream
         do {
-            let pcm = try ALSAPCM(capture: pcmName)
-            let parameters = try pcm.configure(format)
+            // Not while this process probes a PCM's formats (discovery, on a hot-plug): a hardware PCM opens once,
+            // and our own probe would make the device look busy.
+            let (pcm, parameters) = try Self.opening.withLock { _ throws(Errno) in
+                let pcm = try ALSAPCM(capture: pcmName)
+                return (pcm, try pcm.configure(format))
+            }
             let description: CMFormatDescription
             do {
                 description = try CMFormatDescription(audioStreamBasicDescription: format.streamDescription)
