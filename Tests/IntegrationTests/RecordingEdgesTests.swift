@@ -297,8 +297,9 @@ struct RecordingEdgesTests {
         let secondSamples = try decodedSamples(second)
         let together = firstSamples + secondSamples
         let agreeing = matchingRun(together[...], source.samples, from: 0)
+        let statistics = recording.output.recordingStatistics
         #expect(agreeing == source.samples.count && together.count == agreeing,
-                "\(firstSamples.count) + \(secondSamples.count) samples of \(source.samples.count)")
+                "\(firstSamples.count) + \(secondSamples.count) samples of \(source.samples.count); \(statistics)")
         expectEndsTogether(samples: firstSamples.count, frames: firstFrames.upperBound, "switched")
     }
 }

@@ -93,9 +93,10 @@ struct RecordingSegmentsTests {
         }
         #expect(nextFrame == source.frames, "the frames end at \(nextFrame) of \(source.frames)")
         let agreeing = matchingRun(allSamples[...], source.samples, from: 0)
+        let statistics = recording.output.recordingStatistics
         #expect(
             agreeing == source.samples.count && allSamples.count == agreeing,
-            "\(allSamples.count) samples in the segments, the first \(agreeing) agree, of \(source.samples.count)")
+            "\(allSamples.count) samples in the segments, the first \(agreeing) agree, of \(source.samples.count); \(statistics)")
     }
 
     @Test("Cut by size, keeping the newest two: old files deleted, the kept ones consecutive and each over the size")
@@ -132,7 +133,9 @@ struct RecordingSegmentsTests {
         for file in kept { #expect(try firstFrameIsKey(file), "\(file.lastPathComponent) does not start on a key frame") }
         let together = try decodedSamples(kept[0]) + decodedSamples(kept[1])
         let start = try #require(exactOffset(of: together[...], in: source.samples), "the kept sound is not the source's")
-        #expect(start + together.count == source.samples.count, "the sound does not run to the source's end")
+        #expect(
+            start + together.count == source.samples.count,
+            "the sound does not run to the source's end: \(recording.output.recordingStatistics)")
         expectEndsTogether(samples: start, frames: first.lowerBound, "kept 1 start")
     }
 }

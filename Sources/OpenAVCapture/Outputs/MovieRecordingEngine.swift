@@ -385,8 +385,11 @@ final class MovieRecordingEngine: @unchecked Sendable {
     /// or nothing. The one place sound is cut at an edge: a limit, a pause, the end of a drain.
     private func appendAudio(_ buffer: CMSampleBuffer, to recording: Recording, before edge: CMTime) {
         let room = edge - (buffer.presentationTimeStamp - recording.offset)
-        guard room.isNumeric, room > .zero else { return }
-        appendAudio(Self.audioDuration(buffer) > room ? Self.framesBefore(room, buffer) : buffer, to: recording)
+        // To the sample: a buffer that ends a nanosecond past the edge fits whole, one that begins a nanosecond
+        // before it does not fit at all.
+        let frames = Self.frameCount(in: room, of: buffer)
+        guard frames > 0 else { return }
+        appendAudio(frames < buffer.numSamples ? Self.framesBefore(room, buffer) : buffer, to: recording)
     }
 
     private func appendAudio(_ buffer: CMSampleBuffer?, to recording: Recording) {
@@ -410,7 +413,9 @@ final class MovieRecordingEngine: @unchecked Sendable {
             // It straddles the file's start (the first frame of a file switched to): its frames from the start on.
             guard let tail = Self.framesAfter(recording.start - written, buffer) else { return }
             buffer = tail
-            written = buffer.presentationTimeStamp - recording.offset
+            // Its first frame is the start's, to the sample: device times are host-clock nanoseconds, so the tail's
+            // time may fall a nanosecond before the start (or the buffer began within half a sample of it).
+            written = max(recording.start, buffer.presentationTimeStamp - recording.offset)
         }
         // Overlapping what was written before a pause: left out.
         guard written >= recording.start else { return }
@@ -501,10 +506,13 @@ final class MovieRecordingEngine: @unchecked Sendable {
     /// to the sample (its tail stays held). A buffer that cannot be cut (not PCM) is written whole.
     private func releaseHeldAudio(_ recording: Recording, upTo edge: CMTime) {
         guard edge.isNumeric else { return }
-        while let first = recording.heldAudio.first, first.presentationTimeStamp < edge {
+        // To the sample: a buffer that begins a nanosecond before the edge begins at it.
+        while let first = recording.heldAudio.first,
+            Self.frameCount(in: edge - first.presentationTimeStamp, of: first) > 0
+        {
             recording.heldAudio.removeFirst()
             let room = edge - first.presentationTimeStamp
-            guard Self.audioDuration(first) > room, let head = Self.framesBefore(room, first),
+            guard let head = Self.framesBefore(room, first),
                 let tail = Self.framesAfter(room, first)
             else {
                 appendAudio(first, to: recording)
@@ -585,7 +593,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
     /// `until` when given (for at most 0.5 s).
     private func end(_ recording: Recording, error: AVError?, drain: Bool, until: CMTime = .invalid) {
         if recording === current { current = nil }
-        if recording === previous { previous = nil }
+        let wasSwitchedFrom = recording === previous
+        if wasSwitchedFrom { previous = nil }
         guard recording.phase != .draining, recording.phase != .finished else { return }
         recording.finishError = error
         if recording.phase == .recording, !recording.heldAudio.isEmpty, recording.videoEdge.isNumeric {
@@ -593,6 +602,12 @@ final class MovieRecordingEngine: @unchecked Sendable {
             recording.heldAudio.removeAll()
         }
         let drainUntil = until.isNumeric ? until : recording.videoEdge
+        if wasSwitchedFrom, let next = current, next.phase == .waiting, drainUntil.isNumeric {
+            // The file switched to never got its first frame (the input ended, a stop came first): the sound it
+            // kept waiting for it came before this file's last frame ended, so it is this file's.
+            for audio in next.pendingAudio { appendAudio(audio, to: recording, before: drainUntil) }
+            next.pendingAudio.removeAll()
+        }
         let audioBehind =
             recording.hasVideo && recording.audioInput != nil && drainUntil.isNumeric
             && !(recording.audioEdge.isNumeric && recording.audioEdge >= drainUntil)
@@ -875,13 +890,18 @@ final class MovieRecordingEngine: @unchecked Sendable {
     /// The first frames of an interleaved PCM buffer that fit in `room`, when the buffer lasts longer than `room`
     /// and at least one frame fits; nil otherwise (it fits whole, or nothing of it does).
     static func framesBefore(_ room: CMTime, _ buffer: CMSampleBuffer) -> CMSampleBuffer? {
-        guard room.isNumeric, room > .zero, let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate
-        else { return nil }
-        // To the nearest frame: device times are host-clock nanoseconds, so the room is a sample count give or take
-        // a nanosecond.
-        let frames = Int((room.seconds * rate).rounded())
+        guard buffer.formatDescription?.audioStreamBasicDescription != nil else { return nil }
+        let frames = frameCount(in: room, of: buffer)
         guard frames > 0, frames < buffer.numSamples else { return nil }
         return pcmFrames(0..<frames, of: buffer)
+    }
+
+    /// How many frames of `buffer` fit in `room`, to the nearest frame (0 when it is not positive): device times
+    /// are host-clock nanoseconds, so the room is a sample count give or take a nanosecond.
+    static func frameCount(in room: CMTime, of buffer: CMSampleBuffer) -> Int {
+        guard room.isNumeric, room > .zero else { return 0 }
+        let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
+        return Int((room.seconds * rate).rounded())
     }
 
     /// The frames of an interleaved PCM buffer after its first `skipped`, timed from there; nil when nothing of
