@@ -382,11 +382,9 @@ private struct MovieTrackPlayer: Sendable {
     }
 }
 
-/// Raw frames as pixel buffers, one description for all. A packet holds the planes back to back, each row
-/// `minimumBytesPerRow` long (y4m, NUT, Matroska) or padded to 4 bytes (AVI); AVI's RGB rows may run bottom to top.
-/// Rows that run top to bottom are wrapped where the packet holds them, as a V4L2 camera's mapped buffers are: no
-/// copy (a 1080p frame is 3 MB; the copy was a twentieth of a y4m recording's CPU). Bottom-up rows are copied into
-/// pixel buffers of a pool.
+/// Raw frames copied from packets into pixel buffers of a pool, one description for all. A packet holds the planes
+/// back to back, each row `minimumBytesPerRow` long (y4m, NUT, Matroska) or padded to 4 bytes (AVI); AVI's RGB rows
+/// may run bottom to top.
 ///
 /// Not `Sendable`: lives on the capture thread.
 private struct RawFrameCopier {
@@ -403,13 +401,6 @@ private struct RawFrameCopier {
 
     private var pool: CVPixelBufferPool?
     private var description: CMFormatDescription?
-    /// Wrapped frames still held downstream: at ``bufferLimit`` the device waits, as it does for the pool.
-    private let lent = LentFrames()
-
-    /// A count of frames lent downstream. Thread safe (an atomic): frames come back on any thread.
-    private final class LentFrames: Sendable {
-        let count = Atomic<Int>(0)
-    }
 
     mutating func sample(
         of data: CMBlockBuffer, layout: RawVideoLayout, size: CMVideoDimensions, timing: CMSampleTimingInfo
@@ -431,9 +422,6 @@ private struct RawFrameCopier {
             stride = { ($0 + 3) / 4 * 4 }
         } else {
             return .damaged
-        }
-        if !layout.isBottomUp {
-            return wrapped(data, planes: planes.map { (stride($0.row), $0.rows) }, layout: layout, size: size, timing: timing)
         }
         if pool == nil {
             pool = try? CVPixelBufferPool(
@@ -458,43 +446,6 @@ private struct RawFrameCopier {
                 }
             }
         }
-        return sample(of: buffer, timing: timing)
-    }
-
-    /// `data`'s planes (each `(bytes per row, rows)`, back to back) as a pixel buffer that holds `data` until its last
-    /// reference goes.
-    private mutating func wrapped(
-        _ data: CMBlockBuffer, planes: [(stride: Int, rows: Int)], layout: RawVideoLayout, size: CMVideoDimensions,
-        timing: CMSampleTimingInfo
-    ) -> Outcome {
-        guard lent.count.load(ordering: .acquiring) < Self.bufferLimit else { return .noBuffer }
-        let base = data.withUnsafeBytes { UnsafeMutableRawPointer(mutating: $0.baseAddress) }
-        guard let base else { return .damaged }
-        var offset = 0
-        var wrappedPlanes: [WrappedPlane] = []
-        for plane in planes {
-            wrappedPlanes.append(WrappedPlane(baseAddress: base + offset, bytesPerRow: plane.stride))
-            offset += plane.stride * plane.rows
-        }
-        let lent = lent
-        lent.count.add(1, ordering: .relaxed)
-        let buffer: CVPixelBuffer
-        do {
-            // The packet's memory stays while the buffer lives: the closure holds the block buffer.
-            buffer = try CVPixelBuffer(
-                width: Int(size.width), height: Int(size.height), pixelFormatType: layout.pixelFormat,
-                planes: wrappedPlanes, release: { [data] in
-                    withExtendedLifetime(data) {}
-                    lent.count.subtract(1, ordering: .releasing)
-                })
-        } catch {
-            lent.count.subtract(1, ordering: .relaxed)
-            return .damaged
-        }
-        return sample(of: buffer, timing: timing)
-    }
-
-    private mutating func sample(of buffer: CVPixelBuffer, timing: CMSampleTimingInfo) -> Outcome {
         if description == nil { description = try? CMFormatDescription(imageBuffer: buffer) }
         guard let description,
             let sample = try? CMSampleBuffer(imageBuffer: buffer, formatDescription: description, sampleTiming: timing)
