@@ -25,34 +25,15 @@ final class CompressedFrameCopier: Sendable {
     /// An own copy of `sampleBuffer`, with its timing and attachments (`NotSync` among them).
     func copy(_ sampleBuffer: CMSampleBuffer) -> CMSampleBuffer {
         guard let data = sampleBuffer.dataBuffer, let format = sampleBuffer.formatDescription else { return sampleBuffer }
-        var description = format
-        let bytes: CMBlockBuffer
-        if format.mediaSubType == .h264, !H264Bitstream.isAVCC(format) {
-            guard let (avcc, avccDescription) = data.withUnsafeBytes({ annexB in asAVCC(annexB, like: format) }) else {
-                return plainCopy(sampleBuffer, data: data, format: format)
-            }
-            bytes = avcc
-            description = avccDescription
-        } else {
-            bytes = data.withUnsafeBytes { CMBlockBuffer(copying: $0) }
-        }
+        // A camera's Annex B H.264 as AVCC once its parameter sets were seen; anything else byte for byte.
+        let annexB = format.mediaSubType == .h264 && !H264Bitstream.isAVCC(format)
+        let (bytes, description) =
+            data.withUnsafeBytes { source in annexB ? asAVCC(source, like: format) : nil }
+            ?? (data.withUnsafeBytes { CMBlockBuffer(copying: $0) }, format)
         guard
             let copy = try? CMSampleBuffer(
                 dataBuffer: bytes, formatDescription: description, numSamples: sampleBuffer.numSamples,
                 sampleTimings: (try? sampleBuffer.sampleTimingInfos()) ?? [], sampleSizes: [bytes.dataLength])
-        else { return sampleBuffer }
-        CMPropagateAttachments(sampleBuffer, destination: copy)
-        return copy
-    }
-
-    private func plainCopy(_ sampleBuffer: CMSampleBuffer, data: CMBlockBuffer, format: CMFormatDescription)
-        -> CMSampleBuffer
-    {
-        guard
-            let copy = try? CMSampleBuffer(
-                dataBuffer: data.withUnsafeBytes { CMBlockBuffer(copying: $0) }, formatDescription: format,
-                numSamples: sampleBuffer.numSamples, sampleTimings: (try? sampleBuffer.sampleTimingInfos()) ?? [],
-                sampleSizes: [data.dataLength])
         else { return sampleBuffer }
         CMPropagateAttachments(sampleBuffer, destination: copy)
         return copy
