@@ -10,8 +10,10 @@ import Synchronization
 ///
 /// Frames come from a video data output of the window's own on the layer's session (``PreviewFeed``): NV12,
 /// I420, YUYV, UYVY and RGB frames are uploaded to SDL textures in their own format (SDL's renderer converts
-/// YUV on the GPU where it has one), and only the newest frame is kept: a frame not yet drawn when the next
-/// arrives is skipped, not queued. Presents wait for vertical sync where the renderer supports it.
+/// YUV on the GPU), and only the newest frame is kept: a frame not yet drawn when the next arrives is skipped, not
+/// queued. Presents wait for vertical sync where the renderer supports it. Without a GPU (OpenGL on a software
+/// rasterizer, as on Xvfb) SDL's software renderer draws, and libswscale converts and scales each frame to its
+/// place on the screen first, the cheapest way on a CPU.
 ///
 /// Clicks and keys go to the handlers, in layer coordinates; the window draws nothing else but the markers and
 /// the level bar it is given.
@@ -50,6 +52,7 @@ public final class PreviewWindow: @unchecked Sendable {
         var stopRequested = false
         var handler: (@Sendable (Event) -> Void)?
         var rendererName = ""
+        var drawsOnCPU = false
         var windowPosition: (x: Int, y: Int)?
     }
 
@@ -64,7 +67,19 @@ public final class PreviewWindow: @unchecked Sendable {
         }
     }
 
+    /// Who converts and scales the frames.
+    public enum Drawing: Sendable, Equatable {
+        /// The GPU where there is one; the CPU (``cpu``) where OpenGL is a software rasterizer, as on Xvfb.
+        case automatic
+        /// Frames uploaded in their own format; SDL's accelerated renderer converts and scales them (on a software
+        /// rasterizer, that is on the CPU too, pixel by pixel).
+        case gpu
+        /// libswscale converts and scales each frame to its place on the screen; SDL's software renderer copies it.
+        case cpu
+    }
+
     public let layer: AVCaptureVideoPreviewLayer
+    private let drawing: Drawing
     private let title: String
     private let initialSize: CGSize
     private let position: CGPoint?
@@ -73,8 +88,12 @@ public final class PreviewWindow: @unchecked Sendable {
 
     /// A window of `size` points showing `layer`; `position` places its top-left corner on the screen (the window
     /// manager's choice when nil). Nothing happens until `run()`.
-    public init(layer: AVCaptureVideoPreviewLayer, title: String, size: CGSize, position: CGPoint? = nil) {
+    public init(
+        layer: AVCaptureVideoPreviewLayer, title: String, size: CGSize, position: CGPoint? = nil,
+        drawing: Drawing = .automatic
+    ) {
         self.layer = layer
+        self.drawing = drawing
         self.title = title
         self.initialSize = size
         self.position = position
@@ -100,6 +119,10 @@ public final class PreviewWindow: @unchecked Sendable {
 
     /// The SDL renderer drawing the window ("opengl", "software", …), once `run()` has made it.
     public var rendererName: String { shared.withLock { $0.rendererName } }
+
+    /// Whether libswscale converts and scales the frames on the CPU (``Drawing/cpu``, or what ``Drawing/automatic``
+    /// chose), once `run()` has made the renderer.
+    public var drawsOnCPU: Bool { shared.withLock { $0.drawsOnCPU } }
 
     /// Where the window is on the screen, once shown.
     public var screenPosition: CGPoint? {
@@ -150,24 +173,19 @@ public final class PreviewWindow: @unchecked Sendable {
                 SDL_WINDOW_SHOWN.rawValue | SDL_WINDOW_RESIZABLE.rawValue)
         else { throw PreviewError("cannot create the window: \(Self.sdlError())") }
         defer { SDL_DestroyWindow(window) }
-        // Accelerated and vsync'd where there is a GPU; SDL's software renderer where there is none (Xvfb).
-        guard
-            let renderer = SDL_CreateRenderer(
-                window, -1, SDL_RENDERER_ACCELERATED.rawValue | SDL_RENDERER_PRESENTVSYNC.rawValue)
-                ?? SDL_CreateRenderer(window, -1, SDL_RENDERER_SOFTWARE.rawValue)
-        else { throw PreviewError("cannot create a renderer: \(Self.sdlError())") }
+        let (renderer, drawsOnCPU) = try Self.makeRenderer(for: window, drawing: drawing)
         defer { SDL_DestroyRenderer(renderer) }
         var info = SDL_RendererInfo()
         SDL_GetRendererInfo(renderer, &info)
         let name = info.name.map { String(cString: $0) } ?? "unknown"
-        shared.withLock { $0.rendererName = name }
+        shared.withLock { ($0.rendererName, $0.drawsOnCPU) = (name, drawsOnCPU) }
 
         let frameEvent = SDL_RegisterEvents(1)
         let feed = try PreviewFeed(session: session, drawablePixelFormats: Set(TextureFormat.all.keys)) { [weak self] in
             self?.wake(frameEvent)
         }
         defer { feed.detach() }
-        var texture = Texture()
+        var texture = FrameTexture(drawsOnCPU: drawsOnCPU)
         defer { texture.destroy() }
         var current: CMSampleBuffer?
         updateBounds(window)
@@ -208,6 +226,27 @@ public final class PreviewWindow: @unchecked Sendable {
                 $0.framesDroppedUpstream = feedStatistics.droppedUpstream
             }
         }
+    }
+
+    /// The renderer `drawing` asks for, and whether frames are scaled on the CPU (``ScaledTexture``) for it.
+    /// Automatic: accelerated and vsync'd where there is a GPU; where OpenGL is a software rasterizer (an X server
+    /// without a GPU, such as Xvfb), SDL's software renderer with libswscale's frames, as the rasterizer's YUV
+    /// shader and scaling cost several times as much CPU (docs/architecture.md). SDL's `SDL_RENDER_DRIVER` hint
+    /// still picks the accelerated renderer by name.
+    private static func makeRenderer(
+        for window: OpaquePointer, drawing: Drawing
+    ) throws(PreviewError) -> (OpaquePointer, Bool) {
+        if drawing != .cpu,
+            let renderer = SDL_CreateRenderer(
+                window, -1, SDL_RENDERER_ACCELERATED.rawValue | SDL_RENDERER_PRESENTVSYNC.rawValue)
+        {
+            if drawing == .gpu || !SoftwareRasterizer.draws(renderer) { return (renderer, false) }
+            SDL_DestroyRenderer(renderer)
+        }
+        guard let renderer = SDL_CreateRenderer(window, -1, SDL_RENDERER_SOFTWARE.rawValue) else {
+            throw PreviewError("cannot create a renderer: \(Self.sdlError())")
+        }
+        return (renderer, true)
     }
 
     private enum Outcome { case nothing, redraw, quit }
@@ -263,14 +302,13 @@ public final class PreviewWindow: @unchecked Sendable {
     }
 
     private func draw(
-        _ sample: CMSampleBuffer?, renderer: OpaquePointer, texture: inout Texture, markers: [Marker]
+        _ sample: CMSampleBuffer?, renderer: OpaquePointer, texture: inout FrameTexture, markers: [Marker]
     ) {
         SDL_SetRenderDrawColor(renderer, 0, 0, 0, 255)
         SDL_RenderClear(renderer)
-        let geometry = layer.geometry
+        let placement = TexturePlacement(layer.geometry)
         var drewFrame = false
-        if let sample, let image = sample.imageBuffer, texture.upload(image, renderer: renderer) {
-            let placement = TexturePlacement(geometry)
+        if let sample, let image = sample.imageBuffer, texture.upload(image, for: placement, renderer: renderer) {
             var destination = SDL_FRect(
                 x: Float(placement.destination.minX), y: Float(placement.destination.minY),
                 w: Float(placement.destination.width), h: Float(placement.destination.height))

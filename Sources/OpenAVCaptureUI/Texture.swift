@@ -72,3 +72,31 @@ struct Texture {
         key = nil
     }
 }
+
+/// The texture a frame is drawn from: the frame as it is (a GPU converts and scales it), or, where SDL draws on
+/// the CPU, the frame converted and scaled to its place on the screen first (``ScaledTexture``).
+///
+/// Threading: the window's thread only (SDL's rule).
+struct FrameTexture {
+    private let drawsOnCPU: Bool
+    private var asItIs = Texture()
+    private var scaled = ScaledTexture()
+
+    init(drawsOnCPU: Bool) { self.drawsOnCPU = drawsOnCPU }
+
+    var handle: OpaquePointer? { drawsOnCPU ? scaled.handle : asItIs.handle }
+
+    /// Uploads `image` for drawing at `placement`; false when it cannot.
+    mutating func upload(_ image: CVPixelBuffer, for placement: TexturePlacement, renderer: OpaquePointer) -> Bool {
+        guard drawsOnCPU else { return asItIs.upload(image, renderer: renderer) }
+        // The picture is scaled into the destination before it is turned: its pixels are the destination's size.
+        let width = Int(placement.destination.width.rounded())
+        let height = Int(placement.destination.height.rounded())
+        return scaled.upload(image, width: width, height: height, renderer: renderer)
+    }
+
+    mutating func destroy() {
+        asItIs.destroy()
+        scaled.destroy()
+    }
+}

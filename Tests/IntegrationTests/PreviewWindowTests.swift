@@ -20,7 +20,10 @@ final class WindowUnderTest: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let failure = Mutex<String?>(nil)
 
-    init(size: CGSize, gravity: AVLayerVideoGravity, mirrored: Bool = false) throws {
+    init(
+        size: CGSize, gravity: AVLayerVideoGravity, mirrored: Bool = false, rotation: CGFloat = 0,
+        drawing: PreviewWindow.Drawing = .automatic
+    ) throws {
         controller = CameraController(mediaDirectory: FileManager.default.temporaryDirectory)
         try controller.setupSession(camera: VirtualDevices.back, microphone: nil, preset: .vga640x480)
         layer = AVCaptureVideoPreviewLayer(session: controller.captureSession)
@@ -29,7 +32,9 @@ final class WindowUnderTest: @unchecked Sendable {
             connection.automaticallyAdjustsVideoMirroring = false
             connection.isVideoMirrored = true
         }
-        window = PreviewWindow(layer: layer, title: "PreviewWindowTests", size: size, position: .zero)
+        layer.connection?.videoRotationAngle = rotation
+        window = PreviewWindow(
+            layer: layer, title: "PreviewWindowTests", size: size, position: .zero, drawing: drawing)
         // What the camera app does with a click: focus where the layer says the click lands on the sensor.
         window.setEventHandler { [controller, layer] event in
             if case .click(let point, count: 1) = event {
@@ -67,16 +72,24 @@ final class WindowUnderTest: @unchecked Sendable {
     }
 }
 
+/// Both ways a window draws: frames uploaded as they are (SDL's OpenGL renderer converts and scales them; on Xvfb
+/// that is Mesa's llvmpipe), and frames converted and scaled by libswscale for SDL's software renderer.
+enum PreviewDrawingPath {
+    static let both: [PreviewWindow.Drawing] = [.gpu, .cpu]
+}
+
 @Suite(.serialized) struct PreviewWindowTests {
     /// 640x480 in an 800x480 window, aspect fit: the picture spans x 80 ..< 720, with black bars 80 wide each side.
-    @Test func aspectFitShowsTheLiveFrameBetweenBarsAtTheSides() throws {
+    @Test(arguments: PreviewDrawingPath.both)
+    func aspectFitShowsTheLiveFrameBetweenBarsAtTheSides(drawing: PreviewWindow.Drawing) throws {
         guard let xvfb = XvfbServer.start(width: 800, height: 480, for: "aspectFitShowsTheLiveFrameBetweenBarsAtTheSides")
         else { return }
         guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else {
             print("Skipping: \(ScreenGrab.xwdPath) not installed (make test installs x11-apps)")
             return
         }
-        let app = try WindowUnderTest(size: CGSize(width: 800, height: 480), gravity: .resizeAspect)
+        let app = try WindowUnderTest(
+            size: CGSize(width: 800, height: 480), gravity: .resizeAspect, drawing: drawing)
         defer { app.close() }
         try app.waitUntilShowing()
         #expect(app.layer.bounds == CGRect(x: 0, y: 0, width: 800, height: 480))
@@ -98,15 +111,20 @@ final class WindowUnderTest: @unchecked Sendable {
         let laterIndex = VirtualFrameReader.readFrameIndex(
             fromLuma: later.luma(x: 80..<720, y: 0..<480), width: 640, height: 480)
         #expect(try #require(laterIndex) > index, "the screen still shows frame \(index)")
-        print("PreviewWindowTests: renderer \(app.window.rendererName), frames \(index) then \(laterIndex ?? 0)")
+        #expect(app.window.drawsOnCPU == (drawing == .cpu))
+        print(
+            "PreviewWindowTests: \(drawing), renderer \(app.window.rendererName), frames \(index) then "
+                + "\(laterIndex ?? 0)")
     }
 
     /// 640x480 in a 640x600 window, aspect fit: bars 60 high above and below.
-    @Test func aspectFitInATallWindowPutsTheBarsAboveAndBelow() throws {
+    @Test(arguments: PreviewDrawingPath.both)
+    func aspectFitInATallWindowPutsTheBarsAboveAndBelow(drawing: PreviewWindow.Drawing) throws {
         guard let xvfb = XvfbServer.start(width: 640, height: 600, for: "aspectFitInATallWindowPutsTheBarsAboveAndBelow")
         else { return }
         guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else { return }
-        let app = try WindowUnderTest(size: CGSize(width: 640, height: 600), gravity: .resizeAspect)
+        let app = try WindowUnderTest(
+            size: CGSize(width: 640, height: 600), gravity: .resizeAspect, drawing: drawing)
         defer { app.close() }
         try app.waitUntilShowing()
         let grab = try ScreenGrab.take(display: xvfb.displayName)
@@ -118,10 +136,12 @@ final class WindowUnderTest: @unchecked Sendable {
     }
 
     /// Fill: the picture covers the whole window (no bar anywhere), cropped top and bottom.
-    @Test func aspectFillLeavesNoBars() throws {
+    @Test(arguments: PreviewDrawingPath.both)
+    func aspectFillLeavesNoBars(drawing: PreviewWindow.Drawing) throws {
         guard let xvfb = XvfbServer.start(width: 800, height: 480, for: "aspectFillLeavesNoBars") else { return }
         guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else { return }
-        let app = try WindowUnderTest(size: CGSize(width: 800, height: 480), gravity: .resizeAspectFill)
+        let app = try WindowUnderTest(
+            size: CGSize(width: 800, height: 480), gravity: .resizeAspectFill, drawing: drawing)
         defer { app.close() }
         try app.waitUntilShowing()
         let grab = try ScreenGrab.take(display: xvfb.displayName)
@@ -130,12 +150,14 @@ final class WindowUnderTest: @unchecked Sendable {
     }
 
     /// A mirrored connection shows the picture flipped: the frame-index code reads only from the flipped screen.
-    @Test func mirroringFlipsThePictureOnTheScreen() throws {
+    @Test(arguments: PreviewDrawingPath.both)
+    func mirroringFlipsThePictureOnTheScreen(drawing: PreviewWindow.Drawing) throws {
         guard let xvfb = XvfbServer.start(width: 640, height: 480, for: "mirroringFlipsThePictureOnTheScreen") else {
             return
         }
         guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else { return }
-        let app = try WindowUnderTest(size: CGSize(width: 640, height: 480), gravity: .resizeAspect, mirrored: true)
+        let app = try WindowUnderTest(
+            size: CGSize(width: 640, height: 480), gravity: .resizeAspect, mirrored: true, drawing: drawing)
         defer { app.close() }
         try app.waitUntilShowing()
         #expect(app.layer.connection?.isVideoMirrored == true)
@@ -168,5 +190,51 @@ final class WindowUnderTest: @unchecked Sendable {
         #expect([.autoFocus, .locked].contains(camera.focusMode))
         app.controller.resetFocusAndExposureModes()
         #expect(camera.focusPointOfInterest == CGPoint(x: 0.5, y: 0.5))
+    }
+
+    /// The connection turned 90° clockwise: the 640x480 picture stands 480 wide and 640 high, filling a 480x640
+    /// window; its frame-index code reads once the screen is turned back, and not as it is shown.
+    @Test(arguments: PreviewDrawingPath.both)
+    func aTurnedConnectionShowsThePictureTurned(drawing: PreviewWindow.Drawing) throws {
+        guard let xvfb = XvfbServer.start(width: 480, height: 640, for: "aTurnedConnectionShowsThePictureTurned")
+        else { return }
+        guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else { return }
+        let app = try WindowUnderTest(
+            size: CGSize(width: 480, height: 640), gravity: .resizeAspect, rotation: 90, drawing: drawing)
+        defer { app.close() }
+        try app.waitUntilShowing()
+        #expect(app.layer.connection?.videoRotationAngle == 90)
+        let grab = try ScreenGrab.take(display: xvfb.displayName)
+        let turnedBack = VirtualFrameReader.readFrameIndex(
+            fromLuma: grab.luma(ofPictureTurnedBy: 90, at: (0, 0), width: 640, height: 480), width: 640, height: 480)
+        let turnedTheOtherWay = VirtualFrameReader.readFrameIndex(
+            fromLuma: grab.luma(ofPictureTurnedBy: 270, at: (0, 0), width: 640, height: 480), width: 640, height: 480)
+        #expect(turnedBack != nil, "the code does not read from the screen turned back by 90°")
+        #expect(turnedTheOtherWay == nil, "the code reads from the screen turned the wrong way")
+    }
+
+    /// Resized from 800x480 to 640x600, the window keeps the layer's bounds equal to its size and redraws with
+    /// the bars where aspect fit now puts them: 60 high above and below, none at the sides.
+    @Test(arguments: PreviewDrawingPath.both)
+    func aResizedWindowRedrawsWithTheNewBars(drawing: PreviewWindow.Drawing) throws {
+        guard let xvfb = XvfbServer.start(width: 800, height: 600, for: "aResizedWindowRedrawsWithTheNewBars")
+        else { return }
+        guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else { return }
+        let app = try WindowUnderTest(
+            size: CGSize(width: 800, height: 480), gravity: .resizeAspect, drawing: drawing)
+        defer { app.close() }
+        try app.waitUntilShowing()
+        try xvfb.xdotool("search", "--name", "PreviewWindowTests", "windowsize", "640", "600")
+        let resized = CGRect(x: 0, y: 0, width: 640, height: 600)
+        let deadline = Date().addingTimeInterval(10)
+        while app.layer.bounds != resized, Date() < deadline { usleep(5_000) }
+        #expect(app.layer.bounds == resized)
+        #expect(app.waitForFrames(3))
+        let grab = try ScreenGrab.take(display: xvfb.displayName)
+        #expect(grab.brightest(x: 0..<640, y: 0..<60) == 0 && grab.brightest(x: 0..<640, y: 540..<600) == 0)
+        #expect(grab.brightest(x: 0..<1, y: 60..<540) > 0 && grab.brightest(x: 639..<640, y: 60..<540) > 0)
+        #expect(
+            VirtualFrameReader.readFrameIndex(fromLuma: grab.luma(x: 0..<640, y: 60..<540), width: 640, height: 480)
+                != nil)
     }
 }

@@ -54,20 +54,27 @@ struct ScreenGrab {
         let (redMask, greenMask, blueMask) = (field(14), field(15), field(16))
         let colourCount = field(19)
         let start = headerSize + colourCount * 12
-        guard bitsPerPixel == 32, start + bytesPerLine * height <= bytes.count else {
-            throw MediaToolFailure(description: "xwd image is \(bitsPerPixel) bits per pixel; expected 32")
+        // Pixels are 4 bytes (depth 24 in 32 bits), or 3 packed in padded lines (Xvfb answers so at times: seen in
+        // an 800x600 screen whose window had been resized).
+        let bytesPerPixel = bitsPerPixel / 8
+        guard [24, 32].contains(bitsPerPixel), bytesPerLine >= width * bytesPerPixel,
+            start + bytesPerLine * height <= bytes.count
+        else {
+            throw MediaToolFailure(
+                description: "xwd wrote a \(width)x\(height) image of \(bitsPerPixel) bits per pixel, "
+                    + "\(bytesPerLine) bytes a line, in \(bytes.count) bytes; expected 24 or 32 bits per pixel and "
+                    + "\(start + bytesPerLine * height) bytes")
         }
         func shift(_ mask: Int) -> Int { mask.trailingZeroBitCount }
         var rgb = [UInt8](repeating: 0, count: width * height * 3)
         for y in 0..<height {
             for x in 0..<width {
-                let offset = start + y * bytesPerLine + x * 4
-                let pixel =
-                    byteOrder == 0
-                    ? Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16
-                        | Int(bytes[offset + 3]) << 24
-                    : Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8
-                        | Int(bytes[offset + 3])
+                let offset = start + y * bytesPerLine + x * bytesPerPixel
+                var pixel = 0
+                for byte in 0..<bytesPerPixel {
+                    let value = Int(bytes[offset + byte])
+                    pixel |= byteOrder == 0 ? value << (8 * byte) : value << (8 * (bytesPerPixel - 1 - byte))
+                }
                 let target = (y * width + x) * 3
                 rgb[target] = UInt8((pixel & redMask) >> shift(redMask))
                 rgb[target + 1] = UInt8((pixel & greenMask) >> shift(greenMask))
@@ -99,6 +106,29 @@ struct ScreenGrab {
             for index in 0..<x.count {
                 let column = flippedHorizontally ? x.upperBound - 1 - index : x.lowerBound + index
                 let (r, g, b) = pixel(column, row)
+                let value = 16 + (65.738 * Double(r) + 129.057 * Double(g) + 25.064 * Double(b)) / 256
+                plane.append(UInt8(max(0, min(255, value.rounded()))))
+            }
+        }
+        return plane
+    }
+
+    /// The luma of a picture shown turned clockwise by `degrees` (90, 180 or 270) in the rectangle at `origin`,
+    /// turned back: `width` x `height` is the picture's own size, before the turn.
+    func luma(ofPictureTurnedBy degrees: Int, at origin: (x: Int, y: Int), width: Int, height: Int) -> [UInt8] {
+        var plane: [UInt8] = []
+        plane.reserveCapacity(width * height)
+        for v in 0..<height {
+            for u in 0..<width {
+                // Where the picture's (u, v) lands after the clockwise turn, in the shown rectangle.
+                let (x, y) =
+                    switch degrees {
+                    case 90: (height - 1 - v, u)
+                    case 180: (width - 1 - u, height - 1 - v)
+                    case 270: (v, width - 1 - u)
+                    default: (u, v)
+                    }
+                let (r, g, b) = pixel(origin.x + x, origin.y + y)
                 let value = 16 + (65.738 * Double(r) + 129.057 * Double(g) + 25.064 * Double(b)) / 256
                 plane.append(UInt8(max(0, min(255, value.rounded()))))
             }

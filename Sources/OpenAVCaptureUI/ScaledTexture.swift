@@ -1,0 +1,58 @@
+import CSDL2
+import MediaCodecs
+import OpenAVCapture
+
+/// The frame converted to BGRA and scaled to the size it is shown at by libswscale (one SIMD pass), then uploaded
+/// for a 1:1 copy: how the window draws where no GPU does. There SDL's renderer would convert YUV and scale on the
+/// CPU itself, pixel by pixel (its software renderer, or OpenGL on a software rasterizer such as Mesa's llvmpipe),
+/// which costs several times as much (figures in docs/architecture.md).
+///
+/// Threading: the window's thread only (SDL's rule; the converter is thread-bound too).
+struct ScaledTexture {
+    private var converter: PixelBufferConverter?
+    private var texture = Texture()
+
+    /// The SDL texture holding the last frame uploaded, `size` pixels large.
+    var handle: OpaquePointer? { texture.handle }
+
+    /// Converts and scales `image` to `width` x `height` BGRA and uploads it; false when it cannot (a pixel format
+    /// libswscale does not take, a size of zero).
+    mutating func upload(_ image: CVPixelBuffer, width: Int, height: Int, renderer: OpaquePointer) -> Bool {
+        guard width > 0, height > 0 else { return false }
+        let source = PixelBufferConverter.Format(of: image)
+        let destination = PixelBufferConverter.Format(
+            pixelFormatType: kCVPixelFormatType_32BGRA, width: width, height: height)
+        if converter?.source != source || converter?.destination != destination {
+            // Bilinear even when shrinking a lot: the window is resized by dragging, and area averaging's setup for
+            // every intermediate size buys nothing a viewer sees.
+            converter = try? PixelBufferConverter(
+                from: source, to: destination,
+                matrix: YCbCrMatrix(attachedTo: image), scalingFilter: .bilinear, minimumBufferCount: 1, bufferLimit: 2)
+        }
+        guard let converter, let scaled = try? converter.convert(image) else { return false }
+        return texture.upload(scaled, renderer: renderer)
+    }
+
+    mutating func destroy() {
+        texture.destroy()
+        converter = nil
+    }
+}
+
+/// Whether SDL's renderer draws on the CPU: its software renderer, or OpenGL on a software rasterizer (Mesa's
+/// llvmpipe, softpipe or swrast, what an X server without a GPU such as Xvfb offers). Asks OpenGL's
+/// `GL_RENDERER` string while the renderer's context is current (right after `SDL_CreateRenderer`).
+enum SoftwareRasterizer {
+    static func draws(_ renderer: OpaquePointer) -> Bool {
+        var info = SDL_RendererInfo()
+        SDL_GetRendererInfo(renderer, &info)
+        let name = info.name.map { String(cString: $0) } ?? ""
+        if name == "software" || info.flags & SDL_RENDERER_SOFTWARE.rawValue != 0 { return true }
+        guard name.hasPrefix("opengl"), let address = SDL_GL_GetProcAddress("glGetString") else { return false }
+        typealias GetString = @convention(c) (UInt32) -> UnsafePointer<UInt8>?
+        let glRenderer: UInt32 = 0x1F01
+        guard let text = unsafeBitCast(address, to: GetString.self)(glRenderer) else { return false }
+        let description = String(cString: text).lowercased()
+        return ["llvmpipe", "softpipe", "swrast", "software rasterizer"].contains { description.contains($0) }
+    }
+}
