@@ -67,6 +67,81 @@ finally:
     driver.quit()
 """#
 
+/// The browser's side of the controls test: double tap, reset, flash, torch, zoom and camera switch, each clicked
+/// or chosen on the page as a person would, each awaited in the server's status (read from the devices). Arguments:
+/// the page's address. Prints one JSON object; exits 3 when the browser cannot start.
+private let controlsScript = #"""
+import json, sys, time, urllib.request
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+url = sys.argv[1]
+options = webdriver.ChromeOptions()
+for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1000,800", "--force-device-scale-factor=1"]:
+    options.add_argument(argument)
+try:
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+except Exception as error:
+    print("the browser did not start: %s" % str(error).splitlines()[0], file=sys.stderr)
+    sys.exit(3)
+def status():
+    with urllib.request.urlopen(url + "status") as r:
+        return json.load(r)
+report = {}
+try:
+    wait = WebDriverWait(driver, 20)
+    driver.get(url)
+    preview = driver.find_element(By.ID, "preview")
+    wait.until(lambda d: d.execute_script("return arguments[0].naturalWidth", preview) > 0)
+    wait.until(lambda d: "cameras" in d.find_element(By.ID, "camera").text)
+    report["cameraShown"] = driver.find_element(By.ID, "camera").text
+    report["before"] = status()
+
+    # Double tap three quarters across and down the picture: exposure there, and an exposure marker on the page.
+    rect = driver.execute_script("const b = arguments[0].getBoundingClientRect(); return [b.width, b.height]", preview)
+    natural = driver.execute_script("return [arguments[0].naturalWidth, arguments[0].naturalHeight]", preview)
+    scale = min(rect[0] / natural[0], rect[1] / natural[1])
+    shown = (natural[0] * scale, natural[1] * scale)
+    tap = ((rect[0] - shown[0]) / 2 + shown[0] * 0.75, (rect[1] - shown[1]) / 2 + shown[1] * 0.75)
+    ActionChains(driver).move_to_element_with_offset(preview, tap[0] - rect[0] / 2, tap[1] - rect[1] / 2).double_click().perform()
+    report["exposeMarkers"] = len(driver.find_elements(By.CSS_SELECTOR, ".marker.expose"))
+    wait.until(lambda d: status()["exposurePoint"] != [0.5, 0.5])
+    report["exposed"] = status()["exposurePoint"]
+
+    driver.find_element(By.ID, "reset").click()
+    wait.until(lambda d: status()["exposurePoint"] == [0.5, 0.5])
+    report["reset"] = status()
+
+    if status()["hasFlash"]:
+        Select(driver.find_element(By.ID, "flash")).select_by_visible_text("on")
+        wait.until(lambda d: status()["flashMode"] == "on")
+    if status()["hasTorch"]:
+        Select(driver.find_element(By.ID, "torch")).select_by_visible_text("on")
+        wait.until(lambda d: status()["torchMode"] == "on")
+    report["lights"] = status()
+
+    # The zoom slider moved to the middle (what dragging it ends with: its value set and a change event).
+    driver.execute_script("const z = arguments[0]; z.value = 0.5; z.dispatchEvent(new Event('change'))",
+                          driver.find_element(By.ID, "zoom"))
+    wait.until(lambda d: abs(status()["zoomValue"] - 0.5) < 0.01)
+    report["zoomed"] = status()["zoomValue"]
+
+    first = status()["camera"]
+    wait.until(lambda d: d.find_element(By.ID, "switch").is_enabled())
+    driver.find_element(By.ID, "switch").click()
+    wait.until(lambda d: status()["camera"] != first)
+    report["switchedTo"] = status()["camera"]
+    wait.until(lambda d: report["switchedTo"] in d.find_element(By.ID, "camera").text)
+    report["cameraShownAfter"] = driver.find_element(By.ID, "camera").text
+    print(json.dumps(report))
+finally:
+    driver.quit()
+"""#
+
 @Suite(
     "the camera app in Chromium", .serialized,
     .enabled(if: toolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
@@ -142,4 +217,46 @@ struct CameraAppBrowserTests {
         let links = try #require(report["links"] as? [String])
         #expect(links.contains { $0.contains("media/\(photo)") })
     }
+    @Test("double tap exposes, Reset resets, flash, torch, zoom and camera switch follow the page's controls")
+    func cameraAppControls() throws {
+        if let missing = Self.missing { return print("Skipping the camera app's controls in Chromium: \(missing)") }
+        let server = try RunningServer(["--preset", "640x480", "--audio", "none"])
+        defer { _ = server.stop() }
+        let scratch = try scratchURL("browser-controls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        let script = scratch.appendingPathComponent("controls.py")
+        try controlsScript.write(to: script, atomically: true, encoding: .utf8)
+        let result = try ToolResult.run(executable: Self.python, [script.path, "http://127.0.0.1:\(server.port)/"])
+        if result.status == 3 { return print("Skipping the camera app's controls in Chromium: \(result.error)") }
+        try #require(result.status == 0, "the browser script failed: \(result.error)\n\(server.tool.standardError)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: result.output) as? [String: Any], "no report: \(result.error)")
+
+        // The page names the camera and how many there are (the virtual ones: back, front and external).
+        let before = try #require(report["before"] as? [String: Any])
+        let cameras = try #require(before["cameras"] as? [String])
+        #expect(cameras.count >= 2)
+        #expect(
+            report["cameraShown"] as? String == "\(before["camera"] ?? "") (\(cameras.count) cameras)",
+            "\(report["cameraShown"] ?? "")")
+        // The double tap: exposure at three quarters across and down, within a CSS pixel's rounding at 640x480
+        // shown in the page; the page drew an exposure marker where it was tapped.
+        let exposed = try #require(report["exposed"] as? [Double])
+        #expect(abs(exposed[0] - 0.75) <= 0.01 && abs(exposed[1] - 0.75) <= 0.01, "exposed at \(exposed)")
+        #expect((report["exposeMarkers"] as? Int ?? 0) >= 1, "no exposure marker after the double tap")
+        // Reset: both points back to the centre.
+        let reset = try #require(report["reset"] as? [String: Any])
+        #expect(reset["focusPoint"] as? [Double] == [0.5, 0.5])
+        // Flash and torch: the back camera has both (as the virtual one does), and each took the page's choice.
+        let lights = try #require(report["lights"] as? [String: Any])
+        #expect(lights["hasFlash"] as? Bool == true && lights["flashMode"] as? String == "on")
+        #expect(lights["hasTorch"] as? Bool == true && lights["torchMode"] as? String == "on")
+        // Zoom ramped to the slider's middle.
+        #expect(abs((report["zoomed"] as? Double ?? 0) - 0.5) < 0.01)
+        // The switch: the other camera, named on the page.
+        let switched = try #require(report["switchedTo"] as? String)
+        #expect(switched != before["camera"] as? String)
+        #expect((report["cameraShownAfter"] as? String)?.hasPrefix(switched) == true)
+    }
 }
+
