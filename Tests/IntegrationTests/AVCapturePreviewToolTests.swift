@@ -47,14 +47,18 @@ final class RunningTool: @unchecked Sendable {
         try process.run()
     }
 
-    /// The first line starting with `prefix` (waiting up to `timeout`), or nil.
-    func line(startingWith prefix: String, timeout: TimeInterval = 20) -> String? {
+    /// The `occurrence`th (1: the first) line starting with `prefix` (waiting up to `timeout`), or nil.
+    func line(startingWith prefix: String, occurrence: Int = 1, timeout: TimeInterval = 20) -> String? {
+        func found() -> String? {
+            let matching = lines.withLock { $0.filter { $0.hasPrefix(prefix) } }
+            return matching.count >= occurrence ? matching[occurrence - 1] : nil
+        }
         let deadline = Date().addingTimeInterval(timeout)
         repeat {
-            if let line = lines.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return line }
+            if let line = found() { return line }
             usleep(10_000)
         } while Date() < deadline && process.isRunning
-        return lines.withLock { $0.first { $0.hasPrefix(prefix) } }
+        return found()
     }
 
     /// Sends SIGINT, as Ctrl-C does.
@@ -119,6 +123,58 @@ struct AVCapturePreviewToolTests {
         #expect(probe.stream("video")?["width"] as? Int == 640)
         #expect(probe.stream("audio") != nil)
         #expect((FFprobeReport.number(probe.format["duration"]) ?? 0) > 1)
+
+        try xvfb.xdotool("key", "Escape")
+        #expect(tool.wait() == 0, "\(tool.standardError)")
+    }
+    @Test("double click exposes (its marker on the screen), R resets, F and T set flash and torch, + and - zoom")
+    func keysAndDoubleClickInAWindow() throws {
+        guard let xvfb = XvfbServer.start(width: 800, height: 480, for: "avcapture preview keys") else { return }
+        guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else {
+            return print("Skipping avcapture preview keys: \(ScreenGrab.xwdPath) not installed (make test installs x11-apps)")
+        }
+        let directory = try scratchURL("preview-keys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let tool = try RunningTool(
+            ["preview", "--video", "back", "--audio", "none", "--preset", "640x480", "--size", "800x480"],
+            in: directory, display: xvfb.displayName)
+        try #require(tool.line(startingWith: "showing") != nil, "the window never showed a frame: \(tool.standardError)")
+
+        // (560, 360) is three quarters across and down the picture at x 80 ..< 720.
+        try xvfb.xdotool("mousemove", "560", "360")
+        try xvfb.xdotool("click", "--repeat", "2", "--delay", "80", "1")
+        #expect(tool.line(startingWith: "expose at") == "expose at (0.7500, 0.7500)")
+        // The exposure marker, an orange box 120 wide about the point, is on the screen for a second. A loaded
+        // machine may take the screenshot after that second: then the double click is repeated (at most twice).
+        func markerShown() throws -> Bool {
+            let grab = try ScreenGrab.take(display: xvfb.displayName)
+            return (500..<621).contains { x in
+                (300..<421).contains { y in
+                    let (r, g, b) = grab.pixel(x, y)
+                    return r > 230 && (140...190).contains(g) && b < 40
+                }
+            }
+        }
+        var orange = try markerShown()
+        for attempt in 2...3 where !orange {
+            try xvfb.xdotool("click", "--repeat", "2", "--delay", "80", "1")
+            _ = tool.line(startingWith: "expose at", occurrence: attempt)
+            orange = try markerShown()
+        }
+        #expect(orange, "no orange exposure marker around the double click")
+
+        try xvfb.xdotool("key", "r")
+        #expect(tool.line(startingWith: "focus and exposure reset") != nil)
+        try xvfb.xdotool("key", "f")
+        #expect(tool.line(startingWith: "flash ") == "flash on")
+        try xvfb.xdotool("key", "t")
+        #expect(tool.line(startingWith: "torch ") == "torch on")
+        try xvfb.xdotool("key", "plus")
+        let zoomIn = try #require(tool.line(startingWith: "zoom to "), "\(tool.standardError)")
+        let factor = try #require(Double(zoomIn.dropFirst("zoom to ".count).dropLast()))
+        #expect(factor > 1, "\(zoomIn)")
+        try xvfb.xdotool("key", "minus")
+        #expect(tool.line(startingWith: "zoom to ", occurrence: 2) == "zoom to 1.00x")
 
         try xvfb.xdotool("key", "Escape")
         #expect(tool.wait() == 0, "\(tool.standardError)")
