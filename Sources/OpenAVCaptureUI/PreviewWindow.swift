@@ -243,6 +243,10 @@ public final class PreviewWindow: @unchecked Sendable {
             if drawing == .gpu || !SoftwareRasterizer.draws(renderer) { return (renderer, false) }
             SDL_DestroyRenderer(renderer)
         }
+        // SDL would present the software renderer's picture through an OpenGL texture (its "framebuffer
+        // acceleration"): on a software rasterizer, a second pass over every pixel. X11's shared-memory image
+        // instead hands the pixels to the server as they are.
+        SDL_SetHint(SDL_HINT_FRAMEBUFFER_ACCELERATION, "0")
         guard let renderer = SDL_CreateRenderer(window, -1, SDL_RENDERER_SOFTWARE.rawValue) else {
             throw PreviewError("cannot create a renderer: \(Self.sdlError())")
         }

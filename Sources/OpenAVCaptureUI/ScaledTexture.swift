@@ -30,7 +30,16 @@ struct ScaledTexture {
                 matrix: YCbCrMatrix(attachedTo: image), scalingFilter: .bilinear, minimumBufferCount: 1, bufferLimit: 2)
         }
         guard let converter, let scaled = try? converter.convert(image) else { return false }
-        return texture.upload(scaled, renderer: renderer)
+        return texture.upload(scaled, renderer: renderer, as: Self.windowFormat(renderer))
+    }
+
+    /// The window's own format when its bytes are 32BGRA's (B, G, R, then alpha or padding), so SDL copies the
+    /// texture to the window instead of converting every pixel; nil otherwise.
+    private static func windowFormat(_ renderer: OpaquePointer) -> SDL_PixelFormatEnum? {
+        guard let window = SDL_RenderGetWindow(renderer) else { return nil }
+        let format = SDL_GetWindowPixelFormat(window)
+        let sameBytes = [SDL_PIXELFORMAT_RGB888.rawValue, SDL_PIXELFORMAT_ARGB8888.rawValue]
+        return sameBytes.contains(format) ? SDL_PixelFormatEnum(format) : nil
     }
 
     mutating func destroy() {

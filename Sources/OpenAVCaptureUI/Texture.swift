@@ -25,11 +25,15 @@ struct Texture {
     private var key: (format: OSType, width: Int, height: Int)?
 
     /// Copies the frame's planes into the texture (one copy, no colour conversion); false when it cannot.
-    mutating func upload(_ image: CVPixelBuffer, renderer: OpaquePointer) -> Bool {
+    /// `sdlFormat` overrides the texture's format when the same bytes are better named by another (32BGRA bytes are
+    /// an XRGB8888 window's own, and a texture of the window's format is drawn by a plain copy).
+    mutating func upload(
+        _ image: CVPixelBuffer, renderer: OpaquePointer, as sdlFormat: SDL_PixelFormatEnum? = nil
+    ) -> Bool {
         let format = CVPixelBufferGetPixelFormatType(image)
         let width = CVPixelBufferGetWidth(image)
         let height = CVPixelBufferGetHeight(image)
-        guard let sdlFormat = TextureFormat.all[format] else { return false }
+        guard let sdlFormat = sdlFormat ?? TextureFormat.all[format] else { return false }
         if key == nil || key! != (format, width, height) {
             destroy()
             // The YUV matrix and range SDL's shaders use, fixed when the texture is made.
@@ -38,6 +42,9 @@ struct Texture {
             handle = SDL_CreateTexture(
                 renderer, sdlFormat.rawValue, Int32(SDL_TEXTUREACCESS_STREAMING.rawValue), Int32(width), Int32(height))
             guard handle != nil else { return false }
+            // Video is opaque: copied, not blended (SDL blends textures of formats with alpha by default, a
+            // per-pixel read of the destination too).
+            SDL_SetTextureBlendMode(handle, SDL_BLENDMODE_NONE)
             key = (format, width, height)
         }
         CVPixelBufferLockBaseAddress(image, .readOnly)

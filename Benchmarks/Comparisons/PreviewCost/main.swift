@@ -9,7 +9,7 @@
 //            (baseline), then 1 and 4 viewers (curl children reading /stream; their own CPU is counted too), and
 //            the age of each JPEG part when it has fully arrived at a loopback client (decode not included).
 //
-// Run: swift run -c release PreviewCost [--seconds 5]
+// Run: swift run -c release PreviewCost [--seconds 5] [--drawing gpu|cpu]
 
 import Foundation
 import OpenAVCapture
@@ -85,7 +85,8 @@ do {
     // Both ways of drawing, one after the other on the same session: frames as they are (SDL's OpenGL renderer
     // converts and scales; on a machine without a GPU that is a software rasterizer), and libswscale's frames
     // for SDL's software renderer (what `.automatic` picks there).
-    for drawing in [PreviewWindow.Drawing.gpu, .cpu] {
+    let only = arguments.firstIndex(of: "--drawing").map { arguments[$0 + 1] }
+    for drawing in [PreviewWindow.Drawing.gpu, .cpu] where only == nil || only == "\(drawing)" {
         let window = PreviewWindow(
             layer: layer, title: "PreviewCost", size: CGSize(width: 1920, height: 1080), position: .zero,
             drawing: drawing)
@@ -171,7 +172,7 @@ func partAges(port: Int) -> [Double] {
     return ages
 }
 
-do {
+if !arguments.contains("--drawing") {  // one way of drawing the window asked for: the window alone
     let (session, layer) = cameraSession(.hd1280x720)
     session.startRunning()
     usleep(1_000_000)  // past the start (format change, first frames)
