@@ -103,7 +103,9 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
         set { setBeforeWriting("naturalSize") { $0.naturalSize = newValue } }
     }
 
-    /// Track-level metadata. Kept, but not yet written to the file (movie-level ``AVAssetWriter/metadata`` is).
+    /// Track-level metadata. The title (common key title, `udta/tnam`) is written as the track's name (`udta`/`name`)
+    /// and the common key language (ISO 639-2) in its media header; other items are kept but not written (see
+    /// `trackTags`).
     public var metadata: [AVMetadataItem] {
         get { state.withLock { $0.metadata } }
         set { setBeforeWriting("metadata") { $0.metadata = newValue } }
