@@ -318,6 +318,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
         precondition(!inputs.isEmpty, "AVAssetWriter.startWriting(): the writer has no inputs")
         let tracks = inputs.map { ($0.encoderSettings, $0.encoderPixelFormat, $0.trackTransform) }
         let trackTags = inputs.map(\.trackTags)
+        let scalingModes = inputs.map(\.scalingMode)
         let path = outputURL.path
         let fileType = muxerFileType
         let failure: MediaCodecsError? = queue.sync {
@@ -326,6 +327,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
                     path: path, fileType: fileType, options: options, tracks: tracks, encodedBytes: encodedBytes,
                     limits: sizeLimits)
                 try pipeline.value?.setTrackTags(trackTags)
+                pipeline.value?.setScalingModes(scalingModes)
                 return nil
             } catch {
                 return error
