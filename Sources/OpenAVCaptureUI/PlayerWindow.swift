@@ -24,6 +24,7 @@ public final class PlayerWindow: @unchecked Sendable {
         public var lastFrameTime: CMTime = .invalid
     }
 
+    /// The layer the window draws.
     public let layer: AVPlayerLayer
     private let title: String
     private let size: CGSize

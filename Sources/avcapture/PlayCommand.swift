@@ -30,7 +30,9 @@ struct PlayCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailures {
-            guard rate > 0, rate <= 100 else { throw ToolFailure(.usage, "--rate is above 0 and at most 100, not \(rate)") }
+            guard rate > 0, rate <= 100 else {
+                throw ToolFailure(.usage, "--rate is above 0 and at most 100, not \(rate)")
+            }
             let algorithm = AVAudioTimePitchAlgorithm(rawValue: pitch.prefix(1).uppercased() + pitch.dropFirst())
             guard [.spectral, .timeDomain, .varispeed].contains(algorithm) else {
                 throw ToolFailure(.usage, "--pitch is timeDomain, spectral or varispeed, not \(pitch)")
@@ -53,7 +55,8 @@ struct PlayCommand: ParsableCommand {
             defer { NotificationCenter.default.removeObserver(token) }
             let printer = DispatchQueue(label: "avcapture.play.time")
             let duration = item.duration.seconds
-            let timeToken = player.addPeriodicTimeObserver(forInterval: CMTime(value: 1, timescale: 1), queue: printer) {
+            let timeToken = player.addPeriodicTimeObserver(forInterval: CMTime(value: 1, timescale: 1), queue: printer)
+            {
                 print(String(format: "%.3f / %.3f s", $0.seconds, duration))
             }
             defer { player.removeTimeObserver(timeToken) }

@@ -137,6 +137,11 @@ struct AVPlayerTests {
         let watch = PlayerWatch(player, interval: CMTime(value: 1, timescale: 4))
         defer { watch.close() }
         #expect(player.timeControlStatus == .paused)
+        let statuses = Mutex<[AVPlayer.TimeControlStatus]>([])
+        let observation = player.observe(\.timeControlStatus, options: [.new]) { _, change in
+            if let value = change.newValue { statuses.withLock { $0.append(value) } }
+        }
+        defer { observation.invalidate() }
         player.rate = rate
         #expect(player.rate == rate)
         #expect(player.timeControlStatus != .paused)
@@ -146,6 +151,9 @@ struct AVPlayerTests {
         #expect(player.currentTime() == item.duration)
         #expect(player.rate == 0 && player.timeControlStatus == .paused)
         #expect(watch.endCount == 1)
+        // Key-value observers saw it play, then pause at the end.
+        let seen = statuses.withLock { $0 }
+        #expect(seen.contains(.playing) && seen.last == .paused, "\(seen)")
 
         // Ticks: every multiple of 0.25 s of item time, in order, whatever the rate, then the end time.
         let times = watch.observedTimes
@@ -161,7 +169,8 @@ struct AVPlayerTests {
         for (time, index) in shown { #expect(index == Int((time * PlayerMovie.frameRate).rounded()), "\(shown)") }
         #expect(shown.first?.1 == 0)
         #expect(shown.last?.1 == PlayerMovie.frames - 1)
-        print("AVPlayerTests: rate \(rate): \(shown.count) of \(PlayerMovie.frames) frames polled, \(times.count) ticks")
+        print(
+            "AVPlayerTests: rate \(rate): \(shown.count) of \(PlayerMovie.frames) frames polled, \(times.count) ticks")
     }
 
     @Test("Seeks are exact: the frame shown is the one at the time; the completion forms say finished")
@@ -172,7 +181,8 @@ struct AVPlayerTests {
         defer { watch.close() }
         func shownIndex() throws -> Int {
             var time = CMTime.invalid
-            let picture = try #require(output.copyPixelBuffer(forItemTime: player.currentTime(), itemTimeForDisplay: &time))
+            let picture = try #require(
+                output.copyPixelBuffer(forItemTime: player.currentTime(), itemTimeForDisplay: &time))
             return PlayerMovie.index(of: picture)
         }
         // The async form, exact tolerances, a time inside frame 30 (1.0 … 1.033 s).
@@ -189,7 +199,8 @@ struct AVPlayerTests {
         #expect(try shownIndex() == 15)
         // Tolerances with a handler; past the end is clamped to the end (the last frame).
         let done = await withCheckedContinuation { continuation in
-            player.seek(to: CMTime(value: 10, timescale: 1), toleranceBefore: .positiveInfinity, toleranceAfter: .zero) {
+            player.seek(to: CMTime(value: 10, timescale: 1), toleranceBefore: .positiveInfinity, toleranceAfter: .zero)
+            {
                 continuation.resume(returning: $0)
             }
         }
@@ -249,7 +260,8 @@ struct AVPlayerTests {
         }
         let (player, _) = try Self.headlessPlayer()
         let layer = AVPlayerLayer(player: player)
-        let window = PlayerWindow(layer: layer, title: "AVPlayerTests", size: CGSize(width: 320, height: 240), position: .zero)
+        let window = PlayerWindow(
+            layer: layer, title: "AVPlayerTests", size: CGSize(width: 320, height: 240), position: .zero)
         let failure = Mutex<String?>(nil)
         let finished = DispatchSemaphore(value: 0)
         Thread {
@@ -284,7 +296,9 @@ struct AVPlayerTests {
         while watch.endCount == 0, Date() < end { try await Task.sleep(for: .milliseconds(10)) }
         let last = CMTime(value: CMTimeValue(PlayerMovie.frames - 1), timescale: 30)
         let drawnEnd = Date().addingTimeInterval(10)
-        while window.statistics.lastFrameTime != last, Date() < drawnEnd { try await Task.sleep(for: .milliseconds(10)) }
+        while window.statistics.lastFrameTime != last, Date() < drawnEnd {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(window.statistics.lastFrameTime == last)
         #expect(window.statistics.framesDrawn > 1)
     }

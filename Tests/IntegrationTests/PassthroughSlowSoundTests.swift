@@ -10,7 +10,7 @@ import Testing
 @Suite("Passthrough export of a scaled edit keeps the sound", .serialized)
 struct PassthroughSlowSoundTests {
     @Test(
-        "0.5 … 1.5 s slowed 2×: video copied, sound 3 s long at 440 Hz (spectral) or 220 Hz in the slowed part (varispeed)",
+        "0.5 … 1.5 s slowed 2×: video copied, sound 3 s long at 440 Hz (spectral) or 220 Hz slowed (varispeed)",
         arguments: [AVAudioTimePitchAlgorithm.spectral, .varispeed])
     func slowedSound(pitch: AVAudioTimePitchAlgorithm) async throws {
         guard MediaTool.available(for: "PassthroughSlowSoundTests") else { return }

@@ -90,7 +90,8 @@ struct VideoScalingModeTests {
     @Test("ResizeAspect: 320x320 with the picture 320x180 in the middle, black bars of 70 rows above and below")
     func resizeAspect() async throws {
         guard MediaTool.available(for: "VideoScalingModeTests.resizeAspect") else { return }
-        let frame = try Self.firstFrame(try await Self.write(mode: AVVideoScalingModeResizeAspect, width: 320, height: 320))
+        let frame = try Self.firstFrame(
+            try await Self.write(mode: AVVideoScalingModeResizeAspect, width: 320, height: 320))
         #expect(frame.width == 320 && frame.height == 320)
         #expect(abs(Self.blackRows(frame) - 140) <= 3, "\(Self.blackRows(frame)) black rows")
         // The bars are split evenly: the top 68 rows and the bottom 68 are black.

@@ -26,7 +26,8 @@ package final class ALSAPlaybackPCM: @unchecked Sendable {
     ///
     /// - Throws: `ENOENT` for an unknown name or no sound card, `EBUSY` when another process holds the device,
     ///   `EINVAL` when the PCM cannot take the format.
-    package init(name: String, sampleRate: Int, channelCount: Int, latencyMicroseconds: UInt32 = 100_000) throws(Errno) {
+    package init(name: String, sampleRate: Int, channelCount: Int, latencyMicroseconds: UInt32 = 100_000) throws(Errno)
+    {
         var pcm: OpaquePointer?
         try alsaCheck(snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, 0))
         guard let pcm else { throw Errno.noSuchFileOrDirectory }

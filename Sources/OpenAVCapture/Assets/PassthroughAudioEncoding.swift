@@ -26,7 +26,9 @@ final class EncodedAudioProducer: SampleProducer {
     }
 
     /// The encoder and decoded reading for `track` within `range`, stretched by `pitch`.
-    init(track: AVAssetTrack, stream: Demuxer.Stream, range: CMTimeRange, pitch: AVAudioTimePitchAlgorithm)
+    init(
+        track: AVAssetTrack, stream: Demuxer.Stream, range: CMTimeRange, pitch: AVAudioTimePitchAlgorithm
+    )
         throws(AVError)
     {
         let rate = stream.sampleRate > 0 ? stream.sampleRate : 48_000

@@ -53,6 +53,7 @@ open class AVPlayer: NSObject, KeyValueObservable, @unchecked Sendable {
         case none = 2
     }
 
+    /// The player's key-value observers (``rate``, ``timeControlStatus``, ``status``, ``currentItem``).
     public let keyValueObservers = KeyValueObserverRegistry()
     let engine = PlaybackEngine()
     private let audio = PlayerAudioOutput()
@@ -89,6 +90,7 @@ open class AVPlayer: NSObject, KeyValueObservable, @unchecked Sendable {
     public func replaceCurrentItem(with item: AVPlayerItem?) {
         let old = currentItem
         guard old !== item else { return }
+        let oldStatus = status
         item?.player = self
         item?.prepare()
         let ready = item?.status == .readyToPlay
@@ -102,6 +104,9 @@ open class AVPlayer: NSObject, KeyValueObservable, @unchecked Sendable {
         }
         if ready { engine.startThreads(pipelines: pipelines) }
         keyValueObservers.notifyChange(\AVPlayer.currentItem, of: self, from: old, to: item)
+        if status != oldStatus {
+            keyValueObservers.notifyChange(\AVPlayer.status, of: self, from: oldStatus, to: status)
+        }
         publishStatus()
     }
 
@@ -305,7 +310,9 @@ open class AVPlayer: NSObject, KeyValueObservable, @unchecked Sendable {
             defer { lastPublished = now }
             return lastPublished
         }
-        if before.rate != now.0 { keyValueObservers.notifyChange(\AVPlayer.rate, of: self, from: before.rate, to: now.0) }
+        if before.rate != now.0 {
+            keyValueObservers.notifyChange(\AVPlayer.rate, of: self, from: before.rate, to: now.0)
+        }
         if before.status != now.1 {
             keyValueObservers.notifyChange(\AVPlayer.timeControlStatus, of: self, from: before.status, to: now.1)
         }

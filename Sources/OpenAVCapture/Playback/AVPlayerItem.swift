@@ -46,6 +46,7 @@ open class AVPlayerItem: NSObject, KeyValueObservable, @unchecked Sendable {
 
     /// The asset played.
     public let asset: AVAsset
+    /// The item's key-value observers (``status``).
     public let keyValueObservers = KeyValueObserverRegistry()
     private let state = Mutex(State())
     weak var player: AVPlayer?

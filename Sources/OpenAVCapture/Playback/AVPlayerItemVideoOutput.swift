@@ -7,7 +7,8 @@ import OpenCoreVideo
 import Synchronization
 
 /// Gives the pixel buffers an item shows, by item time, as Apple's does to an app drawing video itself (a display
-/// link asks ``hasNewPixelBuffer(forItemTime:)`` each refresh, then ``copyPixelBuffer(forItemTime:itemTimeForDisplay:)``).
+/// link asks ``hasNewPixelBuffer(forItemTime:)`` each refresh, then
+/// ``copyPixelBuffer(forItemTime:itemTimeForDisplay:)``).
 ///
 /// Ours keeps the frames the player has shown (the last few), so a copy gives the newest frame shown at or before
 /// the time asked; Apple's may also hand out frames decoded ahead of the clock. Frames are decoded to the

@@ -75,7 +75,9 @@ final class PlaybackPipelines: @unchecked Sendable {
     }
 
     /// The last frame that starts before `time` (reading from a second before it).
-    private func lastFrame(of track: AVAssetTrack, before time: CMTime, _ job: PlaybackEngine.Job) throws(AVError)
+    private func lastFrame(
+        of track: AVAssetTrack, before time: CMTime, _ job: PlaybackEngine.Job
+    ) throws(AVError)
         -> CMSampleBuffer?
     {
         guard time > .zero else { return nil }
@@ -136,7 +138,9 @@ final class PlaybackPipelines: @unchecked Sendable {
         var written: Int64 = 0
         func deliver(_ samples: [Float]) -> Bool {
             guard !samples.isEmpty else { return true }
-            let media = job.start + CMTime(seconds: Double(written) * job.rate / Double(rate), preferredTimescale: 1_000_000_000)
+            let media =
+                job.start
+                + CMTime(seconds: Double(written) * job.rate / Double(rate), preferredTimescale: 1_000_000_000)
             // Written a little ahead of the clock, so the device never runs dry between writes.
             guard engine.waitUntil(media, lead: 0.1, .audio, job.generation) else { return false }
             written += Int64(samples.count / channels)
@@ -207,7 +211,9 @@ final class PlayerAudioOutput: @unchecked Sendable {
                 pcm = try ALSAPlaybackPCM(name: name, sampleRate: sampleRate, channelCount: channelCount)
                 failure = nil
             } catch {
-                failure = "the ALSA device \(name) cannot play \(sampleRate) Hz × \(channelCount) (\(error)); sound is not played"
+                failure =
+                    "the ALSA device \(name) cannot play \(sampleRate) Hz × \(channelCount) (\(error)); "
+                    + "sound is not played"
             }
         }
     }

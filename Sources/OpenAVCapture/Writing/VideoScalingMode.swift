@@ -27,7 +27,9 @@ enum VideoScalingMode: String, Sendable {
 
     /// The size a `source` picture is scaled to, and where it sits in the `target` picture (negative: the part
     /// cropped off). Even numbers throughout, so 4:2:0 and 4:2:2 chroma stay aligned.
-    func layout(source: (width: Int, height: Int), target: (width: Int, height: Int))
+    func layout(
+        source: (width: Int, height: Int), target: (width: Int, height: Int)
+    )
         -> (scaled: (width: Int, height: Int), origin: (x: Int, y: Int))
     {
         func even(_ value: Double) -> Int { max(2, Int((value / 2).rounded()) * 2) }
@@ -178,7 +180,9 @@ extension WriterPipeline {
     /// Gives each video track that keeps the aspect ratio its fitter (one mode per input, in order).
     func setScalingModes(_ modes: [VideoScalingMode]) {
         for (index, mode) in modes.enumerated() where index < tracks.count {
-            guard mode == .resizeAspect || mode == .resizeAspectFill, let encoder = tracks[index].video else { continue }
+            guard mode == .resizeAspect || mode == .resizeAspectFill, let encoder = tracks[index].video else {
+                continue
+            }
             let configuration = encoder.configuration
             tracks[index].pictureFitter = PictureFitter(
                 mode: mode,
