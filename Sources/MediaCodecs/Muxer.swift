@@ -349,6 +349,24 @@ package final class Muxer {
         return index
     }
 
+    /// Sets a track's own tags (`AVStream.metadata`), before ``start(atSourceTime:)``. In a QuickTime movie
+    /// libavformat 5.1 writes `title` as the track's user data name (`udta`/`name`) and `language` (ISO 639-2) in
+    /// its media header; it writes no other track-level tag.
+    ///
+    /// - Throws: ``MediaCodecsError/Kind/invalidState`` after ``start(atSourceTime:)`` or for an unknown stream.
+    package func setStreamMetadata(_ metadata: [(key: String, value: String)], stream index: Int)
+        throws(MediaCodecsError)
+    {
+        guard state == .configuring, let context, index >= 0, index < Int(context.pointee.nb_streams),
+            let stream = context.pointee.streams[index]
+        else {
+            throw MediaCodecsError(
+                .invalidState, while: "setting the tags of track \(index) of \(path)",
+                message: "tracks are tagged before writing starts")
+        }
+        for (key, value) in metadata { av_dict_set(&stream.pointee.metadata, key, value, 0) }
+    }
+
     /// Adds an audio track for `encoder`'s packets; returns its stream index.
     ///
     /// - Throws: as ``addVideoStream(from:transform:)``.

@@ -18,7 +18,8 @@ struct AVCaptureTool: ParsableCommand {
             """,
         subcommands: [
             DevicesCommand.self, FormatsCommand.self, RecordCommand.self, PhotoCommand.self, AudioCommand.self,
-            FramesCommand.self, LevelsCommand.self, ProbeCommand.self, ExportCommand.self, PreviewCommand.self, ServeCommand.self,
+            FramesCommand.self, LevelsCommand.self, ProbeCommand.self, ExportCommand.self, PlayCommand.self, PreviewCommand.self,
+            ServeCommand.self,
             PublishCommand.self,
         ])
 

@@ -13,8 +13,8 @@ struct ExportCommand: ParsableCommand {
             PRESET is passthrough (copy, no re-encoding), highest, medium, low, 640x480, 960x540, 1280x720, \
             1920x1080, 3840x2160, hevc, hevc-1920x1080, hevc-3840x2160 or m4a (sound only), or an Apple preset \
             name (AVAssetExportPresetHighestQuality). --slow-motion 0.5-1.5:8 plays the recording's 0.5 s to \
-            1.5 s eight times slower; with passthrough every frame is kept and retimed, and sound in the slowed \
-            part is left out (choose an encoding preset to keep it, stretched). --frame-rate 30 writes a constant \
+            1.5 s eight times slower; with passthrough every frame is kept and retimed, and the sound alone is \
+            re-encoded, stretched by --pitch. --frame-rate 30 writes a constant \
             frame rate (encoding presets only): each frame shows the source frame on screen at its time.
             """)
 

@@ -10,9 +10,9 @@ import Synchronization
 /// Writes an asset (a file, or a composition of edits) to a new movie or sound file with a preset.
 ///
 /// ``AVAssetExportPresetPassthrough`` copies the samples as stored, without decoding: a composition's edits become
-/// retimed samples (slowed 8×, a 240 fps recording's frames are written 1/30 s apart, every one of them). Sound in
-/// a scaled edit cannot be stretched without decoding and is left out there; export with another preset to keep
-/// it. The other presets decode, scale to the preset's size, and encode H.264 or HEVC video and AAC sound with an
+/// retimed samples (slowed 8×, a 240 fps recording's frames are written 1/30 s apart, every one of them). A sound
+/// track with a scaled edit cannot be stretched without decoding: that track alone is decoded, stretched by
+/// ``audioTimePitchAlgorithm`` and encoded again as AAC, while the video stays copied. The other presets decode, scale to the preset's size, and encode H.264 or HEVC video and AAC sound with an
 /// ``AVAssetWriter``. With a ``videoComposition``, video is written at its constant ``AVVideoComposition/
 /// frameDuration``: each output frame shows the source frame on screen at its time (at 30 fps from a 240 fps
 /// source, every 8th frame; from an 8× slowed part, every frame). Sound in scaled edits is stretched with
@@ -346,6 +346,17 @@ struct PassthroughExport {
                     .operationNotSupportedForAsset,
                     "track \(track.trackID) mixes sources of different formats; passthrough cannot copy it",
                     suggestion: "Export with AVAssetExportPresetHighestQuality.")
+            }
+            if EncodedAudioProducer.isNeeded(for: track) {
+                // Scaled sound is decoded, stretched and encoded again (see EncodedAudioProducer).
+                let producer = try EncodedAudioProducer(
+                    track: track, stream: stream, range: range, pitch: settings.audioTimePitchAlgorithm)
+                do {
+                    lanes.append(Lane(producer: producer, stream: try muxer.addAudioStream(from: producer.encoder)))
+                } catch {
+                    throw AVError(error, writing: url.path)
+                }
+                continue
             }
             let transform = track.preferredTransform
             let index: Int

@@ -11,7 +11,8 @@ import OpenCoreMedia
 /// with one `TrackSampleReader`, so no frame is read twice; each sample is retimed through the mapping of the
 /// segment whose source range holds it: presentation and decode times mapped, the duration scaled. Slowed 8×, a
 /// 240 fps recording's frames come 1/30 s apart. Passthrough packets before the first segment's start (the key frame lead-in a decoder needs) map to times before it; a later run that does not begin on a key frame is refused (its lead-in would overlap the run before), while sound's lead-in packets are dropped. Passthrough sound in a scaled segment cannot be
-/// stretched without decoding: it is left out (a gap in the track); read or export it decoded instead.
+/// stretched without decoding: it is left out (a gap in the track); read it decoded instead (a passthrough export
+/// re-encodes such a track, see `EncodedAudioProducer`).
 ///
 /// Decoded sound: each segment is read on its own, trimmed to the sample; a scaled one goes through an
 /// ``AudioTimeStretcher`` (pitch kept for `.spectral`, `.timeDomain` and `.lowQualityZeroLatency`, moved for

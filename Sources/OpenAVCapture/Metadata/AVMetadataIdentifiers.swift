@@ -81,6 +81,9 @@ public struct AVMetadataIdentifier: RawRepresentable, Hashable, Sendable {
     public static let commonIdentifierMake = Self("common/make")
     public static let commonIdentifierModel = Self("common/model")
     public static let commonIdentifierSoftware = Self("common/software")
+    public static let commonIdentifierLanguage = Self("common/language")
+    /// A track's name in QuickTime user data (written as the track's `udta`/`name`).
+    public static let quickTimeUserDataTrackName = Self("udta/tnam")
 
     public static let quickTimeMetadataTitle = Self("mdta/com.apple.quicktime.title")
     public static let quickTimeMetadataDescription = Self("mdta/com.apple.quicktime.description")

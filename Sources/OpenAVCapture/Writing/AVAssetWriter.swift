@@ -317,6 +317,8 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
         }
         precondition(!inputs.isEmpty, "AVAssetWriter.startWriting(): the writer has no inputs")
         let tracks = inputs.map { ($0.encoderSettings, $0.encoderPixelFormat, $0.trackTransform) }
+        let trackTags = inputs.map(\.trackTags)
+        let scalingModes = inputs.map(\.scalingMode)
         let path = outputURL.path
         let fileType = muxerFileType
         let failure: MediaCodecsError? = queue.sync {
@@ -324,6 +326,8 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
                 pipeline.value = try WriterPipeline(
                     path: path, fileType: fileType, options: options, tracks: tracks, encodedBytes: encodedBytes,
                     limits: sizeLimits)
+                try pipeline.value?.setTrackTags(trackTags)
+                pipeline.value?.setScalingModes(scalingModes)
                 return nil
             } catch {
                 return error

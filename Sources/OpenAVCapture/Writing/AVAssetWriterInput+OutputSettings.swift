@@ -31,7 +31,7 @@ enum WriterTrackSettings: Sendable {
 
     /// The keys a video settings dictionary may hold.
     static let videoKeys: Set<String> = [
-        AVVideoCodecKey, AVVideoWidthKey, AVVideoHeightKey, AVVideoCompressionPropertiesKey,
+        AVVideoCodecKey, AVVideoWidthKey, AVVideoHeightKey, AVVideoCompressionPropertiesKey, AVVideoScalingModeKey,
     ]
     /// The keys a video compression properties dictionary may hold.
     static let compressionKeys: Set<String> = [
@@ -101,6 +101,11 @@ enum WriterTrackSettings: Sendable {
         }
         if codec != .proRes422, width % 2 != 0 || height % 2 != 0 {
             invalid("\(codec) needs an even width and height, not \(width)x\(height)")
+        }
+        if let raw = settings[AVVideoScalingModeKey], (raw as? String).flatMap(VideoScalingMode.init(rawValue:)) == nil {
+            invalid(
+                "'\(AVVideoScalingModeKey)' must be AVVideoScalingModeFit, AVVideoScalingModeResize, "
+                    + "AVVideoScalingModeResizeAspect or AVVideoScalingModeResizeAspectFill, not \(raw)")
         }
         var properties: [String: Any] = [:]
         if let raw = settings[AVVideoCompressionPropertiesKey] {

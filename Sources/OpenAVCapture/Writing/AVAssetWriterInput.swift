@@ -47,6 +47,7 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
         var transform = CGAffineTransform.identity
         var naturalSize = CGSize.zero
         var metadata: [AVMetadataItem] = []
+        var sourceSize: (width: Int, height: Int)?
         var pixelFormat: OSType?
         var pending = 0
         var isFinished = false
@@ -103,7 +104,9 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
         set { setBeforeWriting("naturalSize") { $0.naturalSize = newValue } }
     }
 
-    /// Track-level metadata. Kept, but not yet written to the file (movie-level ``AVAssetWriter/metadata`` is).
+    /// Track-level metadata. The title (common key title, `udta/tnam`) is written as the track's name (`udta`/`name`)
+    /// and the common key language (ISO 639-2) in its media header; other items are kept but not written (see
+    /// `trackTags`).
     public var metadata: [AVMetadataItem] {
         get { state.withLock { $0.metadata } }
         set { setBeforeWriting("metadata") { $0.metadata = newValue } }
@@ -270,6 +273,10 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
             configuration.matrix = YCbCrMatrix(formatDescription: hint)
         }
         configuration.startsRateControlNearlyEmpty = state.withLock { $0.keepsFirstSecondToAverageRate }
+        if scalingMode == .fit, let source = sourceSize {
+            (configuration.width, configuration.height) = VideoScalingMode.fitted(
+                source: source, within: (configuration.width, configuration.height))
+        }
         return .video(configuration)
     }
 
@@ -283,6 +290,19 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
     /// Set by a pixel buffer adaptor.
     func setSourcePixelFormat(_ format: OSType?) {
         state.withLock { $0.pixelFormat = format }
+    }
+
+    /// Set by a pixel buffer adaptor whose attributes give the pictures' size (``AVVideoScalingModeFit`` needs it).
+    func setSourceSize(_ size: (width: Int, height: Int)?) {
+        state.withLock { $0.sourceSize = size }
+    }
+
+    /// The pictures' size as known before writing: the adaptor's, or the source format hint's.
+    var sourceSize: (width: Int, height: Int)? {
+        if let size = state.withLock({ $0.sourceSize }) { return size }
+        guard let hint = sourceFormatHint, hint.mediaType == .video else { return nil }
+        let dimensions = hint.dimensions
+        return dimensions.width > 0 ? (Int(dimensions.width), Int(dimensions.height)) : nil
     }
 
     var trackTransform: Muxer.TrackTransform {

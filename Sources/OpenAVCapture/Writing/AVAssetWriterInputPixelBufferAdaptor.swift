@@ -54,6 +54,11 @@ open class AVAssetWriterInputPixelBufferAdaptor: NSObject, @unchecked Sendable {
         self.size = (width, height)
         super.init()
         input.setSourcePixelFormat(format)
+        if let width = integerSetting(attributes[kCVPixelBufferWidthKey]),
+            let height = integerSetting(attributes[kCVPixelBufferHeightKey])
+        {
+            input.setSourceSize((width, height))
+        }
     }
 
     /// A pool of buffers of the adaptor's format and size, once the writer has started writing; `nil` before.

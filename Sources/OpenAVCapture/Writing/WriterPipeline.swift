@@ -22,6 +22,8 @@ final class WriterPipeline {
         /// Converts pictures whose pixel format or size differs from the encoder's (a pixel buffer adaptor takes
         /// every format, as Apple's does); made for the first buffer that needs it.
         var pixelConverter: PixelBufferConverter?
+        /// Places pictures of another size by `AVVideoScalingModeResizeAspect`/`…Fill` (nil: stretched).
+        var pictureFitter: PictureFitter?
         var isFlushed = false
 
         /// A passthrough video track (no encoder): its packets count as video for the size limits.
@@ -146,6 +148,9 @@ final class WriterPipeline {
         if source == target { return pixelBuffer }
         // A Y'CbCr picture's own matrix; RGB is turned into numbers with the matrix the stream is tagged with.
         let matrix = YCbCrMatrix(attachedTo: pixelBuffer) ?? configuration.streamMatrix
+        if let fitter = track.pictureFitter, source.width != target.width || source.height != target.height {
+            return try fitter.fit(pixelBuffer, matrix: matrix)
+        }
         if track.pixelConverter?.source != source || track.pixelConverter?.matrix != matrix {
             // The encoder holds a few pictures (x264's lookahead is off, but frame threads keep theirs): no limit.
             track.pixelConverter = try PixelBufferConverter(from: source, to: target, matrix: matrix)
