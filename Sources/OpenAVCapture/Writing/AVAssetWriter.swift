@@ -319,13 +319,19 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
         }
         precondition(!inputs.isEmpty, "AVAssetWriter.startWriting(): the writer has no inputs")
         let tracks = inputs.map { ($0.encoderSettings, $0.encoderPixelFormat, $0.trackTransform) }
+        // A video input's naturalSize, when set, is its track header's size (the encoded size otherwise).
+        var displaySizes: [Int: CGSize] = [:]
+        for (index, input) in inputs.enumerated() where input.mediaType == .video {
+            let size = input.naturalSize
+            if size.width > 0, size.height > 0 { displaySizes[index] = size }
+        }
         let path = outputURL.path
         let fileType = muxerFileType
         let failure: MediaCodecsError? = queue.sync {
             do throws(MediaCodecsError) {
                 pipeline.value = try WriterPipeline(
-                    path: path, fileType: fileType, options: options, tracks: tracks, encodedBytes: encodedBytes,
-                    limits: sizeLimits)
+                    path: path, fileType: fileType, options: options, tracks: tracks, displaySizes: displaySizes,
+                    encodedBytes: encodedBytes, limits: sizeLimits)
                 return nil
             } catch {
                 return error

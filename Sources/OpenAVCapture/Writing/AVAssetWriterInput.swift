@@ -99,8 +99,9 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
     }
 
     /// The size the track's pictures are shown at, before `transform`; `.zero` (the default, as Apple's) shows
-    /// them at their encoded size. Set it before the writer starts. Kept, but not yet written to the track header,
-    /// which always carries the encoded size.
+    /// them at their encoded size. Set it before the writer starts. A video track's header (`tkhd` width and height)
+    /// carries it, independently of the encoded size: players scale the pictures to it (FFmpeg reads the difference
+    /// as the sample aspect ratio). Audio tracks have no display size.
     open var naturalSize: CGSize {
         get { state.withLock { $0.naturalSize } }
         set { setBeforeWriting("naturalSize") { $0.naturalSize = newValue } }
