@@ -57,6 +57,19 @@ package struct V4L2PixelFormat: RawRepresentable, Sendable, Hashable, CustomStri
         }
     }
 
+    /// The pixel format frames are delivered in when the driver reports the range (see
+    /// `V4L2Colorimetry.isFullRange`): Apple's full-range twin where it has one (`'420f'`, `'f420'`, `'yuvf'`),
+    /// else ``mediaSubType`` (UYVY has no full-range code in Apple's API; grey and RGB are full range already).
+    package func mediaSubType(fullRange: Bool) -> FourCharCode? {
+        guard fullRange else { return mediaSubType }
+        switch self {
+        case .nv12, .nv12m: return kCVPixelFormatType_420YpCbCr8BiPlanarFullRange
+        case .yuv420, .yuv420m: return kCVPixelFormatType_420YpCbCr8PlanarFullRange
+        case .yuyv: return kCVPixelFormatType_422YpCbCr8FullRange
+        default: return mediaSubType
+        }
+    }
+
     /// How many memory buffers one frame takes on a multi-planar queue: one per image plane for the `…M` formats,
     /// one for every other format (its planes follow each other in that buffer).
     package var memoryPlaneCount: Int {
