@@ -305,6 +305,8 @@ package final class PixelBufferConverter {
         }
         // Y'CbCr numbers keep their matrix through a conversion (or get the converter's, from RGB).
         if marksMatrix { matrix.attach(to: output) }
+        // Primaries and curve pass through unconverted: the result says the source's (see ColourAttachments).
+        ColourAttachments(of: buffer).attach(to: output)
         if let shortcut {
             shortcut.convert(from: buffer, into: output)
             return output

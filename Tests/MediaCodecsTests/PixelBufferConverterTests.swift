@@ -294,6 +294,47 @@ private func pixelFormatName(_ pixelFormat: OSType) -> String {
         _ = try converter.convert(try makeBuffer(nv12, width: 64, height: 48))
     }
 
+    // MARK: Colour attachments
+
+    /// The result carries the source's primaries, transfer function and gamma (libswscale converts neither), and the
+    /// matrix its numbers use; a reused pool buffer loses what the next source does not say.
+    @Test func primariesAndTransferFunctionTravelWithTheFrame() throws {
+        let source = try makeNV12Bars(RGB.colourBars(level: 1), width: 128, height: 64)
+        CVBufferSetAttachment(source, kCVImageBufferColorPrimariesKey, kCVImageBufferColorPrimaries_DCI_P3, .shouldPropagate)
+        CVBufferSetAttachment(source, kCVImageBufferTransferFunctionKey, kCVImageBufferTransferFunction_UseGamma, .shouldPropagate)
+        CVBufferSetAttachment(source, kCVImageBufferGammaLevelKey, 2.6, .shouldPropagate)
+        CVBufferSetAttachment(source, kCVImageBufferYCbCrMatrixKey, kCVImageBufferYCbCrMatrix_ITU_R_709_2, .shouldPropagate)
+        for target in [nv12Full, kCVPixelFormatType_422YpCbCr8_yuvs, bgra] {
+            let converter = try PixelBufferConverter(
+                from: Format(of: source), to: Format(pixelFormatType: target, width: 64, height: 32), matrix: .itu709,
+                bufferLimit: 1)
+            let convertedIdentity: ObjectIdentifier
+            do {
+                let converted = try converter.convert(source)
+                convertedIdentity = ObjectIdentifier(converted)
+                #expect(ColourAttachments(of: converted) == ColourAttachments(
+                    primaries: kCVImageBufferColorPrimaries_DCI_P3, transferFunction: kCVImageBufferTransferFunction_UseGamma,
+                    gammaLevel: 2.6), "\(pixelFormatName(target))")
+                var mode = CVAttachmentMode.shouldNotPropagate
+                _ = CVBufferCopyAttachment(converted, kCVImageBufferColorPrimariesKey, &mode)
+                #expect(mode == .shouldPropagate)
+                if target != bgra {
+                    #expect(YCbCrMatrix(attachedTo: converted) == .itu709)
+                }
+            }
+            // The same pool buffer, for a source that says nothing of its colour: it says nothing either.
+            for key in [kCVImageBufferColorPrimariesKey, kCVImageBufferTransferFunctionKey, kCVImageBufferGammaLevelKey] {
+                CVBufferRemoveAttachment(source, key)
+            }
+            let plain = try converter.convert(source)
+            #expect(ObjectIdentifier(plain) == convertedIdentity)
+            #expect(ColourAttachments(of: plain) == ColourAttachments())
+            CVBufferSetAttachment(source, kCVImageBufferColorPrimariesKey, kCVImageBufferColorPrimaries_DCI_P3, .shouldPropagate)
+            CVBufferSetAttachment(source, kCVImageBufferTransferFunctionKey, kCVImageBufferTransferFunction_UseGamma, .shouldPropagate)
+            CVBufferSetAttachment(source, kCVImageBufferGammaLevelKey, 2.6, .shouldPropagate)
+        }
+    }
+
     // MARK: Pool
 
     /// A released output buffer comes back from the next conversion: the same object, no new allocation; a held
