@@ -114,7 +114,7 @@ final class V4L2MappedBuffers: @unchecked Sendable {
         let lumaBytes = bytesPerLine * height
         var wrapped: [WrappedPlane] = []
         switch pixelFormat {
-        case .nv12:
+        case .nv12, .p010:
             wrapped = [
                 try plane(0, at: 0, bytesPerRow: bytesPerLine, rows: height),
                 try plane(0, at: lumaBytes, bytesPerRow: bytesPerLine, rows: chromaHeight),
