@@ -182,7 +182,7 @@ extension BarcodeReader {
     /// normalized coordinates; empty for an image whose luma cannot be read in place.
     package func objects(
         in image: CVPixelBuffer, types: [AVMetadataObject.ObjectType], symbologies: Set<BarcodeSymbology>,
-        rectOfInterest region: CGRect, time: CMTime, duration: CMTime
+        rectOfInterest region: CGRect, time: CMTime, duration: CMTime, effort: BarcodeReadingEffort? = nil
     ) -> [AVMetadataMachineReadableCodeObject] {
         let format = CVPixelBufferGetPixelFormatType(image)
         guard Self.lumaFormats.contains(format) else { return [] }
@@ -204,7 +204,7 @@ extension BarcodeReader {
         let start = base.assumingMemoryBound(to: UInt8.self) + y0 * rowBytes + x0 * pixelStride
         let symbols = read(
             luma: start, width: x1 - x0, height: y1 - y0, rowStride: rowBytes, pixelStride: pixelStride,
-            symbologies: symbologies)
+            symbologies: symbologies, effort: effort)
         return symbols.compactMap { symbol in
             let (type, text) = AVMetadataObject.ObjectType.reported(symbol)
             guard types.contains(type) else { return nil }
