@@ -25,7 +25,9 @@ package enum TrackHeaderDisplaySize {
     ///
     /// - Throws: ``MediaCodecsError`` `.ffmpeg` (I/O) when the file cannot be read or written, `.formatMismatch`
     ///   when it has no `moov` or fewer tracks than asked for.
-    package static func set(_ sizes: [Int: (width: Double, height: Double)], inMovieAt path: String)
+    package static func set(
+        _ sizes: [Int: (width: Double, height: Double)], inMovieAt path: String
+    )
         throws(MediaCodecsError)
     {
         let operation = "setting the track display size of \(path)"
@@ -44,13 +46,15 @@ package enum TrackHeaderDisplaySize {
                     $0.type == "tkhd"
                 })
             else {
-                throw MediaCodecsError(.formatMismatch, while: operation, message: "the movie has no track \(index + 1)")
+                throw MediaCodecsError(
+                    .formatMismatch, while: operation, message: "the movie has no track \(index + 1)")
             }
             // Version 0 has 32-bit times and duration, version 1 64-bit: the size follows 76 or 88 bytes of fields.
             let version = try file.read(at: header.contents.lowerBound, count: 1, while: operation)[0]
             let offset = header.contents.lowerBound + (version == 1 ? 88 : 76)
             guard offset + 8 <= header.contents.upperBound else {
-                throw MediaCodecsError(.formatMismatch, while: operation, message: "track \(index + 1)'s header is short")
+                throw MediaCodecsError(
+                    .formatMismatch, while: operation, message: "track \(index + 1)'s header is short")
             }
             var bytes: [UInt8] = []
             for side in [size.width, size.height] {
@@ -77,7 +81,10 @@ package enum TrackHeaderDisplaySize {
             else { return nil }
             var sizes: [(width: Double, height: Double)] = []
             for track in try file.children(in: movie.contents, while: operation) where track.type == "trak" {
-                guard let header = try file.children(in: track.contents, while: operation).first(where: { $0.type == "tkhd" })
+                guard
+                    let header = try file.children(in: track.contents, while: operation).first(where: {
+                        $0.type == "tkhd"
+                    })
                 else { return nil }
                 let version = try file.read(at: header.contents.lowerBound, count: 1, while: operation)[0]
                 let offset = header.contents.lowerBound + (version == 1 ? 88 : 76)
@@ -144,7 +151,9 @@ package enum TrackHeaderDisplaySize {
 
         func write(_ bytes: [UInt8], at offset: Int64, while operation: String) throws(MediaCodecsError) {
             let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, bytes.count, off_t(offset)) }
-            guard written == bytes.count else { throw .ffmpegIO(CFFmpeg_AVERROR(written < 0 ? errno : EIO), while: operation) }
+            guard written == bytes.count else {
+                throw .ffmpegIO(CFFmpeg_AVERROR(written < 0 ? errno : EIO), while: operation)
+            }
         }
     }
 }

@@ -17,7 +17,10 @@ import Testing
             guard case .video(let video) = format else { return nil }
             return video.mediaSubType
         }
-        #expect(subTypes == [kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange])
+        #expect(
+            subTypes == [
+                kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange,
+            ])
         #expect(V4L2PixelFormat.p010.description == "P010")
     }
 
@@ -27,7 +30,8 @@ import Testing
     ])
     func framesAreX420InPlace(quantization: v4l2_quantization, delivered: OSType) throws {
         let kernel = SimulatedV4L2Kernel(formats: [.discrete(.p010, [(640, 480)])])
-        kernel.setColorimetry(V4L2Colorimetry(colorspace: V4L2_COLORSPACE_REC709.rawValue, quantization: quantization.rawValue))
+        kernel.setColorimetry(
+            V4L2Colorimetry(colorspace: V4L2_COLORSPACE_REC709.rawValue, quantization: quantization.rawValue))
         let camera = try makeCamera(kernel)
         struct Seen: Sendable {
             var pixelFormat: OSType
@@ -55,7 +59,8 @@ import Testing
             }
             arrivals.signal()
         }
-        try camera.start(try configuration(camera, 640, 480, kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange), sink: sink)
+        try camera.start(
+            try configuration(camera, 640, 480, kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange), sink: sink)
         for _ in 0..<3 { _ = arrivals.wait(timeout: .now() + 10) }
         camera.stop()
         let frames = seen.withLock { $0 }

@@ -68,7 +68,9 @@ import Testing
 
     /// A movie output whose overridden `startRecording(to:recordingDelegate:)` changes the file name.
     final class RenamingMovieOutput: AVCaptureMovieFileOutput, @unchecked Sendable {
-        override func startRecording(to outputFileURL: URL, recordingDelegate delegate: any AVCaptureFileOutputRecordingDelegate) {
+        override func startRecording(
+            to outputFileURL: URL, recordingDelegate delegate: any AVCaptureFileOutputRecordingDelegate
+        ) {
             let renamed = outputFileURL.deletingLastPathComponent().appendingPathComponent("renamed.mov")
             super.startRecording(to: renamed, recordingDelegate: delegate)
         }
@@ -83,7 +85,8 @@ import Testing
         let finished = DispatchSemaphore(value: 0)
         let url = Mutex<URL?>(nil)
         func fileOutput(
-            _ output: AVCaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [AVCaptureConnection],
+            _ output: AVCaptureFileOutput, didFinishRecordingTo outputFileURL: URL,
+            from connections: [AVCaptureConnection],
             error: (any Error)?
         ) {
             url.withLock { $0 = outputFileURL }
@@ -130,9 +133,11 @@ import Testing
         try? FileManager.default.removeItem(at: url)
         defer { try? FileManager.default.removeItem(at: url) }
         let writer = try CountingWriter(outputURL: url, fileType: .mov)
-        let input = AVAssetWriterInput(mediaType: .video, outputSettings: [
-            AVVideoCodecKey: AVVideoCodecType.h264, AVVideoWidthKey: 64, AVVideoHeightKey: 48,
-        ])
+        let input = AVAssetWriterInput(
+            mediaType: .video,
+            outputSettings: [
+                AVVideoCodecKey: AVVideoCodecType.h264, AVVideoWidthKey: 64, AVVideoHeightKey: 48,
+            ])
         let adaptor = AVAssetWriterInputPixelBufferAdaptor(assetWriterInput: input, sourcePixelBufferAttributes: nil)
         writer.add(input)
         #expect(writer.startWriting())

@@ -6,16 +6,18 @@ import OpenCoreVideo
 import Testing
 
 @Suite struct PixelBufferAttributeAttachmentsTests {
-    static var attributes: CFDictionary { [
-        kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange,
-        kCVPixelBufferWidthKey: 64, kCVPixelBufferHeightKey: 48,
-        kCVBufferPropagatedAttachmentsKey: [
-            kCVImageBufferColorPrimariesKey: kCVImageBufferColorPrimaries_ITU_R_709_2,
-            kCVImageBufferTransferFunctionKey: kCVImageBufferTransferFunction_ITU_R_709_2,
-            kCVImageBufferYCbCrMatrixKey: kCVImageBufferYCbCrMatrix_ITU_R_709_2,
-        ] as [String: Any],
-        kCVBufferNonPropagatedAttachmentsKey: ["Frame": "first"] as [String: Any],
-    ] }
+    static var attributes: CFDictionary {
+        [
+            kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange,
+            kCVPixelBufferWidthKey: 64, kCVPixelBufferHeightKey: 48,
+            kCVBufferPropagatedAttachmentsKey: [
+                kCVImageBufferColorPrimariesKey: kCVImageBufferColorPrimaries_ITU_R_709_2,
+                kCVImageBufferTransferFunctionKey: kCVImageBufferTransferFunction_ITU_R_709_2,
+                kCVImageBufferYCbCrMatrixKey: kCVImageBufferYCbCrMatrix_ITU_R_709_2,
+            ] as [String: Any],
+            kCVBufferNonPropagatedAttachmentsKey: ["Frame": "first"] as [String: Any],
+        ]
+    }
 
     private func check(_ buffer: CVPixelBuffer) {
         let propagated = (CVBufferCopyAttachments(buffer, .shouldPropagate) ?? [:]).compactMapValues { $0 as? String }
@@ -38,7 +40,9 @@ import Testing
 
     @Test func createAttachesTheAttributesAttachments() throws {
         var buffer: CVPixelBuffer?
-        #expect(CVPixelBufferCreate(nil, 64, 48, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, Self.attributes, &buffer) == kCVReturnSuccess)
+        #expect(
+            CVPixelBufferCreate(nil, 64, 48, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, Self.attributes, &buffer)
+                == kCVReturnSuccess)
         check(try #require(buffer))
     }
 
@@ -47,7 +51,8 @@ import Testing
         defer { memory.deallocate() }
         var wrapped: CVPixelBuffer?
         #expect(
-            CVPixelBufferCreateWithBytes(nil, 64, 48, kCVPixelFormatType_32BGRA, memory, 256, nil, nil, Self.attributes, &wrapped)
+            CVPixelBufferCreateWithBytes(
+                nil, 64, 48, kCVPixelFormatType_32BGRA, memory, 256, nil, nil, Self.attributes, &wrapped)
                 == kCVReturnSuccess)
         check(try #require(wrapped))
         var pool: CVPixelBufferPool?
@@ -59,7 +64,9 @@ import Testing
 
     @Test func attachmentsAsNSDictionaryAreAccepted() throws {
         let attributes: NSDictionary = [
-            kCVBufferPropagatedAttachmentsKey: NSDictionary(dictionary: [kCVImageBufferYCbCrMatrixKey: kCVImageBufferYCbCrMatrix_ITU_R_601_4])
+            kCVBufferPropagatedAttachmentsKey: NSDictionary(dictionary: [
+                kCVImageBufferYCbCrMatrixKey: kCVImageBufferYCbCrMatrix_ITU_R_601_4
+            ])
         ]
         var buffer: CVPixelBuffer?
         #expect(CVPixelBufferCreate(nil, 16, 16, kCVPixelFormatType_32BGRA, attributes, &buffer) == kCVReturnSuccess)

@@ -6,7 +6,9 @@ final class NamingMovieFileOutput: AVCaptureMovieFileOutput, @unchecked Sendable
     private(set) var startedURLs: [URL] = []
     private(set) var stopCount = 0
 
-    override func startRecording(to outputFileURL: URL, recordingDelegate delegate: AVCaptureFileOutputRecordingDelegate) {
+    override func startRecording(
+        to outputFileURL: URL, recordingDelegate delegate: AVCaptureFileOutputRecordingDelegate
+    ) {
         startedURLs.append(outputFileURL)
         super.startRecording(to: outputFileURL, recordingDelegate: delegate)
     }
@@ -41,7 +43,8 @@ final class RememberingVideoDataOutput: AVCaptureVideoDataOutput, @unchecked Sen
     private(set) var delegateChanges = 0
 
     override func setSampleBufferDelegate(
-        _ sampleBufferDelegate: AVCaptureVideoDataOutputSampleBufferDelegate?, queue sampleBufferCallbackQueue: DispatchQueue?
+        _ sampleBufferDelegate: AVCaptureVideoDataOutputSampleBufferDelegate?,
+        queue sampleBufferCallbackQueue: DispatchQueue?
     ) {
         delegateChanges += 1
         super.setSampleBufferDelegate(sampleBufferDelegate, queue: sampleBufferCallbackQueue)
@@ -72,7 +75,8 @@ final class QRCodeOnlyMetadataOutput: AVCaptureMetadataOutput, @unchecked Sendab
 
 final class TrackingAudioDataOutput: AVCaptureAudioDataOutput, @unchecked Sendable {
     override func setSampleBufferDelegate(
-        _ sampleBufferDelegate: AVCaptureAudioDataOutputSampleBufferDelegate?, queue sampleBufferCallbackQueue: DispatchQueue?
+        _ sampleBufferDelegate: AVCaptureAudioDataOutputSampleBufferDelegate?,
+        queue sampleBufferCallbackQueue: DispatchQueue?
     ) {
         super.setSampleBufferDelegate(sampleBufferDelegate, queue: sampleBufferCallbackQueue)
     }

@@ -62,9 +62,11 @@ final class CountingPixelBufferAdaptor: AVAssetWriterInputPixelBufferAdaptor, @u
 
 func makeCountingWriter(url: URL) throws -> (CountingAssetWriter, CountingWriterInput) {
     let writer = try CountingAssetWriter(outputURL: url, fileType: .mov)
-    let input = CountingWriterInput(mediaType: .video, outputSettings: [
-        AVVideoCodecKey: AVVideoCodecType.h264, AVVideoWidthKey: 1280, AVVideoHeightKey: 720,
-    ])
+    let input = CountingWriterInput(
+        mediaType: .video,
+        outputSettings: [
+            AVVideoCodecKey: AVVideoCodecType.h264, AVVideoWidthKey: 1280, AVVideoHeightKey: 720,
+        ])
     input.expectsMediaDataInRealTime = true
     if writer.canAdd(input) {
         writer.add(input)
