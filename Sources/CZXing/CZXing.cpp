@@ -17,14 +17,14 @@
 
 extern "C" int32_t CZXing_ReadLuma(
     const uint8_t *luma, int32_t width, int32_t height, int32_t rowStride, int32_t pixelStride, int32_t formats,
-    CZXing_Symbol *symbols, int32_t capacity, char *textStorage, int32_t textCapacity) {
+    int32_t tries, CZXing_Symbol *symbols, int32_t capacity, char *textStorage, int32_t textCapacity) {
     try {
         ZXing::ImageView image(luma, width, height, ZXing::ImageFormat::Lum, rowStride, pixelStride);
         ZXing::DecodeHints hints;
         hints.setFormats(ZXing::BarcodeFormats(static_cast<ZXing::BarcodeFormat>(formats)));
-        // Video frames: no rotation search beyond what the readers do, one pass; fast enough for every frame.
-        hints.setTryHarder(false);
-        hints.setTryRotate(true);
+        hints.setTryHarder((tries & CZXing_TryHarder) != 0);
+        hints.setTryRotate((tries & CZXing_TryRotate) != 0);
+        hints.setTryDownscale((tries & CZXing_TryDownscale) != 0);
         hints.setMaxNumberOfSymbols(static_cast<uint8_t>(capacity > 255 ? 255 : capacity));
         auto results = ZXing::ReadBarcodes(image, hints);
         int32_t count = 0;

@@ -19,6 +19,46 @@ package enum BarcodeSymbology: Int32, Sendable, Hashable, CaseIterable {
     case qr = 8192
     case upcA = 16384
     case upcE = 32768
+
+    /// Whether the symbology is linear (one-dimensional bars), read along scan lines; the others are matrix codes,
+    /// found by their finder patterns at any rotation.
+    package var isLinear: Bool {
+        switch self {
+        case .codabar, .code39, .code93, .code128, .ean8, .ean13, .itf, .upcA, .upcE: true
+        case .aztec, .dataMatrix, .pdf417, .qr: false
+        }
+    }
+}
+
+/// What a read tries beyond one pass over the picture at full size (zxing-cpp's `tryRotate`, `tryDownscale`,
+/// `tryHarder`).
+///
+/// Value type; safe to use from any thread.
+package struct BarcodeReadingEffort: OptionSet, Sendable, Hashable {
+    package let rawValue: Int32
+    package init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// Linear symbols also across the rows (rotated 90°).
+    package static let rotated = Self(rawValue: Int32(CZXing_TryRotate))
+    /// The picture again at a third of its size.
+    package static let downscaled = Self(rawValue: Int32(CZXing_TryDownscale))
+    /// More scan lines and finder-pattern candidates.
+    package static let harder = Self(rawValue: Int32(CZXing_TryHarder))
+
+    /// What every frame of a video was read with before this choice existed: rotation and a downscaled pass
+    /// whatever was asked (the benchmark's baseline).
+    package static let everything: Self = [.rotated, .downscaled]
+
+    /// The effort video frames get, from the symbologies asked for: the rotated pass only for linear ones (matrix
+    /// codes are found at any rotation in the one pass), and no downscaled pass for pictures whose smaller side is
+    /// 1080 or less (a symbol a scanner is pointed at has modules of several pixels there; the third-size layer finds
+    /// what the full one finds, at a ninth more work a frame and the binarization of a second picture).
+    package static func forVideo(_ symbologies: Set<BarcodeSymbology>, width: Int, height: Int) -> Self {
+        var effort: Self = []
+        if symbologies.contains(where: \.isLinear) { effort.insert(.rotated) }
+        if min(width, height) > 1080 { effort.insert(.downscaled) }
+        return effort
+    }
 }
 
 /// One symbol found in a picture: what it is, what it says, and where its four corners are (pixels of the picture
@@ -61,16 +101,17 @@ package final class BarcodeReader {
     }
 
     /// The symbols of `symbologies` in a `width` x `height` luma plane whose rows are `rowStride` bytes apart and
-    /// whose pixels are `pixelStride` bytes apart (2 reads the luma of YUYV in place). Empty when there are none, or
-    /// when zxing-cpp failed on the picture.
+    /// whose pixels are `pixelStride` bytes apart (2 reads the luma of YUYV in place), trying `effort` (by default
+    /// ``BarcodeReadingEffort/forVideo(_:width:height:)``). Empty when there are none, or when zxing-cpp failed.
     package func read(
         luma: UnsafePointer<UInt8>, width: Int, height: Int, rowStride: Int, pixelStride: Int = 1,
-        symbologies: Set<BarcodeSymbology>
+        symbologies: Set<BarcodeSymbology>, effort: BarcodeReadingEffort? = nil
     ) -> [DecodedBarcode] {
         let formats = symbologies.reduce(Int32(0)) { $0 | $1.rawValue }
         guard formats != 0, width > 0, height > 0 else { return [] }
+        let tries = (effort ?? .forVideo(symbologies, width: width, height: height)).rawValue
         let count = CZXing_ReadLuma(
-            luma, Int32(width), Int32(height), Int32(rowStride), Int32(pixelStride), formats, symbols.baseAddress,
+            luma, Int32(width), Int32(height), Int32(rowStride), Int32(pixelStride), formats, tries, symbols.baseAddress,
             Int32(symbols.count), text.baseAddress, Int32(text.count))
         guard count > 0 else { return [] }
         return (0..<Int(count)).compactMap { index in

@@ -265,6 +265,8 @@ package final class Muxer {
     private var sizeBound = FileSizeBound()
     /// The transform of each stream, re-applied in the remux.
     private var transforms: [Int: TrackTransform] = [:]
+    /// The display size of each stream that has one (`AVAssetWriterInput.naturalSize`), written at ``finish()``.
+    private var displaySizes: [Int: (width: Double, height: Double)] = [:]
     /// The descriptor of the file this muxer created, kept open to sync it and to notice its deletion (see
     /// ``MuxerStorage``); -1 once closed.
     private var fileDescriptor: Int32 = -1
@@ -326,6 +328,19 @@ package final class Muxer {
     }
 
     // MARK: Streams
+
+    /// Shows video `stream` at `width` × `height` (the track header's size, before its transform) rather than its
+    /// encoded size; written into the finished movie (see ``TrackHeaderDisplaySize``). Movies only.
+    /// Call it before ``start(atSourceTime:)``: the stream's pixel aspect ratio becomes unknown, so no `pasp` box
+    /// (1:1 from the encoder) contradicts the header, and readers derive the shape from the header's size.
+    package func setDisplaySize(width: Double, height: Double, forStream stream: Int) {
+        precondition(fileType.isMovie, "a display size is a movie track's header: \(fileType) has none")
+        precondition(state == .configuring, "a track's display size is set before the muxer starts")
+        displaySizes[stream] = (width, height)
+        if let parameters = context?.pointee.streams[stream]?.pointee.codecpar {
+            parameters.pointee.sample_aspect_ratio = AVRational(num: 0, den: 1)
+        }
+    }
 
     /// Adds a video track for `encoder`'s packets, shown with `transform`; returns its stream index.
     ///
@@ -709,6 +724,7 @@ package final class Muxer {
             }
             lastRemuxDuration = clock.now - started
         }
+        if !displaySizes.isEmpty { try TrackHeaderDisplaySize.set(displaySizes, inMovieAt: path) }
     }
 
     /// What ``abandon()`` left at ``path``.

@@ -27,6 +27,8 @@ import Synchronization
 /// |---|---|---|
 /// | `'420v'` (NV12) | `AV_PIX_FMT_NV12` | video (Y 16–235, CbCr 16–240) |
 /// | `'420f'` (NV12) | `AV_PIX_FMT_NV12` | full |
+/// | `'x420'` (P010) | `AV_PIX_FMT_P010LE` | video, 10-bit (Y 64–940, CbCr 64–960, in the high bits of 16) |
+/// | `'xf20'` (P010) | `AV_PIX_FMT_P010LE` | full, 10-bit |
 /// | `'y420'` (I420) | `AV_PIX_FMT_YUV420P` | video |
 /// | `'f420'` (I420) | `AV_PIX_FMT_YUV420P` | full |
 /// | `'yuvs'` (YUYV) | `AV_PIX_FMT_YUYV422` | video |
@@ -305,6 +307,8 @@ package final class PixelBufferConverter {
         }
         // Y'CbCr numbers keep their matrix through a conversion (or get the converter's, from RGB).
         if marksMatrix { matrix.attach(to: output) }
+        // Primaries and curve pass through unconverted: the result says the source's (see ColourAttachments).
+        ColourAttachments(of: buffer).attach(to: output)
         if let shortcut {
             shortcut.convert(from: buffer, into: output)
             return output
@@ -403,12 +407,19 @@ package final class PixelBufferConverter {
 /// libswscale takes its plane-copy path (`planarCopyWrapper`) for same-size conversions between planar formats of
 /// equal range, and that path skips plane 1 whenever the destination has no plane 2 (a rule meant for GRAY8's
 /// palette). An NV12 destination therefore gets no chroma at all: NV12 → NV12 and GRAY8 → full-range NV12 come
-/// out green. Those two, and every identity, are done here instead.
+/// out green. Those two, and every identity, are done here instead. The same path mistreats full-range P010
+/// (`'xf20'`) ↔ GRAY8 (chroma left unwritten one way, the low bytes of the 16-bit samples read the other): both
+/// are done here too.
 private enum Shortcut {
     /// Same format and size: copy every plane row by row.
     case copy
     /// `'L008'` → `'420f'` at the same size: copy the luma, fill the chroma with the neutral 128.
     case grayToFullRangeNV12
+    /// `'L008'` → `'xf20'` at the same size: each luma byte widened to 10 bits (v·1023/255, as bit replication),
+    /// in the high bits of its word; the chroma the neutral 512.
+    case grayToFullRangeP010
+    /// `'xf20'` → `'L008'` at the same size: the top 8 of each luma sample's 10 bits.
+    case fullRangeP010ToGray
 
     init?(from source: PixelBufferConverter.Format, to destination: PixelBufferConverter.Format) {
         if source == destination {
@@ -418,12 +429,26 @@ private enum Shortcut {
             source.width == destination.width, source.height == destination.height
         {
             self = .grayToFullRangeNV12
+        } else if source.width == destination.width, source.height == destination.height,
+            source.pixelFormatType == kCVPixelFormatType_OneComponent8,
+            destination.pixelFormatType == kCVPixelFormatType_420YpCbCr10BiPlanarFullRange
+        {
+            self = .grayToFullRangeP010
+        } else if source.width == destination.width, source.height == destination.height,
+            source.pixelFormatType == kCVPixelFormatType_420YpCbCr10BiPlanarFullRange,
+            destination.pixelFormatType == kCVPixelFormatType_OneComponent8
+        {
+            self = .fullRangeP010ToGray
         } else {
             return nil
         }
     }
 
     func convert(from input: CVPixelBuffer, into output: CVPixelBuffer) {
+        if self == .grayToFullRangeP010 || self == .fullRangeP010ToGray {
+            convertTenBitLuma(from: input, into: output)
+            return
+        }
         input.withLockedPlanes(.readOnly) { sourcePlanes in
             output.withLockedPlanes { destinationPlanes in
                 // Rows hold padding; copy each row's used bytes only, the narrower of the two row lengths.
@@ -438,6 +463,40 @@ private enum Shortcut {
                 }
                 if self == .grayToFullRangeNV12 {
                     destinationPlanes[1].bytes.initializeMemory(as: UInt8.self, repeating: 128)
+                }
+            }
+        }
+    }
+
+    /// Grey ↔ full-range P010 luma, sample by sample (little-endian 16-bit words, the value in the high 10 bits).
+    private func convertTenBitLuma(from input: CVPixelBuffer, into output: CVPixelBuffer) {
+        input.withLockedPlanes(.readOnly) { sourcePlanes in
+            output.withLockedPlanes { destinationPlanes in
+                let from = sourcePlanes[0]
+                let to = destinationPlanes[0]
+                for y in 0..<from.height {
+                    let source = from.row(y)
+                    let destination = to.row(y)
+                    for x in 0..<from.width {
+                        if self == .grayToFullRangeP010 {
+                            let value = UInt16(source[x])
+                            let word = (value << 2 | value >> 6) << 6
+                            destination[2 * x] = UInt8(truncatingIfNeeded: word)
+                            destination[2 * x + 1] = UInt8(truncatingIfNeeded: word >> 8)
+                        } else {
+                            destination[x] = source[2 * x + 1]  // the high byte: bits 9…2 of the sample
+                        }
+                    }
+                }
+                if self == .grayToFullRangeP010 {
+                    let chroma = destinationPlanes[1]
+                    for y in 0..<chroma.height {
+                        let row = chroma.row(y)
+                        for index in 0..<(2 * chroma.width) {
+                            row[2 * index] = 0x00  // 512 << 6 = 0x8000, little-endian
+                            row[2 * index + 1] = 0x80
+                        }
+                    }
                 }
             }
         }
@@ -497,6 +556,8 @@ struct FFmpegPixelFormat {
         switch pixelFormat {
         case kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange: self.init(AV_PIX_FMT_NV12, yuv: true, full: false, 2)
         case kCVPixelFormatType_420YpCbCr8BiPlanarFullRange: self.init(AV_PIX_FMT_NV12, yuv: true, full: true, 2)
+        case kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange: self.init(AV_PIX_FMT_P010LE, yuv: true, full: false, 2)
+        case kCVPixelFormatType_420YpCbCr10BiPlanarFullRange: self.init(AV_PIX_FMT_P010LE, yuv: true, full: true, 2)
         case kCVPixelFormatType_420YpCbCr8Planar: self.init(AV_PIX_FMT_YUV420P, yuv: true, full: false, 3)
         case kCVPixelFormatType_420YpCbCr8PlanarFullRange: self.init(AV_PIX_FMT_YUV420P, yuv: true, full: true, 3)
         case kCVPixelFormatType_422YpCbCr8_yuvs: self.init(AV_PIX_FMT_YUYV422, yuv: true, full: false, 1)
@@ -529,6 +590,7 @@ struct FFmpegPixelFormat {
     /// Every supported format, in the documentation's order.
     static let supported: [OSType] = [
         kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, kCVPixelFormatType_420YpCbCr8BiPlanarFullRange,
+        kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange, kCVPixelFormatType_420YpCbCr10BiPlanarFullRange,
         kCVPixelFormatType_420YpCbCr8Planar, kCVPixelFormatType_420YpCbCr8PlanarFullRange,
         kCVPixelFormatType_422YpCbCr8_yuvs, kCVPixelFormatType_422YpCbCr8FullRange, kCVPixelFormatType_422YpCbCr8,
         kCVPixelFormatType_32BGRA, kCVPixelFormatType_32ARGB, kCVPixelFormatType_32ABGR, kCVPixelFormatType_32RGBA,

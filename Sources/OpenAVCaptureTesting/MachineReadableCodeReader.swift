@@ -8,10 +8,20 @@ import OpenAVCapture
 public final class MachineReadableCodeReader {
     private let reader = BarcodeReader()
     private let types: [AVMetadataObject.ObjectType]
+    private let effort: Effort
 
-    /// A reader of `types` (among those `AVCaptureMetadataOutput` offers).
-    public init(types: [AVMetadataObject.ObjectType]) {
+    /// How hard each frame is searched.
+    public enum Effort: Sendable {
+        /// What `AVCaptureMetadataOutput` does: the passes chosen for the types asked and the frame's size.
+        case chosenForVideo
+        /// Every pass whatever was asked (rotated, and again at a third of the size): the comparison's baseline.
+        case everyPass
+    }
+
+    /// A reader of `types` (among those `AVCaptureMetadataOutput` offers), searching with `effort`.
+    public init(types: [AVMetadataObject.ObjectType], effort: Effort = .chosenForVideo) {
         self.types = types
+        self.effort = effort
     }
 
     /// The codes in `pixelBuffer` (NV12, I420, grey or YUYV) within `rectOfInterest`, in normalized coordinates.
@@ -20,6 +30,7 @@ public final class MachineReadableCodeReader {
     ) -> [AVMetadataMachineReadableCodeObject] {
         reader.objects(
             in: pixelBuffer, types: types, symbologies: types.reduce(into: Set()) { $0.formUnion($1.symbologies) },
-            rectOfInterest: rectOfInterest, time: .zero, duration: .invalid)
+            rectOfInterest: rectOfInterest, time: .zero, duration: .invalid,
+            effort: effort == .everyPass ? .everything : nil)
     }
 }

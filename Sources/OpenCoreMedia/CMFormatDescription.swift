@@ -140,11 +140,19 @@ public final class CMFormatDescription: Hashable, @unchecked Sendable, CustomStr
     /// The description of an uncompressed image buffer: its pixel format and dimensions, and its Y'CbCr matrix
     /// attachment as the ``kCMFormatDescriptionExtension_YCbCrMatrix`` extension, as Apple's does.
     public convenience init(imageBuffer: CVImageBuffer) throws {
-        let matrix = CVBufferCopyAttachment(imageBuffer, kCVImageBufferYCbCrMatrixKey, nil)
+        // The colour attachments become the extensions of the same names, as Apple's
+        // CMVideoFormatDescriptionCreateForImageBuffer makes them.
+        var extensions: [String: Any] = [:]
+        for key in [
+            kCMFormatDescriptionExtension_YCbCrMatrix, kCMFormatDescriptionExtension_ColorPrimaries,
+            kCMFormatDescriptionExtension_TransferFunction, kCMFormatDescriptionExtension_GammaLevel,
+        ] {
+            if let value = CVBufferCopyAttachment(imageBuffer, key, nil) { extensions[key] = value }
+        }
         try self.init(
             videoCodecType: MediaSubType(rawValue: CVPixelBufferGetPixelFormatType(imageBuffer)),
             width: CVPixelBufferGetWidth(imageBuffer), height: CVPixelBufferGetHeight(imageBuffer),
-            extensions: matrix.map { [kCMFormatDescriptionExtension_YCbCrMatrix: $0] })
+            extensions: extensions.isEmpty ? nil : extensions)
     }
 
     /// An audio description. Throws when the sample rate or channel count is not positive.
@@ -325,3 +333,7 @@ public let kCMFormatDescriptionExtension_ColorPrimaries: CFString = kCVImageBuff
 /// The transfer function of a video description, with the values of the image buffer key
 /// (``kCVImageBufferTransferFunctionKey``). Apple's `kCMFormatDescriptionExtension_TransferFunction`.
 public let kCMFormatDescriptionExtension_TransferFunction: CFString = kCVImageBufferTransferFunctionKey
+
+/// The gamma of a video description whose transfer function is `kCVImageBufferTransferFunction_UseGamma`, with the
+/// values of the image buffer key (``kCVImageBufferGammaLevelKey``). Apple's `kCMFormatDescriptionExtension_GammaLevel`.
+public let kCMFormatDescriptionExtension_GammaLevel: CFString = kCVImageBufferGammaLevelKey

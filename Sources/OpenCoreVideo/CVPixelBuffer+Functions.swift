@@ -40,7 +40,9 @@ public typealias CVPixelBufferReleasePlanarBytesCallback = @convention(c) (
 /// Creates a pixel buffer of the given size and format in newly allocated memory.
 ///
 /// Apple's `CVPixelBufferCreate`. Rows are padded to a multiple of 64 bytes (and of
-/// ``kCVPixelBufferBytesPerRowAlignmentKey`` if given); the memory is not zeroed. Other attributes are read for
+/// ``kCVPixelBufferBytesPerRowAlignmentKey`` if given); the memory is not zeroed. The dictionaries under
+/// ``kCVBufferPropagatedAttachmentsKey`` and ``kCVBufferNonPropagatedAttachmentsKey`` become the buffer's
+/// attachments in those modes (as with every creation function and pool here); other attributes are read for
 /// compatibility and otherwise ignored; the size and format come from the arguments.
 ///
 /// - Returns: ``kCVReturnSuccess``; ``kCVReturnInvalidArgument`` for a width or height below 1;
@@ -55,9 +57,11 @@ public func CVPixelBufferCreate(
 ) -> CVReturn {
     do throws(CVPixelBufferCreationError) {
         let attributes = try PixelBufferAttributes(pixelBufferAttributes)
-        pixelBufferOut.pointee = try CVPixelBuffer(
+        let buffer = try CVPixelBuffer(
             allocatingWidth: width, height: height, pixelFormat: pixelFormatType,
             bytesPerRowAlignment: attributes.bytesPerRowAlignment)
+        attributes.attach(to: buffer)
+        pixelBufferOut.pointee = buffer
         return kCVReturnSuccess
     } catch {
         pixelBufferOut.pointee = nil
@@ -82,16 +86,18 @@ public func CVPixelBufferCreateWithBytes(
     _ pixelBufferAttributes: CFDictionary?, _ pixelBufferOut: UnsafeMutablePointer<CVPixelBuffer?>
 ) -> CVReturn {
     do throws(CVPixelBufferCreationError) {
-        _ = try PixelBufferAttributes(pixelBufferAttributes)
+        let attributes = try PixelBufferAttributes(pixelBufferAttributes)
         let description = try CVPixelBuffer.validate(width: width, height: height, pixelFormat: pixelFormatType)
         guard !description.isPlanar else { throw CVPixelBufferCreationError(kCVReturnInvalidPixelFormat) }
         var layouts = PlaneLayouts()
         layouts[0] = try CVPixelBuffer.wrappedLayout(
             description.planes[0], width: width, height: height, baseAddress: baseAddress, bytesPerRow: bytesPerRow)
         layouts.count = 1
-        pixelBufferOut.pointee = CVPixelBuffer(
+        let buffer = CVPixelBuffer(
             width: width, height: height, description: description, layouts: layouts, baseAddress: baseAddress,
             dataSize: nil, backing: .bytes(releaseCallback, releaseRefCon))
+        attributes.attach(to: buffer)
+        pixelBufferOut.pointee = buffer
         return kCVReturnSuccess
     } catch {
         pixelBufferOut.pointee = nil
@@ -119,7 +125,7 @@ public func CVPixelBufferCreateWithPlanarBytes(
     _ pixelBufferAttributes: CFDictionary?, _ pixelBufferOut: UnsafeMutablePointer<CVPixelBuffer?>
 ) -> CVReturn {
     do throws(CVPixelBufferCreationError) {
-        _ = try PixelBufferAttributes(pixelBufferAttributes)
+        let attributes = try PixelBufferAttributes(pixelBufferAttributes)
         let description = try CVPixelBuffer.validate(width: width, height: height, pixelFormat: pixelFormatType)
         guard description.isPlanar else { throw CVPixelBufferCreationError(kCVReturnInvalidPixelFormat) }
         guard numberOfPlanes == description.planes.count, dataSize >= 0 else {
@@ -132,10 +138,12 @@ public func CVPixelBufferCreateWithPlanarBytes(
                 baseAddress: planeBaseAddress[index], bytesPerRow: planeBytesPerRow[index])
         }
         layouts.count = numberOfPlanes
-        pixelBufferOut.pointee = CVPixelBuffer(
+        let buffer = CVPixelBuffer(
             width: width, height: height, description: description, layouts: layouts,
             baseAddress: dataPtr ?? layouts[0].baseAddress, dataSize: dataSize > 0 ? dataSize : nil,
             backing: .planarBytes(releaseCallback, releaseRefCon, dataPtr, dataSize))
+        attributes.attach(to: buffer)
+        pixelBufferOut.pointee = buffer
         return kCVReturnSuccess
     } catch {
         pixelBufferOut.pointee = nil

@@ -62,6 +62,14 @@ struct PixelBufferAttributes {
     var pixelFormat: OSType?
     /// A multiple of 64: the least common multiple of 64 and the requested alignment.
     var bytesPerRowAlignment = CVPixelBuffer.planeAlignment
+    /// The attachments every buffer made with these attributes gets: `kCVBufferPropagatedAttachmentsKey`'s with
+    /// `.shouldPropagate`, `kCVBufferNonPropagatedAttachmentsKey`'s with `.shouldNotPropagate`, as Apple's.
+    var attachments: [(key: String, value: CFTypeRef, mode: CVAttachmentMode)] = []
+
+    /// Sets ``attachments`` on `buffer`.
+    func attach(to buffer: CVBuffer) {
+        for attachment in attachments { CVBufferSetAttachment(buffer, attachment.key, attachment.value, attachment.mode) }
+    }
 
     /// Reads `dictionary`; a present value of the wrong type is `kCVReturnInvalidPixelBufferAttributes`.
     init(_ dictionary: CFDictionary?) throws(CVPixelBufferCreationError) {
@@ -79,6 +87,23 @@ struct PixelBufferAttributes {
             let first = (value as? [Any])?.first ?? value
             guard let code = attributeInteger(first), let format = OSType(exactly: code) else { throw invalid }
             self.pixelFormat = format
+        }
+        for (key, mode) in [(kCVBufferPropagatedAttachmentsKey, CVAttachmentMode.shouldPropagate),
+            (kCVBufferNonPropagatedAttachmentsKey, .shouldNotPropagate)]
+        {
+            guard let value = dictionary[key] else { continue }
+            let entries: [String: Any]
+            if let swiftDictionary = value as? [String: Any] {
+                entries = swiftDictionary
+            } else if let bridged = value as? NSDictionary {
+                entries = CFDictionary(bridging: bridged)
+            } else {
+                throw invalid
+            }
+            // Sorted, so buffers get their attachments in one order whatever the dictionary's.
+            for (name, attachment) in entries.sorted(by: { $0.key < $1.key }) {
+                attachments.append((name, attachment, mode))
+            }
         }
         if let value = dictionary[kCVPixelBufferBytesPerRowAlignmentKey] {
             guard let requested = attributeInteger(value), requested >= 0, requested <= 1 << 16 else { throw invalid }

@@ -122,8 +122,13 @@ public final class CVPixelBufferPool: @unchecked Sendable {
         self.pixelBufferAttributes = resolved
         self.poolAttributes = resolvedPool
         self.maximumBufferAge = maximumBufferAge
+        self.bufferAttributes = attributes
         self.buffers = Mutex(Slots(buffers: buffers, lastUse: Array(repeating: 0, count: buffers.count)))
     }
+
+    /// The pixel buffer attributes read once, for the attachments every buffer handed out gets
+    /// (`kCVBufferPropagatedAttachmentsKey`, `kCVBufferNonPropagatedAttachmentsKey`).
+    let bufferAttributes: PixelBufferAttributes
 
     /// Room reserved for this many buffers at creation, so that warm-up rarely grows the array.
     static let initialCapacity = 16
@@ -301,7 +306,7 @@ public func CVPixelBufferPoolCreatePixelBuffer(
     _ allocator: CFAllocator?, _ pixelBufferPool: CVPixelBufferPool,
     _ pixelBufferOut: UnsafeMutablePointer<CVPixelBuffer?>
 ) -> CVReturn {
-    store(pixelBufferPool.pixelBuffer(), in: pixelBufferOut)
+    store(pixelBufferPool.pixelBuffer(), from: pixelBufferPool, in: pixelBufferOut)
 }
 
 /// Takes a buffer from the pool unless ``kCVPixelBufferPoolAllocationThresholdKey`` buffers are already held.
@@ -323,7 +328,7 @@ public func CVPixelBufferPoolCreatePixelBufferWithAuxAttributes(
     if let value = auxAttributes?[kCVPixelBufferPoolAllocationThresholdKey], let n = attributeInteger(value), n > 0 {
         threshold = n
     }
-    return store(pixelBufferPool.pixelBuffer(allocationThreshold: threshold), in: pixelBufferOut)
+    return store(pixelBufferPool.pixelBuffer(allocationThreshold: threshold), from: pixelBufferPool, in: pixelBufferOut)
 }
 
 /// The pixel buffer attributes of the pool's buffers, with the width, height, pixel format and row alignment
@@ -352,10 +357,13 @@ public func CVPixelBufferPoolGetTypeID() -> CFTypeID {
 
 /// Writes a checkout's result through Apple's out-parameter convention.
 private func store(
-    _ result: Result<CVPixelBuffer, CVPixelBufferCreationError>, in pixelBufferOut: UnsafeMutablePointer<CVPixelBuffer?>
+    _ result: Result<CVPixelBuffer, CVPixelBufferCreationError>, from pool: CVPixelBufferPool,
+    in pixelBufferOut: UnsafeMutablePointer<CVPixelBuffer?>
 ) -> CVReturn {
     switch result {
     case .success(let buffer):
+        // A reused buffer has them already (unless its holder removed them): set again, as Apple's pool vends them.
+        pool.bufferAttributes.attach(to: buffer)
         pixelBufferOut.pointee = buffer
         return kCVReturnSuccess
     case .failure(let error):

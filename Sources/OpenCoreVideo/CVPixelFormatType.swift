@@ -54,6 +54,8 @@ public let kCVPixelFormatType_TwoComponent8: OSType = 0x3243_3038
 /// Y'CbCr 10-bit 4:2:0, two planes like NV12, each sample in the high 10 bits of a little-endian 16-bit word;
 /// video range (`'x420'`; V4L2's and FFmpeg's P010).
 public let kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange: OSType = 0x7834_3230
+/// Y'CbCr 10-bit 4:2:0 laid out as ``kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange``, full range (`'xf20'`).
+public let kCVPixelFormatType_420YpCbCr10BiPlanarFullRange: OSType = 0x7866_3230
 
 /// Depth in metres, one 32-bit float per pixel (`'fdep'`). Only depth cameras make it; none here do.
 public let kCVPixelFormatType_DepthFloat32: OSType = 0x6664_6570
@@ -147,6 +149,7 @@ package struct PixelFormatDescription: Sendable, Hashable, CustomStringConvertib
         case kCVPixelFormatType_OneComponent8: return oneComponent8
         case kCVPixelFormatType_TwoComponent8: return twoComponent8
         case kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange: return p010
+        case kCVPixelFormatType_420YpCbCr10BiPlanarFullRange: return p010FullRange
         case kCVPixelFormatType_DepthFloat32: return depthFloat32
         case kCVPixelFormatType_DepthFloat16: return depthFloat16
         case kCVPixelFormatType_DisparityFloat32: return disparityFloat32
@@ -161,7 +164,7 @@ package struct PixelFormatDescription: Sendable, Hashable, CustomStringConvertib
         nv12, nv12FullRange, i420, i420FullRange,
         yuvs, yuvf, uyvy,
         oneComponent8, twoComponent8,
-        p010, depthFloat32, depthFloat16, disparityFloat32, disparityFloat16,
+        p010, p010FullRange, depthFloat32, depthFloat16, disparityFloat32, disparityFloat16,
     ]
 
     private static func packed(_ format: OSType, _ name: String, bytesPerBlock: Int, pixelsPerBlock: Int = 1)
@@ -198,6 +201,12 @@ package struct PixelFormatDescription: Sendable, Hashable, CustomStringConvertib
         kCVPixelFormatType_DisparityFloat16, "DisparityFloat16", bytesPerBlock: 2)
     private static let p010 = PixelFormatDescription(
         pixelFormat: kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange, name: "420YpCbCr10BiPlanarVideoRange",
+        isPlanar: true,
+        planes: [
+            Plane(bytesPerBlock: 2), Plane(bytesPerBlock: 4, horizontalSubsampling: 2, verticalSubsampling: 2),
+        ])
+    private static let p010FullRange = PixelFormatDescription(
+        pixelFormat: kCVPixelFormatType_420YpCbCr10BiPlanarFullRange, name: "420YpCbCr10BiPlanarFullRange",
         isPlanar: true,
         planes: [
             Plane(bytesPerBlock: 2), Plane(bytesPerBlock: 4, horizontalSubsampling: 2, verticalSubsampling: 2),

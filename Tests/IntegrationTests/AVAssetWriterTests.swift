@@ -59,6 +59,7 @@ struct MovieRecipe: Sendable {
     var audioFormat: UInt32? = kAudioFormatMPEG4AAC
     var audioSourceRate = 48_000
     var transform = CGAffineTransform.identity
+    var naturalSize = CGSize.zero
     var title: String? = "Tour Eiffel"
     var location: String? = writerTestLocation
     var fragmentInterval = CMTime.invalid
@@ -98,6 +99,7 @@ func writeMovie(to url: URL, _ recipe: MovieRecipe) async throws -> AVAssetWrite
                 ] as [String: Any],
             ])
         input.transform = recipe.transform
+        input.naturalSize = recipe.naturalSize
         adaptor = AVAssetWriterInputPixelBufferAdaptor(
             assetWriterInput: input,
             sourcePixelBufferAttributes: [
@@ -207,6 +209,50 @@ struct AVAssetWriterTests {
                 || tags["location"] == writerTestLocation,
             "\(tags)")
         #expect(try ffmpegDecodeErrors(url) == "")
+    }
+
+    struct DisplaySizeCase: CustomTestStringConvertible, Sendable {
+        var movie: MovieCase
+        var naturalSize: CGSize
+        /// What ffprobe reports: the sample and display aspect ratios the track header's size makes of 640x480.
+        var sampleAspectRatio: String
+        var displayAspectRatio: String
+        var testDescription: String { "\(movie.testDescription), shown at \(naturalSize.width)x\(naturalSize.height)" }
+    }
+
+    @Test(
+        "naturalSize is the track header's size, independent of the encoded 640x480",
+        arguments: [
+            DisplaySizeCase(
+                movie: MovieCase(fileType: .mov, fileExtension: "mov", fragmentInterval: CMTime(value: 1, timescale: 1)),
+                naturalSize: CGSize(width: 1280, height: 720), sampleAspectRatio: "4:3", displayAspectRatio: "16:9"),
+            DisplaySizeCase(
+                movie: MovieCase(fileType: .mp4, fileExtension: "mp4", fragmentInterval: .invalid),
+                naturalSize: CGSize(width: 320, height: 480), sampleAspectRatio: "1:2", displayAspectRatio: "2:3"),
+        ])
+    func naturalSize(_ display: DisplaySizeCase) async throws {
+        guard MediaTool.available([.ffprobe, .ffmpeg, .mediainfo], for: "AVAssetWriterTests.naturalSize") else { return }
+        let url = try writerScratchURL("natural-size.\(display.movie.fileExtension)")
+        var recipe = MovieRecipe(fileType: display.movie.fileType)
+        recipe.frames = 10
+        recipe.fragmentInterval = display.movie.fragmentInterval
+        recipe.naturalSize = display.naturalSize
+        try await writeMovie(to: url, recipe)
+
+        let video = try #require(try FFprobeReport(url).stream("video"))
+        #expect(video["width"] as? Int == 640 && video["height"] as? Int == 480, "the encoded size is unchanged")
+        #expect(video["sample_aspect_ratio"] as? String == display.sampleAspectRatio, "\(video)")
+        #expect(video["display_aspect_ratio"] as? String == display.displayAspectRatio, "\(video)")
+        #expect(try ffmpegDecodeErrors(url) == "")
+        // MediaInfo reads the track header on its own: the coded size, and the header's shape as the display ratio.
+        let mediaInfo = try MediaTool.mediainfo.run(["--Inform=Video;%Width%x%Height% %DisplayAspectRatio%", url.path])
+        let fields = mediaInfo.outputText.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(fields.first == "640x480", "mediainfo: \(mediaInfo.outputText)")
+        let ratio = try #require(fields.last.flatMap(Double.init), "mediainfo: \(mediaInfo.outputText)")
+        #expect(abs(ratio - display.naturalSize.width / display.naturalSize.height) < 0.001, "mediainfo: \(ratio)")
+        // Read back through Apple's API, as Apple's reads the track header.
+        let track = try #require(try await AVURLAsset(url: url).loadTracks(withMediaType: .video).first)
+        #expect(try await track.load(.naturalSize) == display.naturalSize)
     }
 
     @Test("60 fps for 1 s (HFR), fed by requestMediaDataWhenReady: a 60 fps track")

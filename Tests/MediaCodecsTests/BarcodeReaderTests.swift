@@ -61,4 +61,36 @@ import Testing
     @Test func textASymbologyCannotCarryIsRefused() {
         #expect(BarcodeWriter.modules("not digits", symbology: .ean13, width: 300, height: 100) == nil)
     }
+
+    // MARK: Passes chosen for video frames
+
+    @Test func passesFollowTheSymbologiesAndTheSize() {
+        #expect(BarcodeReadingEffort.forVideo([.qr, .aztec], width: 1920, height: 1080) == [])
+        #expect(BarcodeReadingEffort.forVideo([.qr, .ean13], width: 1920, height: 1080) == [.rotated])
+        #expect(BarcodeReadingEffort.forVideo([.qr], width: 3840, height: 2160) == [.downscaled])
+        #expect(BarcodeReadingEffort.forVideo([.code128], width: 3840, height: 2160) == [.rotated, .downscaled])
+    }
+
+    /// A barcode standing on its side (bars across the rows) is read only with the rotated pass, which the linear
+    /// symbologies get by default; without it zxing-cpp misses it, so the choice is what reads it.
+    @Test func anUprightBarcodeIsReadThroughTheRotatedPass() throws {
+        let (width, height, border) = (600, 150, 40)
+        let lying = try #require(Self.picture("5901234123457", .ean13, width: width, height: height, border: border))
+        let (columns, rows) = (width + 2 * border, height + 2 * border)
+        // Turned 90°: the picture's rows become columns.
+        var upright = [UInt8](repeating: 0, count: columns * rows)
+        for y in 0..<rows {
+            for x in 0..<columns { upright[x * rows + (rows - 1 - y)] = lying[y * columns + x] }
+        }
+        let reader = BarcodeReader()
+        func read(_ effort: BarcodeReadingEffort?) -> [DecodedBarcode] {
+            upright.withUnsafeBufferPointer { buffer in
+                reader.read(
+                    luma: buffer.baseAddress!, width: rows, height: columns, rowStride: rows, symbologies: [.ean13],
+                    effort: effort)
+            }
+        }
+        #expect(read(nil).first?.text == "5901234123457")
+        #expect(read([]).isEmpty)
+    }
 }

@@ -235,6 +235,8 @@ private func pixelFormatName(_ pixelFormat: OSType) -> String {
             planes = [(w, h, w), (cw, ch, 2 * cw)]
         case kCVPixelFormatType_420YpCbCr8Planar, kCVPixelFormatType_420YpCbCr8PlanarFullRange:
             planes = [(w, h, w), (cw, ch, cw), (cw, ch, cw)]
+        case kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange, kCVPixelFormatType_420YpCbCr10BiPlanarFullRange:
+            planes = [(w, h, 2 * w), (cw, ch, 4 * cw)]
         case kCVPixelFormatType_422YpCbCr8_yuvs, kCVPixelFormatType_422YpCbCr8FullRange, kCVPixelFormatType_422YpCbCr8:
             planes = [(w, h, 4 * cw)]
         case kCVPixelFormatType_24RGB, kCVPixelFormatType_24BGR:
@@ -292,6 +294,107 @@ private func pixelFormatName(_ pixelFormat: OSType) -> String {
             #expect(error?.kind == .formatMismatch)
         }
         _ = try converter.convert(try makeBuffer(nv12, width: 64, height: 48))
+    }
+
+    // MARK: 10-bit ('x420', P010)
+
+    /// 75% bars written as 10-bit BT.709 video-range P010 (what a V4L2 P010 camera delivers) come out of the BGRA
+    /// conversion within ±3 of their colours, and the 8-bit NV12 conversion keeps the top 8 bits of each sample.
+    @Test func p010BarsToBGRAAndNV12() throws {
+        let bars = RGB.colourBars(level: 0.75)
+        let (width, height) = (1280, 720)
+        let source = try makeP010Bars(bars, width: width, height: height)
+        let toBGRA = try PixelBufferConverter(
+            from: Format(of: source), to: Format(pixelFormatType: bgra, width: width, height: height))
+        let rgb = try toBGRA.convert(source)
+        let toNV12 = try PixelBufferConverter(
+            from: Format(of: source), to: Format(pixelFormatType: nv12, width: width, height: height))
+        let eightBit = try toNV12.convert(source)
+        let barWidth = width / bars.count
+        for (index, expected) in bars.enumerated() {
+            let x = index * barWidth + barWidth / 2
+            let (colour, alpha) = bgraPixel(rgb, x: x, y: height / 2)
+            #expect(colour.distance(to: expected) <= 3, "bar \(index): \(colour), expected \(expected)")
+            #expect(alpha == 255)
+            let tenBit = videoRangeBT709TenBit(expected)
+            let (y, cb, cr) = eightBit.withLockedPlanes(.readOnly) { planes in
+                (planes[0].row(height / 2)[x], planes[1].row(height / 4)[x / 2 * 2], planes[1].row(height / 4)[x / 2 * 2 + 1])
+            }
+            // 10-bit to 8-bit is a division by 4, rounded either way.
+            for (eight, ten, name) in [(y, tenBit.y, "Y"), (cb, tenBit.cb, "Cb"), (cr, tenBit.cr, "Cr")] {
+                #expect(abs(Int(eight) * 4 - Int(ten)) <= 4, "bar \(index) \(name): \(eight) from \(ten)")
+            }
+        }
+    }
+
+    /// Black and white written into 'x420' and 'xf20' land on the 10-bit range's ends, in the high bits of each
+    /// little-endian word (64 and 940 video range, 0 and 1023 full, within 3), and read back as black and white.
+    @Test func tenBitRangesAndRoundTrip() throws {
+        for (pixelFormat, black, white) in [
+            (kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange, UInt16(64), UInt16(940)),
+            (kCVPixelFormatType_420YpCbCr10BiPlanarFullRange, UInt16(0), UInt16(1023)),
+        ] {
+            for (colour, expected) in [(RGB(red: 0, green: 0, blue: 0), black), (RGB(red: 255, green: 255, blue: 255), white)] {
+                let source = try makeBGRA(width: 32, height: 16) { _, _ in colour }
+                let tenBit = try PixelBufferConverter(
+                    from: Format(of: source), to: Format(pixelFormatType: pixelFormat, width: 32, height: 16)
+                ).convert(source)
+                let (word, chroma) = tenBit.withLockedPlanes(.readOnly) { planes in
+                    let luma = planes[0].row(8)
+                    let cbcr = planes[1].row(4)
+                    return (UInt16(luma[8]) | UInt16(luma[9]) << 8, UInt16(cbcr[4]) | UInt16(cbcr[5]) << 8)
+                }
+                // libswscale widens 8-bit full range by a shift (255 → 1020): within 3 of the range's end.
+                #expect(abs(Int(word >> 6) - Int(expected)) <= 3, "\(pixelFormatName(pixelFormat)) \(colour): luma \(word >> 6)")
+                #expect(word & 0x3F == 0, "the low 6 bits are zero")
+                #expect(abs(Int(chroma >> 6) - 512) <= 1, "grey has neutral chroma: \(chroma >> 6)")
+                let back = try PixelBufferConverter(
+                    from: Format(of: tenBit), to: Format(pixelFormatType: bgra, width: 32, height: 16)
+                ).convert(tenBit)
+                #expect(bgraPixel(back, x: 5, y: 5).colour.distance(to: colour) <= 1)
+            }
+        }
+    }
+
+    // MARK: Colour attachments
+
+    /// The result carries the source's primaries, transfer function and gamma (libswscale converts neither), and the
+    /// matrix its numbers use; a reused pool buffer loses what the next source does not say.
+    @Test func primariesAndTransferFunctionTravelWithTheFrame() throws {
+        let source = try makeNV12Bars(RGB.colourBars(level: 1), width: 128, height: 64)
+        CVBufferSetAttachment(source, kCVImageBufferColorPrimariesKey, kCVImageBufferColorPrimaries_DCI_P3, .shouldPropagate)
+        CVBufferSetAttachment(source, kCVImageBufferTransferFunctionKey, kCVImageBufferTransferFunction_UseGamma, .shouldPropagate)
+        CVBufferSetAttachment(source, kCVImageBufferGammaLevelKey, 2.6, .shouldPropagate)
+        CVBufferSetAttachment(source, kCVImageBufferYCbCrMatrixKey, kCVImageBufferYCbCrMatrix_ITU_R_709_2, .shouldPropagate)
+        for target in [nv12Full, kCVPixelFormatType_422YpCbCr8_yuvs, bgra] {
+            let converter = try PixelBufferConverter(
+                from: Format(of: source), to: Format(pixelFormatType: target, width: 64, height: 32), matrix: .itu709,
+                bufferLimit: 1)
+            let convertedIdentity: ObjectIdentifier
+            do {
+                let converted = try converter.convert(source)
+                convertedIdentity = ObjectIdentifier(converted)
+                #expect(ColourAttachments(of: converted) == ColourAttachments(
+                    primaries: kCVImageBufferColorPrimaries_DCI_P3, transferFunction: kCVImageBufferTransferFunction_UseGamma,
+                    gammaLevel: 2.6), "\(pixelFormatName(target))")
+                var mode = CVAttachmentMode.shouldNotPropagate
+                _ = CVBufferCopyAttachment(converted, kCVImageBufferColorPrimariesKey, &mode)
+                #expect(mode == .shouldPropagate)
+                if target != bgra {
+                    #expect(YCbCrMatrix(attachedTo: converted) == .itu709)
+                }
+            }
+            // The same pool buffer, for a source that says nothing of its colour: it says nothing either.
+            for key in [kCVImageBufferColorPrimariesKey, kCVImageBufferTransferFunctionKey, kCVImageBufferGammaLevelKey] {
+                CVBufferRemoveAttachment(source, key)
+            }
+            let plain = try converter.convert(source)
+            #expect(ObjectIdentifier(plain) == convertedIdentity)
+            #expect(ColourAttachments(of: plain) == ColourAttachments())
+            CVBufferSetAttachment(source, kCVImageBufferColorPrimariesKey, kCVImageBufferColorPrimaries_DCI_P3, .shouldPropagate)
+            CVBufferSetAttachment(source, kCVImageBufferTransferFunctionKey, kCVImageBufferTransferFunction_UseGamma, .shouldPropagate)
+            CVBufferSetAttachment(source, kCVImageBufferGammaLevelKey, 2.6, .shouldPropagate)
+        }
     }
 
     // MARK: Pool

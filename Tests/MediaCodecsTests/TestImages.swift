@@ -48,6 +48,43 @@ func videoRangeBT709(_ colour: RGB) -> (y: UInt8, cb: UInt8, cr: UInt8) {
     return (byte(16 + 219 * y), byte(128 + 224 * (b - y) / 1.8556), byte(128 + 224 * (r - y) / 1.5748))
 }
 
+/// Video-range BT.709 Y'CbCr of a colour at 10 bits (Y 64–940, CbCr 64–960), rounded.
+func videoRangeBT709TenBit(_ colour: RGB) -> (y: UInt16, cb: UInt16, cr: UInt16) {
+    let r = Double(colour.red) / 255
+    let g = Double(colour.green) / 255
+    let b = Double(colour.blue) / 255
+    let y = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    func word(_ value: Double) -> UInt16 { UInt16(min(max(value.rounded(), 0), 1023)) }
+    return (word(64 + 876 * y), word(512 + 896 * (b - y) / 1.8556), word(512 + 896 * (r - y) / 1.5748))
+}
+
+/// A P010 ('x420') video-range buffer of vertical BT.709 bars: 10-bit samples in the high bits of little-endian
+/// 16-bit words, as V4L2's P010 lays them out.
+func makeP010Bars(_ colours: [RGB], width: Int, height: Int) throws -> CVPixelBuffer {
+    let buffer = try makeBuffer(kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange, width: width, height: height)
+    let barWidth = width / colours.count
+    func put(_ value: UInt16, _ row: UnsafeMutableRawBufferPointer, word index: Int) {
+        let shifted = value << 6
+        row[2 * index] = UInt8(shifted & 0xFF)
+        row[2 * index + 1] = UInt8(shifted >> 8)
+    }
+    buffer.withLockedPlanes { planes in
+        for y in 0..<planes[0].height {
+            let row = planes[0].row(y)
+            for x in 0..<width { put(videoRangeBT709TenBit(colours[min(x / barWidth, colours.count - 1)]).y, row, word: x) }
+        }
+        for y in 0..<planes[1].height {
+            let row = planes[1].row(y)
+            for x in 0..<planes[1].width {
+                let sample = videoRangeBT709TenBit(colours[min(2 * x / barWidth, colours.count - 1)])
+                put(sample.cb, row, word: 2 * x)
+                put(sample.cr, row, word: 2 * x + 1)
+            }
+        }
+    }
+    return buffer
+}
+
 /// A new buffer, or a failed expectation.
 func makeBuffer(_ pixelFormat: OSType, width: Int, height: Int) throws -> CVPixelBuffer {
     var buffer: CVPixelBuffer?

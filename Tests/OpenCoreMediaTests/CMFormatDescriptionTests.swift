@@ -20,6 +20,24 @@ import Testing
         #expect("\(video)".contains("1920x1080"))
     }
 
+    /// A description made for an image buffer carries its colour attachments as extensions, as Apple's
+    /// `CMVideoFormatDescriptionCreateForImageBuffer` does.
+    @Test func anImageBuffersColourBecomesExtensions() throws {
+        var buffer: CVPixelBuffer?
+        CVPixelBufferCreate(nil, 64, 48, kCVPixelFormatType_420YpCbCr8BiPlanarFullRange, nil, &buffer)
+        let image = try #require(buffer)
+        CVBufferSetAttachment(image, kCVImageBufferColorPrimariesKey, kCVImageBufferColorPrimaries_ITU_R_2020, .shouldPropagate)
+        CVBufferSetAttachment(image, kCVImageBufferTransferFunctionKey, kCVImageBufferTransferFunction_ITU_R_2100_HLG, .shouldPropagate)
+        CVBufferSetAttachment(image, kCVImageBufferYCbCrMatrixKey, kCVImageBufferYCbCrMatrix_ITU_R_2020, .shouldPropagate)
+        var description: CMVideoFormatDescription?
+        #expect(CMVideoFormatDescriptionCreateForImageBuffer(allocator: nil, imageBuffer: image, formatDescriptionOut: &description) == noErr)
+        let video = try #require(description)
+        #expect(video.extensions[kCMFormatDescriptionExtension_ColorPrimaries] as? String == kCVImageBufferColorPrimaries_ITU_R_2020)
+        #expect(video.extensions[kCMFormatDescriptionExtension_TransferFunction] as? String == kCVImageBufferTransferFunction_ITU_R_2100_HLG)
+        #expect(video.extensions[kCMFormatDescriptionExtension_YCbCrMatrix] as? String == kCVImageBufferYCbCrMatrix_ITU_R_2020)
+        #expect(video.extensions[kCMFormatDescriptionExtension_GammaLevel] == nil)
+    }
+
     @Test func nonPositiveDimensionsAreAnError() {
         var description: CMVideoFormatDescription?
         let status = CMVideoFormatDescriptionCreate(

@@ -77,6 +77,7 @@ struct ExpectedFormat: Sendable, CustomTestStringConvertible {
         packed(kCVPixelFormatType_OneComponent8, "L008", bytesPerPixel: 1),
         packed(kCVPixelFormatType_TwoComponent8, "2C08", bytesPerPixel: 2),
         biPlanar420TenBit(kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange, "x420"),
+        biPlanar420TenBit(kCVPixelFormatType_420YpCbCr10BiPlanarFullRange, "xf20"),
         packed(kCVPixelFormatType_DepthFloat32, "fdep", bytesPerPixel: 4),
         packed(kCVPixelFormatType_DepthFloat16, "hdep", bytesPerPixel: 2),
         packed(kCVPixelFormatType_DisparityFloat32, "fdis", bytesPerPixel: 4),

@@ -50,6 +50,7 @@ extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_NV12;
 extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_NV21;
 extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_YUV420;
 extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_NV12M;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_P010;
 extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_YUV420M;
 extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_GREY;
 extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_RGB24;

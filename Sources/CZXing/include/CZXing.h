@@ -41,12 +41,22 @@ typedef struct {
     int32_t cornersY[4];
 } CZXing_Symbol;
 
+/// What `CZXing_ReadLuma` tries beyond one pass over the picture at full size (zxing-cpp's `DecodeHints`).
+enum {
+    /// `tryRotate`: linear symbols also across the picture's rows (rotated 90°).
+    CZXing_TryRotate = 1 << 0,
+    /// `tryDownscale`: the picture again at a third of its size (when its smaller side passes 500 pixels).
+    CZXing_TryDownscale = 1 << 1,
+    /// `tryHarder`: more scan lines and finder-pattern candidates.
+    CZXing_TryHarder = 1 << 2,
+};
+
 /// Reads up to `capacity` symbols of the `formats` bits from a `width` x `height` luma plane whose rows are
 /// `rowStride` bytes apart and whose pixels are `pixelStride` bytes apart (1 for a luma plane, 2 for YUYV). Texts go to `textStorage` (`textCapacity` bytes); a symbol whose text does not fit is
-/// left out. Returns how many symbols were written, or -1 when zxing-cpp failed (an exception).
+/// left out. `tries` are the `CZXing_Try…` bits. Returns how many symbols were written, or -1 when zxing-cpp failed (an exception).
 int32_t CZXing_ReadLuma(
     const uint8_t *luma, int32_t width, int32_t height, int32_t rowStride, int32_t pixelStride, int32_t formats,
-    CZXing_Symbol *symbols, int32_t capacity, char *textStorage, int32_t textCapacity);
+    int32_t tries, CZXing_Symbol *symbols, int32_t capacity, char *textStorage, int32_t textCapacity);
 
 /// Renders `text` as a symbol of one `format` at `width` x `height` pixels (the writer scales and centres the
 /// symbol, keeping a quiet zone of `margin` pixels where the symbology allows) into `modules`, one byte per pixel,

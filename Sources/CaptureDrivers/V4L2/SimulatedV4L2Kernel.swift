@@ -496,6 +496,7 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
         case .yuv420m:
             return [(width, width * height), (width / 2, width * height / 4), (width / 2, width * height / 4)]
         case .nv12, .yuv420: return [(width, width * height * 3 / 2)]
+        case .p010: return [(width * 2, width * 2 * height * 3 / 2)]
         case .mjpeg, .jpeg, .h264: return [(0, width * height)]
         case .yuyv, .uyvy: return [(width * 2, width * 2 * height)]
         case .rgb24, .bgr24: return [(width * 3, width * 3 * height)]

@@ -89,13 +89,16 @@ final class V4L2CaptureStream: @unchecked Sendable {
         let buffers = try attempt(.map) { () throws(Errno) in
             try V4L2MappedBuffers(node: node, count: count, type: type, planeCount: planeCount)
         }
-        let subType = pixelFormat.mediaSubType ?? 0
+        // The range the driver reports picks Apple's video- or full-range pixel format ('420v' or '420f', …).
+        let fullRange = chosen.colorimetry.isFullRange
+        let subType = pixelFormat.mediaSubType(fullRange: fullRange) ?? 0
         if pixelFormat.isCompressed {
             pixelBuffers = nil
         } else {
             do {
                 let images = try buffers.wrapPixelBuffers(
-                    pixelFormat: pixelFormat, width: Int(width), height: Int(height), planes: chosen.planes)
+                    pixelFormat: pixelFormat, fullRange: fullRange, width: Int(width), height: Int(height),
+                    planes: chosen.planes)
                 // Set once: the buffers are reused in place and keep their attachments.
                 for image in images { chosen.colorimetry.attach(to: image) }
                 pixelBuffers = CVPixelBufferRecycler(images)
@@ -310,8 +313,8 @@ final class V4L2CaptureStream: @unchecked Sendable {
             let image: CVPixelBuffer
             do {
                 image = try buffers.wrapPixelBuffer(
-                    index, pixelFormat: pixelFormat, width: width, height: height, planes: planeFormats,
-                    dataOffset: buffer.dataOffset(ofPlane:), release: { [buffers] in buffers.markReturned(index) })
+                    index, pixelFormat: pixelFormat, fullRange: colorimetry.isFullRange, width: width, height: height,
+                    planes: planeFormats, dataOffset: buffer.dataOffset(ofPlane:), release: { [buffers] in buffers.markReturned(index) })
             } catch {
                 // The offset leaves no room for the image: the frame is damaged.
                 if (try? requeue(index, &state)) == nil { state.queued[index] = false }

@@ -7,8 +7,8 @@ import OpenCoreVideo
 ///
 /// `…_DEFAULT` fields follow from the colorspace as the kernel's `V4L2_MAP_*_DEFAULT` macros define; a colorspace of
 /// `V4L2_COLORSPACE_DEFAULT` (a driver that says nothing) yields no attachments, so the graph keeps choosing by size.
-/// The range (`quantization`) has no attachment in Apple's API, whose pixel formats carry it (`'420v'` or `'420f'`);
-/// it is kept here for that mapping.
+/// The range (`quantization`) has no attachment in Apple's API, whose pixel formats carry it (`'420v'` or `'420f'`):
+/// ``isFullRange`` chooses the pixel format the frames are delivered in (`V4L2PixelFormat.mediaSubType(fullRange:)`).
 ///
 /// Value type; safe to use from any thread.
 package struct V4L2Colorimetry: Sendable, Hashable {
@@ -86,6 +86,17 @@ package struct V4L2Colorimetry: Sendable, Hashable {
             return kCVImageBufferYCbCrMatrix_ITU_R_2020
         case V4L2_YCBCR_ENC_SMPTE240M.rawValue: return kCVImageBufferYCbCrMatrix_SMPTE_240M_1995
         default: return nil
+        }
+    }
+
+    /// Whether the Y'CbCr samples use the full range (0–255) rather than the video range (16–235/240): the
+    /// `quantization` given, or the colorspace's default (`V4L2_MAP_QUANTIZATION_DEFAULT` for Y'CbCr: full for
+    /// `V4L2_COLORSPACE_JPEG`, limited otherwise, and limited when the driver says nothing).
+    package var isFullRange: Bool {
+        switch quantization {
+        case V4L2_QUANTIZATION_FULL_RANGE.rawValue: true
+        case V4L2_QUANTIZATION_LIM_RANGE.rawValue: false
+        default: colorspace == V4L2_COLORSPACE_JPEG.rawValue
         }
     }
 

@@ -72,14 +72,14 @@ final class V4L2MappedBuffers: @unchecked Sendable {
     /// Pixel buffers wrapping each buffer's mappings in place, for a raw format whose image starts at the start of
     /// each memory plane (see `wrapPixelBuffer`). Each keeps this object alive.
     func wrapPixelBuffers(
-        pixelFormat: V4L2PixelFormat, width: Int, height: Int, planes: [V4L2PlaneFormat]
+        pixelFormat: V4L2PixelFormat, fullRange: Bool = false, width: Int, height: Int, planes: [V4L2PlaneFormat]
     ) throws(CVPixelBufferCreationError) -> [CVPixelBuffer] {
         var buffers: [CVPixelBuffer] = []
         for index in mappings.indices {
             buffers.append(
                 try wrapPixelBuffer(
-                    index, pixelFormat: pixelFormat, width: width, height: height, planes: planes,
-                    dataOffset: { _ in 0 }, release: { [self] in withExtendedLifetime(self) {} }))
+                    index, pixelFormat: pixelFormat, fullRange: fullRange, width: width, height: height,
+                    planes: planes, dataOffset: { _ in 0 }, release: { [self] in withExtendedLifetime(self) {} }))
         }
         return buffers
     }
@@ -89,10 +89,10 @@ final class V4L2MappedBuffers: @unchecked Sendable {
     /// rows `bytesPerLine` apart); the `…M` formats have one memory plane per image plane, each with its own row
     /// length. `release` runs when the pixel buffer goes (it must keep this object alive).
     func wrapPixelBuffer(
-        _ index: Int, pixelFormat: V4L2PixelFormat, width: Int, height: Int, planes formats: [V4L2PlaneFormat],
-        dataOffset: (Int) -> Int, release: @escaping @Sendable () -> Void
+        _ index: Int, pixelFormat: V4L2PixelFormat, fullRange: Bool = false, width: Int, height: Int,
+        planes formats: [V4L2PlaneFormat], dataOffset: (Int) -> Int, release: @escaping @Sendable () -> Void
     ) throws(CVPixelBufferCreationError) -> CVPixelBuffer {
-        guard let subType = pixelFormat.mediaSubType, !pixelFormat.isCompressed else {
+        guard let subType = pixelFormat.mediaSubType(fullRange: fullRange), !pixelFormat.isCompressed else {
             throw CVPixelBufferCreationError(kCVReturnInvalidPixelFormat)
         }
         let memory = mappings[index]
@@ -114,7 +114,7 @@ final class V4L2MappedBuffers: @unchecked Sendable {
         let lumaBytes = bytesPerLine * height
         var wrapped: [WrappedPlane] = []
         switch pixelFormat {
-        case .nv12:
+        case .nv12, .p010:
             wrapped = [
                 try plane(0, at: 0, bytesPerRow: bytesPerLine, rows: height),
                 try plane(0, at: lumaBytes, bytesPerRow: bytesPerLine, rows: chromaHeight),

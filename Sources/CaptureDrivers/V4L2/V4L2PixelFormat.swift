@@ -15,6 +15,10 @@ package struct V4L2PixelFormat: RawRepresentable, Sendable, Hashable, CustomStri
     package static let uyvy = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_UYVY)
     /// The corresponding C constant is `V4L2_PIX_FMT_NV12`.
     package static let nv12 = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_NV12)
+    /// The corresponding C constant is `V4L2_PIX_FMT_P010`: NV12's layout with each sample in the high 10 bits of a
+    /// little-endian 16-bit word (`v4l2-ctl --list-formats` shows 'P010', "10-bit Y/UV 4:2:0"), as HDR-capable
+    /// capture cards and ISPs deliver it. Apple's `'x420'`.
+    package static let p010 = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_P010)
     /// The corresponding C constant is `V4L2_PIX_FMT_YUV420` ('YU12').
     package static let yuv420 = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_YUV420)
     /// The corresponding C constant is `V4L2_PIX_FMT_NV12M`: NV12 with luma and chroma in two buffers, as
@@ -47,6 +51,7 @@ package struct V4L2PixelFormat: RawRepresentable, Sendable, Hashable, CustomStri
         case .yuyv: kCVPixelFormatType_422YpCbCr8_yuvs
         case .uyvy: kCVPixelFormatType_422YpCbCr8
         case .nv12, .nv12m: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+        case .p010: kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange
         case .yuv420, .yuv420m: kCVPixelFormatType_420YpCbCr8Planar
         case .grey: kCVPixelFormatType_OneComponent8
         case .rgb24: kCVPixelFormatType_24RGB
@@ -54,6 +59,20 @@ package struct V4L2PixelFormat: RawRepresentable, Sendable, Hashable, CustomStri
         case .mjpeg, .jpeg: kCMVideoCodecType_JPEG
         case .h264: kCMVideoCodecType_H264
         default: nil
+        }
+    }
+
+    /// The pixel format frames are delivered in when the driver reports the range (see
+    /// `V4L2Colorimetry.isFullRange`): Apple's full-range twin where it has one (`'420f'`, `'f420'`, `'yuvf'`),
+    /// else ``mediaSubType`` (UYVY has no full-range code in Apple's API; grey and RGB are full range already).
+    package func mediaSubType(fullRange: Bool) -> FourCharCode? {
+        guard fullRange else { return mediaSubType }
+        switch self {
+        case .nv12, .nv12m: return kCVPixelFormatType_420YpCbCr8BiPlanarFullRange
+        case .yuv420, .yuv420m: return kCVPixelFormatType_420YpCbCr8PlanarFullRange
+        case .yuyv: return kCVPixelFormatType_422YpCbCr8FullRange
+        case .p010: return kCVPixelFormatType_420YpCbCr10BiPlanarFullRange
+        default: return mediaSubType
         }
     }
 
@@ -71,19 +90,21 @@ package struct V4L2PixelFormat: RawRepresentable, Sendable, Hashable, CustomStri
     package var isCompressed: Bool { self == .mjpeg || self == .jpeg || self == .h264 }
 
     /// The order formats are listed in for one size: the formats a delegate takes without conversion first (NV12,
-    /// then the packed 4:2:2 ones, …), compressed ones last, so presets that take the first match prefer them.
+    /// then the packed 4:2:2 ones, …), compressed ones last, so presets that take the first match prefer them. P010
+    /// comes after the 8-bit Y'CbCr formats: twice the bytes, and every 8-bit output converts it.
     package var listingRank: Int {
         switch self {
         case .nv12, .nv12m: 0
         case .yuyv: 1
         case .uyvy: 2
         case .yuv420, .yuv420m: 3
-        case .bgr24: 4
-        case .rgb24: 5
-        case .grey: 6
-        case .mjpeg, .jpeg: 7
-        case .h264: 8
-        default: 9
+        case .p010: 4
+        case .bgr24: 5
+        case .rgb24: 6
+        case .grey: 7
+        case .mjpeg, .jpeg: 8
+        case .h264: 9
+        default: 10
         }
     }
 }

@@ -86,9 +86,17 @@ open class AVAssetTrack: NSObject, @unchecked Sendable {
             rate = Float(stream.sampleRate * stream.channelCount * Self.pcmBits(stream.codecName))
         }
         let t = stream.transform
+        // Apple's naturalSize is the track header's size (`AVAssetWriterInput.naturalSize`), which may differ from
+        // the coded size FFmpeg reports; the coded size where the file has no header to say (not a movie).
+        var naturalSize = CGSize(width: CGFloat(stream.width), height: CGFloat(stream.height))
+        if mediaType == .video, let sizes = TrackHeaderDisplaySize.sizes(inMovieAt: path), stream.index < sizes.count,
+            sizes[stream.index].width > 0, sizes[stream.index].height > 0
+        {
+            naturalSize = CGSize(width: sizes[stream.index].width, height: sizes[stream.index].height)
+        }
         self.init(
             trackID: CMPersistentTrackID(stream.index + 1), mediaType: mediaType,
-            naturalSize: CGSize(width: CGFloat(stream.width), height: CGFloat(stream.height)),
+            naturalSize: naturalSize,
             nominalFrameRate: stream.mediaType == .video ? Float(stream.frameRate) : 0,
             timeRange: CMTimeRange(start: start, duration: duration),
             formatDescriptions: Self.formatDescription(of: stream).map { [$0] } ?? [], estimatedDataRate: rate,

@@ -24,13 +24,15 @@ open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendabl
     }
 
     /// The ports the connection takes media from.
-    public let inputPorts: [AVCaptureInput.Port]
+    open var inputPorts: [AVCaptureInput.Port] { storedInputPorts }
+    private let storedInputPorts: [AVCaptureInput.Port]
     /// The output the media goes to; nil for a preview connection.
     public private(set) weak var output: AVCaptureOutput?
     /// The preview layer the video goes to; nil for an output connection.
     public private(set) weak var videoPreviewLayer: AVCaptureVideoPreviewLayer?
     /// One channel object per audio channel of the port's format; empty for video.
-    public let audioChannels: [AVCaptureAudioChannel]
+    open var audioChannels: [AVCaptureAudioChannel] { storedAudioChannels }
+    private let storedAudioChannels: [AVCaptureAudioChannel]
     public let keyValueObservers = KeyValueObserverRegistry()
     private let settings: Mutex<Settings>
     /// The ports' inputs, held so `inputPorts[i].input` stays valid as long as the connection exists (a port
@@ -41,20 +43,20 @@ open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendabl
     /// A connection from `ports` to `output`, for `AVCaptureSession.addConnection(_:)` after
     /// `addInputWithNoConnections`/`addOutputWithNoConnections`.
     public init(inputPorts ports: [AVCaptureInput.Port], output: AVCaptureOutput) {
-        self.inputPorts = ports
+        self.storedInputPorts = ports
         self.inputs = ports.map(\.input)
         self.output = output
-        self.audioChannels = Self.makeAudioChannels(for: ports)
+        self.storedAudioChannels = Self.makeAudioChannels(for: ports)
         self.settings = Mutex(Settings())
         super.init()
     }
 
     /// A connection from a video port to a preview layer.
     public init(inputPort port: AVCaptureInput.Port, videoPreviewLayer layer: AVCaptureVideoPreviewLayer) {
-        self.inputPorts = [port]
+        self.storedInputPorts = [port]
         self.inputs = [port.input]
         self.videoPreviewLayer = layer
-        self.audioChannels = []
+        self.storedAudioChannels = []
         var initial = Settings()
         // Apple mirrors a front camera's preview so it reads like a mirror.
         initial.isVideoMirrored = Self.isFrontCamera(port)
@@ -81,13 +83,13 @@ open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendabl
     // MARK: Enabled and active
 
     /// Whether media flows through the connection.
-    public var isEnabled: Bool {
+    open var isEnabled: Bool {
         get { settings.withLock { $0.isEnabled } }
         set { update(\.isEnabled, newValue, keyPath: \AVCaptureConnection.isEnabled) }
     }
 
     /// Whether media can flow now: enabled, every input port enabled, and part of a session. Observable.
-    public var isActive: Bool {
+    open var isActive: Bool {
         let current = currentSettings
         return current.isEnabled && current.isAttached && inputPorts.allSatisfy(\.isEnabled)
     }
@@ -104,11 +106,11 @@ open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendabl
     // MARK: Orientation
 
     /// Whether the connection can rotate video: true for video connections.
-    public var isVideoOrientationSupported: Bool { mediaType == .video }
+    open var isVideoOrientationSupported: Bool { mediaType == .video }
 
     /// The orientation of the video, as Apple's older API: `.landscapeRight` is the sensor's own orientation.
     /// Setting it sets `videoRotationAngle`.
-    public var videoOrientation: AVCaptureVideoOrientation {
+    open var videoOrientation: AVCaptureVideoOrientation {
         get { AVCaptureVideoOrientation(rotationAngle: videoRotationAngle) ?? .landscapeRight }
         set {
             precondition(
@@ -120,12 +122,12 @@ open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendabl
     }
 
     /// Whether the connection can rotate by `videoRotationAngle` degrees: 0, 90, 180 and 270.
-    public func isVideoRotationAngleSupported(_ videoRotationAngle: CGFloat) -> Bool {
+    open func isVideoRotationAngleSupported(_ videoRotationAngle: CGFloat) -> Bool {
         mediaType == .video && [0, 90, 180, 270].contains(videoRotationAngle)
     }
 
     /// The clockwise rotation, in degrees, applied to the video.
-    public var videoRotationAngle: CGFloat {
+    open var videoRotationAngle: CGFloat {
         get { settings.withLock { $0.rotationAngle } }
         set {
             precondition(
@@ -144,11 +146,11 @@ open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendabl
     // MARK: Mirroring
 
     /// Whether the connection can mirror video: true for video connections.
-    public var isVideoMirroringSupported: Bool { mediaType == .video }
+    open var isVideoMirroringSupported: Bool { mediaType == .video }
 
     /// Whether video is mirrored left to right (after rotation, in the picture as delivered). Setting it needs
     /// `automaticallyAdjustsVideoMirroring` false, as Apple's.
-    public var isVideoMirrored: Bool {
+    open var isVideoMirrored: Bool {
         get { settings.withLock { $0.isVideoMirrored } }
         set {
             precondition(
@@ -165,7 +167,7 @@ open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendabl
 
     /// Whether the connection mirrors a front camera's preview by itself. Data output connections are never
     /// mirrored automatically (their pixels are what the sensor saw).
-    public var automaticallyAdjustsVideoMirroring: Bool {
+    open var automaticallyAdjustsVideoMirroring: Bool {
         get { settings.withLock { $0.automaticallyAdjustsVideoMirroring } }
         set {
             update(
@@ -180,35 +182,35 @@ open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendabl
     // MARK: Stabilization (not supported: honestly false)
 
     /// Whether stabilization is possible: no, we do not stabilize.
-    public var isVideoStabilizationSupported: Bool { false }
+    open var isVideoStabilizationSupported: Bool { false }
     /// The mode asked for; kept, but `activeVideoStabilizationMode` stays `.off`.
-    public var preferredVideoStabilizationMode: AVCaptureVideoStabilizationMode {
+    open var preferredVideoStabilizationMode: AVCaptureVideoStabilizationMode {
         get { settings.withLock { $0.preferredVideoStabilizationMode } }
         set { settings.withLock { $0.preferredVideoStabilizationMode = newValue } }
     }
     /// The stabilization in effect: always `.off`.
-    public var activeVideoStabilizationMode: AVCaptureVideoStabilizationMode { .off }
+    open var activeVideoStabilizationMode: AVCaptureVideoStabilizationMode { .off }
     /// Apple's older switch; ignored because stabilization is not supported.
-    public var enablesVideoStabilizationWhenAvailable: Bool = false
+    open var enablesVideoStabilizationWhenAvailable: Bool = false
     /// Whether video is being stabilized: never.
-    public var isVideoStabilizationEnabled: Bool { false }
+    open var isVideoStabilizationEnabled: Bool { false }
 
     // MARK: Frame rate limits
 
     /// Whether the connection can cap the frame rate: true for video connections.
-    public var isVideoMinFrameDurationSupported: Bool { mediaType == .video }
+    open var isVideoMinFrameDurationSupported: Bool { mediaType == .video }
     /// Whether the connection can set a lowest frame rate: true for video connections.
-    public var isVideoMaxFrameDurationSupported: Bool { mediaType == .video }
+    open var isVideoMaxFrameDurationSupported: Bool { mediaType == .video }
 
     /// The shortest time between frames delivered through this connection: frames closer than that to the last
     /// delivered one are skipped. `.invalid` (the default) delivers every frame.
-    public var videoMinFrameDuration: CMTime {
+    open var videoMinFrameDuration: CMTime {
         get { settings.withLock { $0.videoMinFrameDuration } }
         set { settings.withLock { $0.videoMinFrameDuration = newValue } }
     }
 
     /// The longest time between frames; kept for compatibility (a device never waits longer than its format).
-    public var videoMaxFrameDuration: CMTime {
+    open var videoMaxFrameDuration: CMTime {
         get { settings.withLock { $0.videoMaxFrameDuration } }
         set { settings.withLock { $0.videoMaxFrameDuration = newValue } }
     }

@@ -6,7 +6,8 @@ import Foundation
 /// Threading: thread safe.
 open class AVCaptureDeviceInput: AVCaptureInput, @unchecked Sendable {
     /// The device the input captures from.
-    public let device: AVCaptureDevice
+    open var device: AVCaptureDevice { storedDevice }
+    private let storedDevice: AVCaptureDevice
 
     package override var streamedDevice: AVCaptureDevice? { device }
 
@@ -35,7 +36,7 @@ open class AVCaptureDeviceInput: AVCaptureInput, @unchecked Sendable {
                 suggestion: "Close the other program (`fuser -v` on the device node names it) and try again.",
                 extra: [AVErrorDeviceKey: device])
         }
-        self.device = device
+        self.storedDevice = device
         super.init()
         let mediaType: AVMediaType = device.hasMediaType(.video) ? .video : .audio
         setPorts([
@@ -46,12 +47,12 @@ open class AVCaptureDeviceInput: AVCaptureInput, @unchecked Sendable {
     }
 
     /// An input for `device`, or nil with the error in `outError` (the Objective-C era factory).
-    public class func deviceInput(with device: AVCaptureDevice) throws -> AVCaptureDeviceInput {
+    open class func deviceInput(with device: AVCaptureDevice) throws -> AVCaptureDeviceInput {
         try AVCaptureDeviceInput(device: device)
     }
 
     /// Whether unified auto video stabilization is enabled: we do not stabilize, so always false.
-    public var isUnifiedAutoVideoStabilizationEnabled: Bool { false }
+    open var isUnifiedAutoVideoStabilizationEnabled: Bool { false }
 
     public override var description: String { "<AVCaptureDeviceInput: \(device.localizedName)>" }
 }

@@ -7,7 +7,7 @@ import Synchronization
 /// Threading: thread safe; `ports` is fixed at creation.
 open class AVCaptureInput: NSObject, @unchecked Sendable {
     /// The streams this input provides.
-    public var ports: [Port] { portList }
+    open var ports: [Port] { portList }
     private var portList: [Port] = []
     /// The session the input belongs to, if any.
     package let sessionReference = Mutex<WeakSession>(WeakSession())

@@ -52,7 +52,8 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     }
 
     /// The display the input captures.
-    public let displayID: CGDirectDisplayID
+    open var displayID: CGDirectDisplayID { storedDisplayID }
+    private let storedDisplayID: CGDirectDisplayID
     private let screen: X11Screen
     private let device: AVCaptureDevice
     private let properties = Mutex(Properties())
@@ -66,7 +67,7 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
         guard let screen = try? X11ScreenDriver.screens().first(where: { $0.monitor.identifier == displayID }) else {
             return nil
         }
-        self.displayID = displayID
+        self.storedDisplayID = displayID
         self.screen = screen
         device = Self.devices.withLock { devices in
             if let existing = devices[ObjectIdentifier(screen)] { return existing }
@@ -83,13 +84,13 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
 
     /// The area captured, in the display's pixels from its top-left corner; `.zero` captures the whole display. The
     /// area is made whole pixels and kept inside the display.
-    public var cropRect: CGRect {
+    open var cropRect: CGRect {
         get { properties.withLock { $0.cropRect } }
         set { change { $0.cropRect = newValue } }
     }
 
     /// The factor the captured area is scaled by, in (0, 1]. Traps outside that range (a size no frame can have).
-    public var scaleFactor: CGFloat {
+    open var scaleFactor: CGFloat {
         get { properties.withLock { $0.scaleFactor } }
         set {
             precondition(
@@ -101,7 +102,7 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
 
     /// The shortest time between frames: 1 / the highest frame rate. Clamped to 1/120 s ... 1 s; `.invalid` restores
     /// the default, 1/30 s.
-    public var minFrameDuration: CMTime {
+    open var minFrameDuration: CMTime {
         get { properties.withLock { $0.minFrameDuration } }
         set {
             let range = FrameDurationRange(minFrameRate: 1, maxFrameRate: X11Screen.maximumFrameRate)
@@ -113,19 +114,19 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     }
 
     /// Whether the cursor appears in the frames (default true).
-    public var capturesCursor: Bool {
+    open var capturesCursor: Bool {
         get { properties.withLock { $0.capturesCursor } }
         set { change { $0.capturesCursor = newValue } }
     }
 
     /// Whether mouse clicks are highlighted: a ring around the pointer while a button is down (default false).
-    public var capturesMouseClicks: Bool {
+    open var capturesMouseClicks: Bool {
         get { properties.withLock { $0.capturesMouseClicks } }
         set { change { $0.capturesMouseClicks = newValue } }
     }
 
     /// Whether frames in which nothing changed are left out (default false).
-    public var removesDuplicateFrames: Bool {
+    open var removesDuplicateFrames: Bool {
         get { properties.withLock { $0.removesDuplicateFrames } }
         set { change { $0.removesDuplicateFrames = newValue } }
     }

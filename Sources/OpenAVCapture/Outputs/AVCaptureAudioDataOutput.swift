@@ -50,7 +50,7 @@ open class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
     public override init() { super.init() }
 
     /// Sets the delegate (held weakly) and the serial queue its method runs on.
-    public func setSampleBufferDelegate(
+    open func setSampleBufferDelegate(
         _ sampleBufferDelegate: (any AVCaptureAudioDataOutputSampleBufferDelegate)?, queue sampleBufferCallbackQueue: DispatchQueue?
     ) {
         precondition(
@@ -69,18 +69,18 @@ open class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
     }
 
     /// The delegate, if it is still alive.
-    public var sampleBufferDelegate: (any AVCaptureAudioDataOutputSampleBufferDelegate)? {
+    open var sampleBufferDelegate: (any AVCaptureAudioDataOutputSampleBufferDelegate)? {
         settings.withLock { $0 }.delegate
     }
 
     /// The queue the delegate's method runs on.
-    public var sampleBufferCallbackQueue: DispatchQueue? { settings.withLock { $0.queue } }
+    open var sampleBufferCallbackQueue: DispatchQueue? { settings.withLock { $0.queue } }
 
     /// The format buffers are delivered in (linear PCM only): `AVFormatIDKey` (`kAudioFormatLinearPCM`),
     /// `AVSampleRateKey`, `AVNumberOfChannelsKey` (1 or 2), `AVLinearPCMBitDepthKey` (16 or 32),
     /// `AVLinearPCMIsFloatKey`, `AVLinearPCMIsNonInterleaved` (false only), `AVLinearPCMIsBigEndianKey` (false
     /// only). Empty (or nil) delivers the device's format. Unsupported keys or values trap, as Apple's raises.
-    public var audioSettings: [String: Any]! {
+    open var audioSettings: [String: Any]! {
         get { settings.withLock { $0 }.audioSettings }
         set {
             let requested = newValue ?? [:]
@@ -92,7 +92,7 @@ open class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
     /// Settings for an `AVAssetWriterInput` recording this audio as AAC in `outputFileType` (Apple's defaults:
     /// the device's rate and channels, 64 kb/s per channel). `[AnyHashable: Any]`, as Apple's Swift signature has it
     /// (its keys are the `AV…Key` strings); cast with `as? [String: Any]` for `AVAssetWriterInput`.
-    public func recommendedAudioSettingsForAssetWriter(writingTo outputFileType: AVFileType) -> [AnyHashable: Any]? {
+    open func recommendedAudioSettingsForAssetWriter(writingTo outputFileType: AVFileType) -> [AnyHashable: Any]? {
         guard let layout = connection(with: .audio)?.inputPorts.first?.formatDescription?.audioStreamBasicDescription
         else { return nil }
         let channels = Int(layout.mChannelsPerFrame)
@@ -112,10 +112,10 @@ open class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
     /// The output's buffers as an asynchronous sequence (ours): `for await buffer in output.sampleBuffers { … }`,
     /// in the `audioSettings` format, with or without a delegate. A second of audio may wait; beyond that newer
     /// buffers are dropped and counted in `droppedBufferCount`.
-    public var sampleBuffers: AsyncStream<CMSampleBuffer> { streams.makeStream() }
+    open var sampleBuffers: AsyncStream<CMSampleBuffer> { streams.makeStream() }
 
     /// Buffers dropped because the delegate fell a second behind (ours).
-    public var droppedBufferCount: Int { dropped.load(ordering: .relaxed) }
+    open var droppedBufferCount: Int { dropped.load(ordering: .relaxed) }
 
     // MARK: Graph hooks
 

@@ -25,18 +25,18 @@ open class AVCaptureAudioFileOutput: AVCaptureFileOutput, @unchecked Sendable {
     public override init() { super.init() }
 
     /// The file types this output writes.
-    public class func availableOutputFileTypes() -> [AVFileType] { [.m4a, .wav, .aiff, .aifc, .caf] }
+    open class func availableOutputFileTypes() -> [AVFileType] { [.m4a, .wav, .aiff, .aifc, .caf] }
 
     /// The audio settings files are written with (`AVFormatIDKey`, `AVSampleRateKey`, `AVNumberOfChannelsKey`,
     /// `AVEncoderBitRateKey`, the `AVLinearPCM…` keys), or nil for the per-type defaults above. Checked when a
     /// recording starts: settings the file type cannot hold end that recording with an error naming the key.
-    public var audioSettings: [String: Any]? {
+    open var audioSettings: [String: Any]? {
         get { settings.withLock { $0.audioSettings } }
         set { settings.withLock { $0.audioSettings = newValue } }
     }
 
     /// Metadata (title, creation date, …) written into the files. Read when a recording starts.
-    public var metadata: [AVMetadataItem] {
+    open var metadata: [AVMetadataItem] {
         get { settings.withLock { $0.metadata } }
         set {
             settings.withLock { $0.metadata = newValue }
@@ -46,7 +46,7 @@ open class AVCaptureAudioFileOutput: AVCaptureFileOutput, @unchecked Sendable {
 
     /// Starts recording to `outputFileURL` as `fileType`, one of ``availableOutputFileTypes()`` (anything else
     /// traps, as Apple raises).
-    public func startRecording(
+    open func startRecording(
         to outputFileURL: URL, outputFileType fileType: AVFileType,
         recordingDelegate delegate: any AVCaptureFileOutputRecordingDelegate
     ) {

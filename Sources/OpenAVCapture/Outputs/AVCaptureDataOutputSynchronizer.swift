@@ -17,7 +17,8 @@ import Synchronization
 /// Threading: thread safe. Matching runs on the synchronizer's own serial queue; the delegate runs on its queue.
 open class AVCaptureDataOutputSynchronizer: NSObject, @unchecked Sendable {
     /// The outputs, master first as given.
-    public let dataOutputs: [AVCaptureOutput]
+    open var dataOutputs: [AVCaptureOutput] { storedDataOutputs }
+    private let storedDataOutputs: [AVCaptureOutput]
     private let matchingQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureDataOutputSynchronizer")
     private let target = Mutex<(delegate: WeakSynchronizerDelegate, queue: DispatchQueue?)>((WeakSynchronizerDelegate(), nil))
     /// Used only on `matchingQueue`.
@@ -35,7 +36,7 @@ open class AVCaptureDataOutputSynchronizer: NSObject, @unchecked Sendable {
                 "AVCaptureDataOutputSynchronizer takes video data, audio data, metadata and depth data outputs, not"
                     + " \(type(of: output)) (Apple raises NSInvalidArgumentException)")
         }
-        self.dataOutputs = dataOutputs
+        self.storedDataOutputs = dataOutputs
         super.init()
         let master = dataOutputs.first { $0 is AVCaptureVideoDataOutput } ?? dataOutputs[0]
         pending.master = ObjectIdentifier(master)
@@ -53,7 +54,7 @@ open class AVCaptureDataOutputSynchronizer: NSObject, @unchecked Sendable {
     }
 
     /// Sets the delegate (held weakly, as Apple's) and the serial queue it is called on.
-    public func setDelegate(_ delegate: (any AVCaptureDataOutputSynchronizerDelegate)?, queue delegateCallbackQueue: DispatchQueue?) {
+    open func setDelegate(_ delegate: (any AVCaptureDataOutputSynchronizerDelegate)?, queue delegateCallbackQueue: DispatchQueue?) {
         precondition(
             delegate == nil || delegateCallbackQueue != nil,
             "AVCaptureDataOutputSynchronizer: a delegate needs a queue (Apple raises NSInvalidArgumentException)")
@@ -61,9 +62,9 @@ open class AVCaptureDataOutputSynchronizer: NSObject, @unchecked Sendable {
     }
 
     /// The delegate, if it is still alive.
-    public var delegate: (any AVCaptureDataOutputSynchronizerDelegate)? { target.withLock { $0.delegate.object } }
+    open var delegate: (any AVCaptureDataOutputSynchronizerDelegate)? { target.withLock { $0.delegate.object } }
     /// The queue the delegate is called on.
-    public var delegateCallbackQueue: DispatchQueue? { target.withLock { $0.queue } }
+    open var delegateCallbackQueue: DispatchQueue? { target.withLock { $0.queue } }
 
     // MARK: Matching, on the matching queue
 

@@ -15,19 +15,19 @@ open class AVCaptureDepthDataOutput: AVCaptureOutput, @unchecked Sendable {
     public override init() { super.init() }
 
     /// Whether holes in the depth map are filled; true by default, as Apple's.
-    public var isFilteringEnabled: Bool {
+    open var isFilteringEnabled: Bool {
         get { settings.withLock { filtering } }
         set { settings.withLock { filtering = newValue } }
     }
 
     /// Whether late depth data is dropped rather than queued; true by default, as Apple's.
-    public var alwaysDiscardsLateDepthData: Bool {
+    open var alwaysDiscardsLateDepthData: Bool {
         get { settings.withLock { dropsLateData } }
         set { settings.withLock { dropsLateData = newValue } }
     }
 
     /// The delegate and the queue it is called on. Both nil, or both set, as Apple requires.
-    public func setDelegate(_ delegate: (any AVCaptureDepthDataOutputDelegate)?, callbackQueue: DispatchQueue?) {
+    open func setDelegate(_ delegate: (any AVCaptureDepthDataOutputDelegate)?, callbackQueue: DispatchQueue?) {
         precondition(
             (delegate == nil) == (callbackQueue == nil),
             "AVCaptureDepthDataOutput.setDelegate: pass a callbackQueue with a delegate, and none without (Apple"
@@ -36,9 +36,9 @@ open class AVCaptureDepthDataOutput: AVCaptureOutput, @unchecked Sendable {
     }
 
     /// The delegate, or nil.
-    public var delegate: (any AVCaptureDepthDataOutputDelegate)? { settings.withLock { delegateTarget.delegate } }
+    open var delegate: (any AVCaptureDepthDataOutputDelegate)? { settings.withLock { delegateTarget.delegate } }
     /// The queue the delegate is called on, or nil.
-    public var delegateCallbackQueue: DispatchQueue? { settings.withLock { delegateTarget.queue } }
+    open var delegateCallbackQueue: DispatchQueue? { settings.withLock { delegateTarget.queue } }
 
     package override func accepts(_ mediaType: AVMediaType) -> Bool { mediaType == .depthData }
 

@@ -105,7 +105,7 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     /// ``startRecording(to:recordingDelegate:)`` or ``stopRecording()`` called from
     /// `fileOutput(_:didOutputSampleBuffer:from:)` takes effect at that buffer: a started recording includes it (a
     /// movie still begins at a video frame), a stopped one ends before it. Otherwise requests take effect after it.
-    public var delegate: (any AVCaptureFileOutputDelegate)? {
+    open var delegate: (any AVCaptureFileOutputDelegate)? {
         get { fileState.withLock { $0.delegate } }
         set {
             let sampleAccurate = newValue?.fileOutputShouldProvideSampleAccurateRecordingStart(self) ?? false
@@ -119,7 +119,7 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
 
     /// The longest a recording may last, or `.invalid` (the default) for no limit. A recording that reaches it
     /// ends with `AVError.maximumDurationReached` at the last whole frame that fits.
-    public var maxRecordedDuration: CMTime {
+    open var maxRecordedDuration: CMTime {
         get { fileState.withLock { $0.maxRecordedDuration } }
         set { fileState.withLock { $0.maxRecordedDuration = newValue } }
     }
@@ -127,7 +127,7 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     /// The largest a recorded file may grow, in bytes, or 0 (the default) for no limit. A recording that would
     /// pass it ends with `AVError.maximumFileSizeReached` at the last whole frame that fits: the finished file is
     /// never larger (see ``AVCaptureMovieFileOutput``).
-    public var maxRecordedFileSize: Int64 {
+    open var maxRecordedFileSize: Int64 {
         get { fileState.withLock { $0.maxRecordedFileSize } }
         set { fileState.withLock { $0.maxRecordedFileSize = max(0, newValue) } }
     }
@@ -135,40 +135,40 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     /// Free space, in bytes, the volume must keep; 0 (the default) for 1 MiB. Checked before a recording starts
     /// (it then ends at once with `AVError.diskFull`) and at every sample while it runs: the recording ends with
     /// `AVError.diskFull` at the last whole frame that keeps it free, the file finished.
-    public var minFreeDiskSpaceLimit: Int64 {
+    open var minFreeDiskSpaceLimit: Int64 {
         get { fileState.withLock { $0.minFreeDiskSpaceLimit } }
         set { fileState.withLock { $0.minFreeDiskSpaceLimit = max(0, newValue) } }
     }
 
     /// The file of the recording under way, or `nil` when not recording.
-    public var outputFileURL: URL? { fileState.withLock { $0.outputFileURL } }
+    open var outputFileURL: URL? { fileState.withLock { $0.outputFileURL } }
 
     /// How long the recording under way lasts so far (paused time left out); the last recording's length
     /// once it has ended.
-    public var recordedDuration: CMTime { fileState.withLock { $0.recordedDuration } }
+    open var recordedDuration: CMTime { fileState.withLock { $0.recordedDuration } }
 
     /// The size of the file being recorded so far, in bytes: the larger of what is on disk and the encoded media
     /// written (the muxer holds a fragment's media in memory until it writes the fragment).
-    public var recordedFileSize: Int64 { fileState.withLock { $0.recordedFileSize } }
+    open var recordedFileSize: Int64 { fileState.withLock { $0.recordedFileSize } }
 
     /// Whether a recording was requested and has not ended (stopped, or ended by a limit or a fault).
-    public var isRecording: Bool { fileState.withLock { $0.isRecording } }
+    open var isRecording: Bool { fileState.withLock { $0.isRecording } }
 
     /// Whether the recording under way is paused.
-    public var isRecordingPaused: Bool { fileState.withLock { $0.isRecordingPaused } }
+    open var isRecordingPaused: Bool { fileState.withLock { $0.isRecordingPaused } }
 
     /// Starts recording to `outputFileURL`; `delegate` (held strongly until its
     /// `fileOutput(_:didFinishRecordingTo:from:error:)`) is told how it goes. Returns at once; the recording
     /// begins with the next suitable sample (see each file output). Starting while a recording is under way
     /// switches files without losing or repeating a sample.
-    public func startRecording(
+    open func startRecording(
         to outputFileURL: URL, recordingDelegate delegate: any AVCaptureFileOutputRecordingDelegate
     ) {
         startRecording(to: outputFileURL, fileType: recordingFileType(for: outputFileURL), delegate: delegate)
     }
 
     /// Stops the recording under way; the delegate's `didFinishRecordingTo` follows once the file is finalized.
-    public func stopRecording() {
+    open func stopRecording() {
         fileState.withLock { state in
             state.isRecording = false
             state.isRecordingPaused = false
@@ -178,13 +178,13 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
 
     /// Pauses the recording under way: nothing is written until ``resumeRecording()``, and the paused time is
     /// left out of the file.
-    public func pauseRecording() {
+    open func pauseRecording() {
         fileState.withLock { if $0.isRecording { $0.isRecordingPaused = true } }
         submit(.pause)
     }
 
     /// Resumes a paused recording; the file's timeline goes on where it paused.
-    public func resumeRecording() {
+    open func resumeRecording() {
         fileState.withLock { $0.isRecordingPaused = false }
         submit(.resume)
     }
@@ -193,7 +193,7 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
 
     /// What the recording under way (or the last one) has taken in and lost so far. Not in Apple's API: ours, so a
     /// recorder can say why frames are missing.
-    public var recordingStatistics: AVCaptureRecordingStatistics { statistics.withLock { $0 } }
+    open var recordingStatistics: AVCaptureRecordingStatistics { statistics.withLock { $0 } }
 
     private let statistics = Mutex(AVCaptureRecordingStatistics())
 

@@ -53,7 +53,7 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
     // MARK: Apple's API
 
     /// Sets the delegate and the queue it is called on; both nil, or both set, as Apple requires.
-    public func setMetadataObjectsDelegate(
+    open func setMetadataObjectsDelegate(
         _ objectsDelegate: (any AVCaptureMetadataOutputObjectsDelegate)?, queue objectsCallbackQueue: DispatchQueue?
     ) {
         precondition(
@@ -67,23 +67,23 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
     }
 
     /// The delegate, or nil.
-    public var metadataObjectsDelegate: (any AVCaptureMetadataOutputObjectsDelegate)? {
+    open var metadataObjectsDelegate: (any AVCaptureMetadataOutputObjectsDelegate)? {
         settings.withLock { $0.delegate }
     }
 
     /// The queue the delegate is called on, or nil.
-    public var metadataObjectsCallbackQueue: DispatchQueue? { settings.withLock { $0.queue } }
+    open var metadataObjectsCallbackQueue: DispatchQueue? { settings.withLock { $0.queue } }
 
     /// The types this output can report now: the machine-readable codes zxing-cpp reads (QR, Aztec, DataMatrix,
     /// PDF417, EAN-8, EAN-13 (and UPC-A as EAN-13), UPC-E, Code 39, Code 93, Code 128, ITF and ITF-14) once the output
     /// is connected to a video input; empty before. No `.face`: there is no face detector here.
-    public var availableMetadataObjectTypes: [AVMetadataObject.ObjectType] {
+    open var availableMetadataObjectTypes: [AVMetadataObject.ObjectType] {
         connection(with: .video) == nil ? [] : AVMetadataObject.ObjectType.readable
     }
 
     /// The types to report; empty (the default) reports nothing. Every type must be in
     /// `availableMetadataObjectTypes`, or setting traps, as Apple raises.
-    public var metadataObjectTypes: [AVMetadataObject.ObjectType]! {
+    open var metadataObjectTypes: [AVMetadataObject.ObjectType]! {
         get { settings.withLock { $0.types } }
         set {
             let types = newValue ?? []
@@ -105,7 +105,7 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
     /// Where to look, in the output's coordinates (0 to 1, origin top left); the whole frame by default. Must lie
     /// within `(0, 0, 1, 1)`, or setting traps, as Apple raises. Objects outside are not reported; a smaller
     /// rectangle is also faster to read.
-    public var rectOfInterest: CGRect {
+    open var rectOfInterest: CGRect {
         get { settings.withLock { $0.rectOfInterest } }
         set {
             let unit = CGRect(x: 0, y: 0, width: 1, height: 1)
@@ -182,7 +182,7 @@ extension BarcodeReader {
     /// normalized coordinates; empty for an image whose luma cannot be read in place.
     package func objects(
         in image: CVPixelBuffer, types: [AVMetadataObject.ObjectType], symbologies: Set<BarcodeSymbology>,
-        rectOfInterest region: CGRect, time: CMTime, duration: CMTime
+        rectOfInterest region: CGRect, time: CMTime, duration: CMTime, effort: BarcodeReadingEffort? = nil
     ) -> [AVMetadataMachineReadableCodeObject] {
         let format = CVPixelBufferGetPixelFormatType(image)
         guard Self.lumaFormats.contains(format) else { return [] }
@@ -204,7 +204,7 @@ extension BarcodeReader {
         let start = base.assumingMemoryBound(to: UInt8.self) + y0 * rowBytes + x0 * pixelStride
         let symbols = read(
             luma: start, width: x1 - x0, height: y1 - y0, rowStride: rowBytes, pixelStride: pixelStride,
-            symbologies: symbologies)
+            symbologies: symbologies, effort: effort)
         return symbols.compactMap { symbol in
             let (type, text) = AVMetadataObject.ObjectType.reported(symbol)
             guard types.contains(type) else { return nil }

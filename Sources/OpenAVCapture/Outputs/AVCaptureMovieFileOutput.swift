@@ -84,14 +84,14 @@ open class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
     /// or earlier, at the first key frame once the fragment holds 4 MiB of media. The recording keeps a fragment in
     /// memory until it ends, so the cap bounds that memory at any bit rate (about 5 MB at 1080p30's 10 Mb/s, instead
     /// of 12.5 MB for 10 s); at 640x480's 1.5 Mb/s the 10 s interval alone decides.
-    public var movieFragmentInterval: CMTime {
+    open var movieFragmentInterval: CMTime {
         get { settings.withLock { $0.movieFragmentInterval } }
         set { settings.withLock { $0.movieFragmentInterval = newValue } }
     }
 
     /// Movie metadata (location, title, …) written into the files. Settable while recording: the file being recorded
     /// gets the new items when it is finished (its creation date stays the moment it started).
-    public var metadata: [AVMetadataItem]? {
+    open var metadata: [AVMetadataItem]? {
         get { settings.withLock { $0.metadata } }
         set {
             settings.withLock { $0.metadata = newValue ?? [] }
@@ -100,12 +100,12 @@ open class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
     }
 
     /// The codecs video can be recorded with; the first is the default.
-    public var availableVideoCodecTypes: [AVVideoCodecType] { [.h264, .hevc, .jpeg, .proRes422] }
+    open var availableVideoCodecTypes: [AVVideoCodecType] { [.h264, .hevc, .jpeg, .proRes422] }
 
     /// The keys ``setOutputSettings(_:for:)`` takes for `connection`'s media. Sound: AAC (the default), Apple
     /// Lossless or linear PCM (`kAudioFormatLinearPCM`, 16-bit integers unless `AVLinearPCMBitDepthKey` and
     /// `AVLinearPCMIsFloatKey` say otherwise), which records the source's samples bit for bit.
-    public func supportedOutputSettingsKeys(for connection: AVCaptureConnection) -> [String] {
+    open func supportedOutputSettingsKeys(for connection: AVCaptureConnection) -> [String] {
         if Self.isVideo(connection) {
             return [AVVideoCodecKey, AVVideoCompressionPropertiesKey]
         }
@@ -121,7 +121,7 @@ open class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
     /// The settings `connection`'s media is recorded with: what was set, completed with the defaults (H.264 at the
     /// device's size, about 0.1 bit per pixel per frame at 30 fps, a key frame a second; AAC at 64 kbit/s per
     /// channel at the device's rate).
-    public func outputSettings(for connection: AVCaptureConnection) -> [String: Any] {
+    open func outputSettings(for connection: AVCaptureConnection) -> [String: Any] {
         let stored = settings.withLock { $0.outputSettings[ObjectIdentifier(connection)] } ?? [:]
         let format = connection.inputPorts.first?.formatDescription
         if Self.isVideo(connection) {
@@ -162,7 +162,7 @@ open class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
     /// Sets the settings of `connection`'s media; nil restores the defaults. Keys must be among
     /// ``supportedOutputSettingsKeys(for:)`` and a video codec among ``availableVideoCodecTypes``; otherwise it
     /// traps, as Apple raises. Read when a recording starts.
-    public func setOutputSettings(_ outputSettings: [String: Any]?, for connection: AVCaptureConnection) {
+    open func setOutputSettings(_ outputSettings: [String: Any]?, for connection: AVCaptureConnection) {
         if let outputSettings {
             let supported = Set(supportedOutputSettingsKeys(for: connection))
             for key in outputSettings.keys {

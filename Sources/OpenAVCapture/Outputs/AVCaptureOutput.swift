@@ -16,10 +16,10 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
     override package init() { super.init() }
 
     /// The connections feeding this output.
-    public var connections: [AVCaptureConnection] { attachedConnections.withLock { $0 } }
+    open var connections: [AVCaptureConnection] { attachedConnections.withLock { $0 } }
 
     /// The first connection whose input ports carry `mediaType`.
-    public func connection(with mediaType: AVMediaType) -> AVCaptureConnection? {
+    open func connection(with mediaType: AVMediaType) -> AVCaptureConnection? {
         connections.first { $0.inputPorts.contains { $0.mediaType == mediaType } }
     }
 
@@ -27,7 +27,7 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
     /// frame as the device delivers it) turned by the connection's `videoRotationAngle` (clockwise, in quarter turns)
     /// and mirrored if `isVideoMirrored`, as a data output on that connection delivers its frames. Nil when the
     /// connection is not one of this output's.
-    public func transformedMetadataObject(for metadataObject: AVMetadataObject, connection: AVCaptureConnection)
+    open func transformedMetadataObject(for metadataObject: AVMetadataObject, connection: AVCaptureConnection)
         -> AVMetadataObject?
     {
         guard connections.contains(where: { $0 === connection }) else { return nil }

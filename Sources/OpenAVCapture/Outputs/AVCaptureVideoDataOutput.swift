@@ -79,7 +79,7 @@ open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
     // MARK: Delegate
 
     /// Sets the delegate (held weakly) and the serial queue its methods run on. A nil delegate stops delivery.
-    public func setSampleBufferDelegate(
+    open func setSampleBufferDelegate(
         _ sampleBufferDelegate: (any AVCaptureVideoDataOutputSampleBufferDelegate)?, queue sampleBufferCallbackQueue: DispatchQueue?
     ) {
         precondition(
@@ -101,17 +101,17 @@ open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
     }
 
     /// The delegate, if it is still alive.
-    public var sampleBufferDelegate: (any AVCaptureVideoDataOutputSampleBufferDelegate)? {
+    open var sampleBufferDelegate: (any AVCaptureVideoDataOutputSampleBufferDelegate)? {
         settings.withLock { $0.weakDelegate }.object
     }
 
     /// The queue the delegate's methods run on.
-    public var sampleBufferCallbackQueue: DispatchQueue? { settings.withLock { $0.queue } }
+    open var sampleBufferCallbackQueue: DispatchQueue? { settings.withLock { $0.queue } }
 
     // MARK: Settings
 
     /// Whether frames that arrive while the delegate is busy are dropped (true, the default) or queued.
-    public var alwaysDiscardsLateVideoFrames: Bool {
+    open var alwaysDiscardsLateVideoFrames: Bool {
         get { settings.withLock { $0.alwaysDiscardsLateVideoFrames } }
         set {
             let mailboxes = settings.withLock { settings in
@@ -123,19 +123,19 @@ open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
     }
 
     /// The pixel formats this output can deliver, the device's native NV12 first.
-    public var availableVideoPixelFormatTypes: [OSType] { VideoOutputPipeline.supportedPixelFormats }
+    open var availableVideoPixelFormatTypes: [OSType] { VideoOutputPipeline.supportedPixelFormats }
 
     /// The same, as numbers (Apple's older spelling).
-    public var availableVideoCVPixelFormatTypes: [Any] { availableVideoPixelFormatTypes.map { NSNumber(value: $0) } }
+    open var availableVideoCVPixelFormatTypes: [Any] { availableVideoPixelFormatTypes.map { NSNumber(value: $0) } }
 
     /// Codecs the output can deliver compressed frames in: none (deliver pixels; encode with AVAssetWriter).
-    public var availableVideoCodecTypes: [AVVideoCodecType] { [] }
+    open var availableVideoCodecTypes: [AVVideoCodecType] { [] }
 
     /// The format frames are delivered in: `kCVPixelBufferPixelFormatTypeKey` (one of
     /// `availableVideoPixelFormatTypes`), and optionally `kCVPixelBufferWidthKey` / `kCVPixelBufferHeightKey` to
     /// scale. Empty (or nil) delivers the device's format. Reading it gives the settings in effect, with the
     /// pixel format and size filled in. An unsupported key or format traps, as Apple's raises.
-    public var videoSettings: [String: Any]! {
+    open var videoSettings: [String: Any]! {
         get {
             let requested = settings.withLock { $0 }.videoSettings
             var effective = requested
@@ -183,19 +183,19 @@ open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
     }
 
     /// The cap on frame rate, Apple's older spelling of the video connection's `videoMinFrameDuration`.
-    public var minFrameDuration: CMTime {
+    open var minFrameDuration: CMTime {
         get { connection(with: .video)?.videoMinFrameDuration ?? .invalid }
         set { connection(with: .video)?.videoMinFrameDuration = newValue }
     }
 
     /// Settings for an `AVAssetWriterInput` that records these frames into `outputFileType`: H.264 at the
     /// delivered size with a bit rate like Apple's for that size (about 0.1 bit per pixel per frame at 30 fps).
-    public func recommendedVideoSettingsForAssetWriter(writingTo outputFileType: AVFileType) -> [String: Any]? {
+    open func recommendedVideoSettingsForAssetWriter(writingTo outputFileType: AVFileType) -> [String: Any]? {
         recommendedVideoSettings(forVideoCodecType: .h264, assetWriterOutputFileType: outputFileType)
     }
 
     /// Settings for an `AVAssetWriterInput` with a chosen codec.
-    public func recommendedVideoSettings(
+    open func recommendedVideoSettings(
         forVideoCodecType videoCodecType: AVVideoCodecType, assetWriterOutputFileType outputFileType: AVFileType
     ) -> [String: Any]? {
         guard let effective = videoSettings, let width = integerSetting(effective[kCVPixelBufferWidthKey]),
@@ -236,13 +236,13 @@ open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
     /// policy for a slow consumer: while one frame waits to be taken, newer ones are dropped and counted in
     /// `deliveryStatistics`. Works with or without a delegate; the sequence ends when its task is cancelled or
     /// the loop is left.
-    public var sampleBuffers: AsyncStream<CMSampleBuffer> { streams.makeStream() }
+    open var sampleBuffers: AsyncStream<CMSampleBuffer> { streams.makeStream() }
 
     // MARK: Counters (ours)
 
     /// Frames delivered to the delegate and frames dropped, by reason, since the output was made: the figures
     /// Apple leaves you to count yourself.
-    public var deliveryStatistics: VideoDeliveryStatistics { counters.snapshot }
+    open var deliveryStatistics: VideoDeliveryStatistics { counters.snapshot }
 
     // MARK: Graph hooks
 

@@ -33,13 +33,13 @@ open class AVCaptureVideoPreviewLayer: CALayer, @unchecked Sendable {
     public override init() { super.init() }
 
     /// The session whose video the layer shows. Setting it connects to the session's first video port.
-    public var session: AVCaptureSession? {
+    open var session: AVCaptureSession? {
         get { state.withLock { $0.session } }
         set { setSession(newValue, connecting: true) }
     }
 
     /// Sets the session without forming a connection.
-    public func setSessionWithNoConnection(_ session: AVCaptureSession) {
+    open func setSessionWithNoConnection(_ session: AVCaptureSession) {
         setSession(session, connecting: false)
     }
 
@@ -58,14 +58,14 @@ open class AVCaptureVideoPreviewLayer: CALayer, @unchecked Sendable {
     }
 
     /// The connection from the session's video port, if any.
-    public var connection: AVCaptureConnection? {
+    open var connection: AVCaptureConnection? {
         state.withLock { state in
             state.connection ?? state.session?.connections.first { $0.videoPreviewLayer === self }
         }
     }
 
     /// How the video fills the layer's bounds (`.resizeAspect` by default).
-    public var videoGravity: AVLayerVideoGravity {
+    open var videoGravity: AVLayerVideoGravity {
         get { state.withLock { $0.gravity } }
         set { state.withLock { $0.gravity = newValue } }
     }
@@ -78,11 +78,10 @@ open class AVCaptureVideoPreviewLayer: CALayer, @unchecked Sendable {
             state.withLock { $0.gravity = gravity }
         }
     }
-}
 
-// MARK: - Converting between layer and device coordinates
+    // MARK: - Converting between layer and device coordinates
+    // In the class body, not an extension: Swift cannot override members declared in extensions, and Apple's are open.
 
-extension AVCaptureVideoPreviewLayer {
     /// The geometry now: the layer's bounds, the connected device's video size, gravity, rotation and mirroring.
     package var geometry: PreviewGeometry {
         let connection = self.connection
@@ -96,51 +95,51 @@ extension AVCaptureVideoPreviewLayer {
 
     /// The point of the device's unrotated picture ((0,0) top left, (1,1) bottom right) under a layer point,
     /// accounting for gravity, rotation and mirroring. Points outside the shown video map outside 0...1.
-    public func captureDevicePointConverted(fromLayerPoint pointInLayer: CGPoint) -> CGPoint {
+    open func captureDevicePointConverted(fromLayerPoint pointInLayer: CGPoint) -> CGPoint {
         geometry.captureDevicePointConverted(fromLayerPoint: pointInLayer)
     }
 
     /// The layer point showing a point of the device's unrotated picture.
-    public func layerPointConverted(fromCaptureDevicePoint captureDevicePointOfInterest: CGPoint) -> CGPoint {
+    open func layerPointConverted(fromCaptureDevicePoint captureDevicePointOfInterest: CGPoint) -> CGPoint {
         geometry.layerPointConverted(fromCaptureDevicePoint: captureDevicePointOfInterest)
     }
 
     /// The rectangle of the device's unrotated picture (normalized) under a layer rectangle, for
     /// `AVCaptureMetadataOutput.rectOfInterest`.
-    public func metadataOutputRectConverted(fromLayerRect rectInLayerCoordinates: CGRect) -> CGRect {
+    open func metadataOutputRectConverted(fromLayerRect rectInLayerCoordinates: CGRect) -> CGRect {
         geometry.metadataOutputRectConverted(fromLayerRect: rectInLayerCoordinates)
     }
 
     /// The layer rectangle showing a normalized rectangle of the device's unrotated picture.
-    public func layerRectConverted(fromMetadataOutputRect rectInMetadataOutputCoordinates: CGRect) -> CGRect {
+    open func layerRectConverted(fromMetadataOutputRect rectInMetadataOutputCoordinates: CGRect) -> CGRect {
         geometry.layerRectConverted(fromMetadataOutputRect: rectInMetadataOutputCoordinates)
     }
 
     /// A metadata object (from an `AVCaptureMetadataOutput`, in its coordinates) in this layer's coordinates, to draw
     /// over the video: corners and bounds converted as `layerPointConverted(fromCaptureDevicePoint:)` converts points,
     /// through gravity, rotation and mirroring.
-    public func transformedMetadataObject(for metadataObject: AVMetadataObject) -> AVMetadataObject? {
+    open func transformedMetadataObject(for metadataObject: AVMetadataObject) -> AVMetadataObject? {
         let geometry = geometry
         return metadataObject.mapped { geometry.layerPointConverted(fromCaptureDevicePoint: $0) }
     }
 
     /// The Objective-C era name of `captureDevicePointConverted(fromLayerPoint:)`, as the seeds use it.
-    public func captureDevicePointOfInterest(for pointInLayer: CGPoint) -> CGPoint {
+    open func captureDevicePointOfInterest(for pointInLayer: CGPoint) -> CGPoint {
         captureDevicePointConverted(fromLayerPoint: pointInLayer)
     }
 
     /// The Objective-C era name of `layerPointConverted(fromCaptureDevicePoint:)`.
-    public func pointForCaptureDevicePoint(ofInterest captureDevicePointOfInterest: CGPoint) -> CGPoint {
+    open func pointForCaptureDevicePoint(ofInterest captureDevicePointOfInterest: CGPoint) -> CGPoint {
         layerPointConverted(fromCaptureDevicePoint: captureDevicePointOfInterest)
     }
 
     /// The Objective-C era name of `metadataOutputRectConverted(fromLayerRect:)`.
-    public func metadataOutputRectOfInterest(for rectInLayerCoordinates: CGRect) -> CGRect {
+    open func metadataOutputRectOfInterest(for rectInLayerCoordinates: CGRect) -> CGRect {
         metadataOutputRectConverted(fromLayerRect: rectInLayerCoordinates)
     }
 
     /// The Objective-C era name of `layerRectConverted(fromMetadataOutputRect:)`.
-    public func rectForMetadataOutputRect(ofInterest rectInMetadataOutputCoordinates: CGRect) -> CGRect {
+    open func rectForMetadataOutputRect(ofInterest rectInMetadataOutputCoordinates: CGRect) -> CGRect {
         layerRectConverted(fromMetadataOutputRect: rectInMetadataOutputCoordinates)
     }
 }

@@ -99,11 +99,11 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     // MARK: Inputs
 
     /// The inputs, in the order added.
-    public var inputs: [AVCaptureInput] { locked { inputList } }
+    open var inputs: [AVCaptureInput] { locked { inputList } }
 
     /// Whether `input` can be added: not already in a session, its device not already used by another input of
     /// this session, and able to honour the session's preset.
-    public func canAddInput(_ input: AVCaptureInput) -> Bool {
+    open func canAddInput(_ input: AVCaptureInput) -> Bool {
         locked {
             guard !inputList.contains(where: { $0 === input }), input.sessionReference.withLock({ $0.session }) == nil
             else { return false }
@@ -116,7 +116,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
 
     /// Adds an input and connects its ports to every output that takes their media and has no such connection.
     /// Traps when `canAddInput(_:)` says no, as Apple's raises.
-    public func addInput(_ input: AVCaptureInput) {
+    open func addInput(_ input: AVCaptureInput) {
         changeConfiguration {
             insert(input)
             for output in outputList { connectAutomatically(output) }
@@ -124,7 +124,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Adds an input without connecting it; connect its ports with `addConnection(_:)`.
-    public func addInputWithNoConnections(_ input: AVCaptureInput) {
+    open func addInputWithNoConnections(_ input: AVCaptureInput) {
         changeConfiguration { insert(input) }
     }
 
@@ -142,7 +142,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Removes an input and its connections.
-    public func removeInput(_ input: AVCaptureInput) {
+    open func removeInput(_ input: AVCaptureInput) {
         changeConfiguration {
             guard let index = inputList.firstIndex(where: { $0 === input }) else { return }
             inputList.remove(at: index)
@@ -159,16 +159,16 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     // MARK: Outputs
 
     /// The outputs, in the order added.
-    public var outputs: [AVCaptureOutput] { locked { outputList } }
+    open var outputs: [AVCaptureOutput] { locked { outputList } }
 
     /// Whether `output` can be added: not already in a session.
-    public func canAddOutput(_ output: AVCaptureOutput) -> Bool {
+    open func canAddOutput(_ output: AVCaptureOutput) -> Bool {
         locked { !outputList.contains { $0 === output } && output.session == nil && output.canJoin(inputs: inputList) }
     }
 
     /// Adds an output and connects it to the first port of each media type it takes.
     /// Traps when `canAddOutput(_:)` says no.
-    public func addOutput(_ output: AVCaptureOutput) {
+    open func addOutput(_ output: AVCaptureOutput) {
         changeConfiguration {
             insert(output)
             connectAutomatically(output)
@@ -176,7 +176,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Adds an output without connecting it.
-    public func addOutputWithNoConnections(_ output: AVCaptureOutput) {
+    open func addOutputWithNoConnections(_ output: AVCaptureOutput) {
         changeConfiguration { insert(output) }
     }
 
@@ -190,7 +190,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Removes an output and its connections.
-    public func removeOutput(_ output: AVCaptureOutput) {
+    open func removeOutput(_ output: AVCaptureOutput) {
         changeConfiguration {
             guard let index = outputList.firstIndex(where: { $0 === output }) else { return }
             if state == .running || state == .interrupted { output.sessionWillStopRunning() }
@@ -209,11 +209,11 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     // MARK: Connections
 
     /// Every connection, in the order formed.
-    public var connections: [AVCaptureConnection] { locked { connectionList } }
+    open var connections: [AVCaptureConnection] { locked { connectionList } }
 
     /// Whether `connection` can be added: its inputs and output (or preview layer) belong to this session, and
     /// the output has no other connection of that media type.
-    public func canAddConnection(_ connection: AVCaptureConnection) -> Bool {
+    open func canAddConnection(_ connection: AVCaptureConnection) -> Bool {
         locked {
             guard !connectionList.contains(where: { $0 === connection }) else { return false }
             let inputsPresent = connection.inputPorts.allSatisfy { port in inputList.contains { $0 === port.input } }
@@ -230,7 +230,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
 
     /// Adds a connection made with `AVCaptureConnection(inputPorts:output:)`. Traps when `canAddConnection(_:)`
     /// says no.
-    public func addConnection(_ connection: AVCaptureConnection) {
+    open func addConnection(_ connection: AVCaptureConnection) {
         changeConfiguration {
             precondition(
                 canAddConnection(connection),
@@ -241,7 +241,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Removes a connection.
-    public func removeConnection(_ connection: AVCaptureConnection) {
+    open func removeConnection(_ connection: AVCaptureConnection) {
         changeConfiguration {
             guard let index = connectionList.firstIndex(where: { $0 === connection }) else { return }
             connectionList.remove(at: index)
@@ -291,7 +291,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     /// The quality level or size the session streams video at (`.high` by default). Setting a preset a device
     /// cannot honour traps; check `canSetSessionPreset(_:)` first. Setting a device's `activeFormat` directly
     /// switches this to `.inputPriority`. How each preset picks a device format: see `AVCaptureSessionPreset`.
-    public var sessionPreset: Preset {
+    open var sessionPreset: Preset {
         get { locked { preset } }
         set {
             changeConfiguration {
@@ -308,7 +308,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Whether every video device of the session can honour `preset`.
-    public func canSetSessionPreset(_ preset: Preset) -> Bool {
+    open func canSetSessionPreset(_ preset: Preset) -> Bool {
         locked {
             inputList.allSatisfy { input in
                 guard let device = (input as? AVCaptureDeviceInput)?.device, device.hasMediaType(.video) else {
@@ -346,7 +346,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     // MARK: Configuration
 
     /// Starts a batch of changes; they take effect together at the outermost `commitConfiguration()`.
-    public func beginConfiguration() {
+    open func beginConfiguration() {
         lock.lock()
         configurationDepth += 1
         lock.unlock()
@@ -354,7 +354,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
 
     /// Ends a batch of changes; the outermost commit validates and applies them at once (starting, stopping and
     /// reconfiguring devices of a running session).
-    public func commitConfiguration() {
+    open func commitConfiguration() {
         lock.lock()
         defer { lock.unlock() }
         precondition(
@@ -411,30 +411,30 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     // MARK: Running
 
     /// Whether the session is running (also while interrupted). Observable.
-    public var isRunning: Bool {
+    open var isRunning: Bool {
         let current = state
         return current == .running || current == .interrupted
     }
 
     /// Whether a device of the running session is unavailable for now. Observable.
-    public var isInterrupted: Bool { state == .interrupted }
+    open var isInterrupted: Bool { state == .interrupted }
 
     /// The clock every buffer of the session is stamped on: the host clock (CLOCK_MONOTONIC).
-    public var synchronizationClock: CMClock? { .hostTimeClock }
+    open var synchronizationClock: CMClock? { .hostTimeClock }
 
     /// Apple's older name for `synchronizationClock`.
-    public var masterClock: CMClock? { synchronizationClock }
+    open var masterClock: CMClock? { synchronizationClock }
 
     /// Kept for source compatibility; wide colour capture is not configured on Linux.
-    public var automaticallyConfiguresCaptureDeviceForWideColor: Bool = true
+    open var automaticallyConfiguresCaptureDeviceForWideColor: Bool = true
     /// Kept for source compatibility; Linux has no application audio session.
-    public var usesApplicationAudioSession: Bool = true
+    open var usesApplicationAudioSession: Bool = true
     /// Kept for source compatibility; Linux has no application audio session.
-    public var automaticallyConfiguresApplicationAudioSession: Bool = true
+    open var automaticallyConfiguresApplicationAudioSession: Bool = true
 
     /// Starts the devices and the flow of media; returns when every device streams (or failed). A device that
     /// is busy interrupts the session; a device that is gone posts `.AVCaptureSessionRuntimeError`.
-    public func startRunning() {
+    open func startRunning() {
         let failure = locked { () -> AVError? in
             guard state == .idle else { return nil }
             setState(.running)
@@ -450,7 +450,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Stops the devices; returns when every capture thread has delivered its last buffer.
-    public func stopRunning() {
+    open func stopRunning() {
         let stopped = locked { () -> Bool in
             guard state == .running || state == .interrupted else { return false }
             for output in outputList { output.sessionWillStopRunning() }
@@ -465,7 +465,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Starts running and throws what would otherwise be posted as a runtime error (ours, beyond Apple).
-    public func start() async throws {
+    open func start() async throws {
         let failure = locked { () -> AVError? in
             guard state == .idle else { return nil }
             setState(.running)

@@ -121,6 +121,8 @@ struct ImageSampleWrapper {
         var height: Int
         /// The Y'CbCr matrix attachment, which the description carries as an extension.
         var matrix: YCbCrMatrix?
+        /// The primaries, transfer function and gamma attachments, which the description carries too.
+        var colour: ColourAttachments
     }
 
     private var descriptions: [Key: CMFormatDescription] = [:]
@@ -132,7 +134,8 @@ struct ImageSampleWrapper {
     ) -> CMSampleBuffer? {
         let key = Key(
             pixelFormat: CVPixelBufferGetPixelFormatType(image), width: CVPixelBufferGetWidth(image),
-            height: CVPixelBufferGetHeight(image), matrix: YCbCrMatrix(attachedTo: image))
+            height: CVPixelBufferGetHeight(image), matrix: YCbCrMatrix(attachedTo: image),
+            colour: ColourAttachments(of: image))
         let description: CMFormatDescription
         if let cached = descriptions[key] {
             description = cached

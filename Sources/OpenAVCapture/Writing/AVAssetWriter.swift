@@ -69,9 +69,11 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     /// The writer's key-value observers (``status``, ``error``).
     public let keyValueObservers = KeyValueObserverRegistry()
     /// The file written.
-    public let outputURL: URL
+    open var outputURL: URL { storedOutputURL }
+    private let storedOutputURL: URL
     /// The container.
-    public let outputFileType: AVFileType
+    open var outputFileType: AVFileType { storedOutputFileType }
+    private let storedOutputFileType: AVFileType
     /// The file types the writer can write.
     public static let availableFileTypes: [AVFileType] = [.mov, .mp4, .m4v, .m4a, .wav, .aiff, .aifc, .caf]
 
@@ -161,8 +163,8 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
                 suggestion: "Create the directory or choose a writable location.",
                 extra: [NSUnderlyingErrorKey: NSError(domain: NSPOSIXErrorDomain, code: Int(EACCES))])
         }
-        self.outputURL = outputURL
-        self.outputFileType = outputFileType
+        self.storedOutputURL = outputURL
+        self.storedOutputFileType = outputFileType
         self.muxerFileType = fileType
         let queue = DispatchQueue(label: "OpenAVCapture.AVAssetWriter")
         self.queue = queue
@@ -192,21 +194,21 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     // MARK: Properties
 
     /// Where the writer is in its life cycle. Key-value observable.
-    public var status: Status { state.withLock { $0.status } }
+    open var status: Status { state.withLock { $0.status } }
 
     /// Why ``status`` is `.failed`: an ``AVError``; `nil` otherwise. Key-value observable.
-    public var error: (any Error)? { state.withLock { $0.error } }
+    open var error: (any Error)? { state.withLock { $0.error } }
 
     /// Movie-level metadata written into the file (title, location as ISO 6709, creation date, …). Set it before
     /// ``startWriting()``.
-    public var metadata: [AVMetadataItem] {
+    open var metadata: [AVMetadataItem] {
         get { state.withLock { $0.metadata } }
         set { setBeforeWriting("metadata") { $0.metadata = newValue } }
     }
 
     /// Whether a movie written without fragments gets its `moov` atom first (fast start). A fragmented movie
     /// always ends as fast start. Set it before ``startWriting()``.
-    public var shouldOptimizeForNetworkUse: Bool {
+    open var shouldOptimizeForNetworkUse: Bool {
         get { state.withLock { $0.shouldOptimizeForNetworkUse } }
         set { setBeforeWriting("shouldOptimizeForNetworkUse") { $0.shouldOptimizeForNetworkUse = newValue } }
     }
@@ -219,7 +221,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     /// (audio-only movies: the first packet), or earlier, at the first key frame once the fragment holds 4 MiB of
     /// media, so that at high bit rates the memory a fragment waits in stays small (about 5 MB at 10 Mb/s). Apple
     /// documents no such cap.
-    public var movieFragmentInterval: CMTime {
+    open var movieFragmentInterval: CMTime {
         get { state.withLock { $0.movieFragmentInterval } }
         set {
             precondition(
@@ -239,7 +241,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// The inputs added, in order.
-    public var inputs: [AVAssetWriterInput] { state.withLock { $0.inputs } }
+    open var inputs: [AVAssetWriterInput] { state.withLock { $0.inputs } }
 
     /// Whether the session has started (``startSession(atSourceTime:)`` was called).
     var sessionStarted: Bool { state.withLock { $0.sessionStart != nil } }
@@ -248,14 +250,14 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
 
     /// Whether `input` can be added: the writer has not started, the input belongs to no writer, and the file
     /// type can hold its media (audio files hold no video).
-    public func canAdd(_ input: AVAssetWriterInput) -> Bool {
+    open func canAdd(_ input: AVAssetWriterInput) -> Bool {
         guard status == .unknown, !input.isAttached else { return false }
         if input.mediaType == .video { return muxerFileType.isMovie && muxerFileType != .m4a }
         return true
     }
 
     /// Adds `input`. Traps when ``canAdd(_:)`` is false, as Apple raises.
-    public func add(_ input: AVAssetWriterInput) {
+    open func add(_ input: AVAssetWriterInput) {
         let status = status
         precondition(
             status == .unknown,
@@ -298,7 +300,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     @discardableResult
-    public func startWriting() -> Bool {
+    open func startWriting() -> Bool {
         dispatchPrecondition(condition: .notOnQueue(queue))
         let (inputs, options) = state.withLock { state in
             precondition(
@@ -319,13 +321,19 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
         let tracks = inputs.map { ($0.encoderSettings, $0.encoderPixelFormat, $0.trackTransform) }
         let trackTags = inputs.map(\.trackTags)
         let scalingModes = inputs.map(\.scalingMode)
+        // A video input's naturalSize, when set, is its track header's size (the encoded size otherwise).
+        var displaySizes: [Int: CGSize] = [:]
+        for (index, input) in inputs.enumerated() where input.mediaType == .video {
+            let size = input.naturalSize
+            if size.width > 0, size.height > 0 { displaySizes[index] = size }
+        }
         let path = outputURL.path
         let fileType = muxerFileType
         let failure: MediaCodecsError? = queue.sync {
             do throws(MediaCodecsError) {
                 pipeline.value = try WriterPipeline(
-                    path: path, fileType: fileType, options: options, tracks: tracks, encodedBytes: encodedBytes,
-                    limits: sizeLimits)
+                    path: path, fileType: fileType, options: options, tracks: tracks, displaySizes: displaySizes,
+                    encodedBytes: encodedBytes, limits: sizeLimits)
                 try pipeline.value?.setTrackTags(trackTags)
                 pipeline.value?.setScalingModes(scalingModes)
                 return nil
@@ -350,7 +358,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     /// Starts the file's timeline: samples at `startTime` are at time 0 in the file.
     ///
     /// Traps when ``startWriting()`` has not succeeded, when called twice or with a non-numeric time.
-    public func startSession(atSourceTime startTime: CMTime) {
+    open func startSession(atSourceTime startTime: CMTime) {
         precondition(startTime.isNumeric, "AVAssetWriter.startSession(atSourceTime:): the time must be numeric")
         let status = state.withLock { state in
             precondition(
@@ -369,7 +377,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Ends the session: samples appended later at or after `endTime` are dropped.
-    public func endSession(atSourceTime endTime: CMTime) {
+    open func endSession(atSourceTime endTime: CMTime) {
         precondition(endTime.isNumeric, "AVAssetWriter.endSession(atSourceTime:): the time must be numeric")
         state.withLock { state in
             precondition(
@@ -385,7 +393,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     ///
     /// Traps when ``status`` is `.unknown`, `.completed` or `.cancelled`, as Apple raises; when it is `.failed`,
     /// `handler` runs and nothing else happens.
-    public func finishWriting(completionHandler handler: @escaping @Sendable () -> Void) {
+    open func finishWriting(completionHandler handler: @escaping @Sendable () -> Void) {
         let status = status
         switch status {
         case .writing:
@@ -429,7 +437,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Finishes the file (see ``finishWriting(completionHandler:)``) and returns when it is done.
-    public func finishWriting() async {
+    open func finishWriting() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             finishWriting { continuation.resume() }
         }
@@ -437,7 +445,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
 
     /// Stops writing, discards the encoders and removes the file the writer made. Blocks until done. Does nothing
     /// once the writer has completed or been cancelled.
-    public func cancelWriting() {
+    open func cancelWriting() {
         dispatchPrecondition(condition: .notOnQueue(queue))
         let (old, ownsFile) = state.withLock { state in
             let old = state.status

@@ -27,11 +27,14 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
     /// The input's key-value observers (``isReadyForMoreMediaData``).
     public let keyValueObservers = KeyValueObserverRegistry()
     /// The input's media type, `.video` or `.audio`.
-    public let mediaType: AVMediaType
+    open var mediaType: AVMediaType { storedMediaType }
+    private let storedMediaType: AVMediaType
     /// The settings the input encodes with, as given.
-    public let outputSettings: [String: Any]?
+    open var outputSettings: [String: Any]? { storedOutputSettings }
+    private let storedOutputSettings: [String: Any]?
     /// The format of the buffers to come, if given.
-    public let sourceFormatHint: CMFormatDescription?
+    open var sourceFormatHint: CMFormatDescription? { storedSourceFormatHint }
+    private let storedSourceFormatHint: CMFormatDescription?
 
     /// The checked settings.
     let settings: WriterTrackSettings
@@ -73,9 +76,9 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
     /// made at `startWriting()`. An unknown key, a key that does not apply, a value out of range, or nil settings
     /// without a hint stop the program with a message naming it, as Apple raises `NSInvalidArgumentException`.
     public init(mediaType: AVMediaType, outputSettings: [String: Any]?, sourceFormatHint: CMFormatDescription? = nil) {
-        self.mediaType = mediaType
-        self.outputSettings = outputSettings
-        self.sourceFormatHint = sourceFormatHint
+        self.storedMediaType = mediaType
+        self.storedOutputSettings = outputSettings
+        self.storedSourceFormatHint = sourceFormatHint
         self.settings = WriterTrackSettings.read(mediaType: mediaType, settings: outputSettings, hint: sourceFormatHint)
         super.init()
     }
@@ -84,22 +87,23 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
 
     /// Whether the buffers come from a live source: the input then tolerates more buffers in flight before it
     /// reports not ready. Set it before the writer starts.
-    public var expectsMediaDataInRealTime: Bool {
+    open var expectsMediaDataInRealTime: Bool {
         get { state.withLock { $0.expectsMediaDataInRealTime } }
         set { setBeforeWriting("expectsMediaDataInRealTime") { $0.expectsMediaDataInRealTime = newValue } }
     }
 
     /// The track's display matrix (90° clockwise for a portrait recording from a landscape sensor). Set it before
     /// the writer starts.
-    public var transform: CGAffineTransform {
+    open var transform: CGAffineTransform {
         get { state.withLock { $0.transform } }
         set { setBeforeWriting("transform") { $0.transform = newValue } }
     }
 
     /// The size the track's pictures are shown at, before `transform`; `.zero` (the default, as Apple's) shows
-    /// them at their encoded size. Set it before the writer starts. Kept, but not yet written to the track header,
-    /// which always carries the encoded size.
-    public var naturalSize: CGSize {
+    /// them at their encoded size. Set it before the writer starts. A video track's header (`tkhd` width and height)
+    /// carries it, independently of the encoded size: players scale the pictures to it (FFmpeg reads the difference
+    /// as the sample aspect ratio). Audio tracks have no display size.
+    open var naturalSize: CGSize {
         get { state.withLock { $0.naturalSize } }
         set { setBeforeWriting("naturalSize") { $0.naturalSize = newValue } }
     }
@@ -107,14 +111,14 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
     /// Track-level metadata. The title (common key title, `udta/tnam`) is written as the track's name (`udta`/`name`)
     /// and the common key language (ISO 639-2) in its media header; other items are kept but not written (see
     /// `trackTags`).
-    public var metadata: [AVMetadataItem] {
+    open var metadata: [AVMetadataItem] {
         get { state.withLock { $0.metadata } }
         set { setBeforeWriting("metadata") { $0.metadata = newValue } }
     }
 
     /// Whether the input takes another buffer without queueing up work: the writer is writing, the input is not
     /// finished and few buffers are pending. Key-value observable.
-    public var isReadyForMoreMediaData: Bool { state.withLock { $0.isReady } }
+    open var isReadyForMoreMediaData: Bool { state.withLock { $0.isReady } }
 
     /// Buffers appended and not yet encoded (the file outputs bound it: a device faster than the encoder must not
     /// grow memory without end).
@@ -136,7 +140,7 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
     ///   `true`; encoding happens later on the writer's queue, and its errors fail the writer.
     /// Traps when the writer has not started a session or the input was marked finished, as Apple raises.
     @discardableResult
-    public func append(_ sampleBuffer: CMSampleBuffer) -> Bool {
+    open func append(_ sampleBuffer: CMSampleBuffer) -> Bool {
         switch settings {
         case .video:
             guard let image = sampleBuffer.imageBuffer else {
@@ -220,7 +224,7 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
 
     /// Marks the input finished: no more buffers will be appended; its encoder is flushed. Calling it again does
     /// nothing.
-    public func markAsFinished() {
+    open func markAsFinished() {
         let (alreadyFinished, writer, index) = state.withLock { state in
             defer { state.isFinished = true }
             return (state.isFinished, state.writer, state.trackIndex)
@@ -240,7 +244,7 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
     ///
     /// The block should append while ``isReadyForMoreMediaData`` is true and call ``markAsFinished()`` when it has
     /// nothing more; if it returns while the input is still ready, it is called again at once (as Apple's).
-    public func requestMediaDataWhenReady(on queue: DispatchQueue, using block: @escaping @Sendable () -> Void) {
+    open func requestMediaDataWhenReady(on queue: DispatchQueue, using block: @escaping @Sendable () -> Void) {
         state.withLock { $0.request = (queue, block) }
         updateReadiness()
     }

@@ -15,9 +15,11 @@ import Synchronization
 /// Threading: thread safe (`@unchecked Sendable`); append from one thread at a time.
 open class AVAssetWriterInputPixelBufferAdaptor: NSObject, @unchecked Sendable {
     /// The input the buffers go to.
-    public let assetWriterInput: AVAssetWriterInput
+    open var assetWriterInput: AVAssetWriterInput { storedAssetWriterInput }
+    private let storedAssetWriterInput: AVAssetWriterInput
     /// The attributes given.
-    public let sourcePixelBufferAttributes: [String: Any]?
+    open var sourcePixelBufferAttributes: [String: Any]? { storedSourcePixelBufferAttributes }
+    private let storedSourcePixelBufferAttributes: [String: Any]?
     private let pixelFormat: OSType
     private let size: (width: Int, height: Int)
     private let pool = Mutex<CVPixelBufferPool?>(nil)
@@ -48,8 +50,8 @@ open class AVAssetWriterInputPixelBufferAdaptor: NSObject, @unchecked Sendable {
         }
         width = integerSetting(attributes[kCVPixelBufferWidthKey]) ?? width
         height = integerSetting(attributes[kCVPixelBufferHeightKey]) ?? height
-        self.assetWriterInput = input
-        self.sourcePixelBufferAttributes = sourcePixelBufferAttributes
+        self.storedAssetWriterInput = input
+        self.storedSourcePixelBufferAttributes = sourcePixelBufferAttributes
         self.pixelFormat = format
         self.size = (width, height)
         super.init()
@@ -62,7 +64,7 @@ open class AVAssetWriterInputPixelBufferAdaptor: NSObject, @unchecked Sendable {
     }
 
     /// A pool of buffers of the adaptor's format and size, once the writer has started writing; `nil` before.
-    public var pixelBufferPool: CVPixelBufferPool? {
+    open var pixelBufferPool: CVPixelBufferPool? {
         guard let status = assetWriterInput.writer?.status, status != .unknown else { return nil }
         return pool.withLock { pool in
             if pool == nil {
@@ -76,7 +78,7 @@ open class AVAssetWriterInputPixelBufferAdaptor: NSObject, @unchecked Sendable {
     ///
     /// - Returns: as ``AVAssetWriterInput/append(_:)``: `false` when the writer failed or was cancelled.
     @discardableResult
-    public func append(_ pixelBuffer: CVPixelBuffer, withPresentationTime presentationTime: CMTime) -> Bool {
+    open func append(_ pixelBuffer: CVPixelBuffer, withPresentationTime presentationTime: CMTime) -> Bool {
         assetWriterInput.appendPixelBuffer(
             pixelBuffer, at: presentationTime,
             caller: "append(_:withPresentationTime:) (through its pixel buffer adaptor)")

@@ -66,8 +66,8 @@ final class WriterPipeline {
     /// Makes every encoder and the muxer with its streams; claims the file (created exclusively).
     init(
         path: String, fileType: Muxer.FileType, options: Muxer.Options,
-        tracks settings: [(WriterTrackSettings, OSType, Muxer.TrackTransform)], encodedBytes: EncodedByteCounter,
-        limits: FileSizeLimits
+        tracks settings: [(WriterTrackSettings, OSType, Muxer.TrackTransform)], displaySizes: [Int: CGSize] = [:],
+        encodedBytes: EncodedByteCounter, limits: FileSizeLimits
     ) throws(MediaCodecsError) {
         self.encodedBytes = encodedBytes
         self.limits = limits
@@ -96,6 +96,9 @@ final class WriterPipeline {
                     stream = try muxer.addStream(describedBy: format, transform: settings[index].2)
                 } else {
                     continue
+                }
+                if let size = displaySizes[index], fileType.isMovie {
+                    muxer.setDisplaySize(width: Double(size.width), height: Double(size.height), forStream: stream)
                 }
                 let track = Track(stream: stream, video: video, audio: audio)
                 if case .passthrough(let format) = settings[index].0 {

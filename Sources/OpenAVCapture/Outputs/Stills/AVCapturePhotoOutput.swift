@@ -44,7 +44,7 @@ open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked
 
     /// The highest `photoQualityPrioritization` photo settings may ask for; `.balanced` by default, as Apple's.
     /// Every value gives the same photo here (see ``AVCapturePhotoSettings/photoQualityPrioritization``).
-    public var maxPhotoQualityPrioritization: QualityPrioritization {
+    open var maxPhotoQualityPrioritization: QualityPrioritization {
         get { maxQualityPrioritization.withLock { $0 } }
         set { maxQualityPrioritization.withLock { $0 = newValue } }
     }
@@ -52,29 +52,29 @@ open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked
     // MARK: What it can do
 
     /// The codecs a photo can be encoded with: JPEG, then HEVC (HEIC) where libheif has an HEVC encoder.
-    public var availablePhotoCodecTypes: [AVVideoCodecType] { HEICEncoder.isAvailable ? [.jpeg, .hevc] : [.jpeg] }
+    open var availablePhotoCodecTypes: [AVVideoCodecType] { HEICEncoder.isAvailable ? [.jpeg, .hevc] : [.jpeg] }
 
     /// The pixel formats an uncompressed photo can have, NV12 first.
-    public var availablePhotoPixelFormatTypes: [OSType] { VideoOutputPipeline.supportedPixelFormats }
+    open var availablePhotoPixelFormatTypes: [OSType] { VideoOutputPipeline.supportedPixelFormats }
 
     /// The file types `fileDataRepresentation()` can have.
-    public var availablePhotoFileTypes: [AVFileType] { HEICEncoder.isAvailable ? [.jpg, .heic] : [.jpg] }
+    open var availablePhotoFileTypes: [AVFileType] { HEICEncoder.isAvailable ? [.jpg, .heic] : [.jpg] }
 
     /// The flash modes of the connected camera: `.off`, and `.on` and `.auto` when it has a flash.
-    public var supportedFlashModes: [AVCaptureDevice.FlashMode] {
+    open var supportedFlashModes: [AVCaptureDevice.FlashMode] {
         guard let device else { return [] }
         return [AVCaptureDevice.FlashMode.off, .on, .auto].filter { $0 == .off || device.isFlashModeSupported($0) }
     }
 
     /// Whether photos may be taken at the device's highest still resolution (`isHighResolutionPhotoEnabled`).
-    public var isHighResolutionCaptureEnabled: Bool {
+    open var isHighResolutionCaptureEnabled: Bool {
         get { highResolution.withLock { $0 } }
         set { highResolution.withLock { $0 = newValue } }
     }
 
     /// The settings whose flash mode `isFlashScene` judges the scene for. With `.auto`, the output follows the
     /// camera's judgement of the scene (set it once the output has its video connection).
-    public var photoSettingsForSceneMonitoring: AVCapturePhotoSettings? {
+    open var photoSettingsForSceneMonitoring: AVCapturePhotoSettings? {
         get { sceneMonitoring.withLock { $0.value } }
         set {
             sceneMonitoring.withLock { $0 = UncheckedSendable(newValue) }
@@ -84,7 +84,7 @@ open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked
 
     /// Whether the flash would fire for `.auto` now: the camera says the scene is dark. Key-value observable
     /// while `photoSettingsForSceneMonitoring` has `.auto`; changes are announced on the camera's capture thread.
-    public var isFlashScene: Bool {
+    open var isFlashScene: Bool {
         guard let device, photoSettingsForSceneMonitoring?.flashMode == .auto else { return false }
         return StillCaptureEngine.firesFlash(.auto, device: device)
     }
@@ -121,7 +121,7 @@ open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked
     /// and enabled video connection, when `settings` were used before, when the flash mode is not among
     /// `supportedFlashModes`, when the format is not available, or when high resolution is asked for without
     /// `isHighResolutionCaptureEnabled`, or when `settings.metadata` holds keys other than `{GPS}`.
-    public func capturePhoto(with settings: AVCapturePhotoSettings, delegate: any AVCapturePhotoCaptureDelegate) {
+    open func capturePhoto(with settings: AVCapturePhotoSettings, delegate: any AVCapturePhotoCaptureDelegate) {
         let videoConnection = connection(with: .video)
         precondition(
             session != nil && (videoConnection.map { $0.isEnabled && $0.isActive } ?? false),

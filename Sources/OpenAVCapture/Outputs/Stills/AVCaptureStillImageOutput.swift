@@ -30,18 +30,18 @@ open class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservable, @unch
     public override init() { super.init() }
 
     /// The pixel formats an uncompressed still can have (`kCVPixelBufferPixelFormatTypeKey`), NV12 first.
-    public var availableImageDataCVPixelFormatTypes: [NSNumber] {
+    open var availableImageDataCVPixelFormatTypes: [NSNumber] {
         VideoOutputPipeline.supportedPixelFormats.map { NSNumber(value: $0) }
     }
 
     /// The codecs a compressed still can have: JPEG.
-    public var availableImageDataCodecTypes: [AVVideoCodecType] { [.jpeg] }
+    open var availableImageDataCodecTypes: [AVVideoCodecType] { [.jpeg] }
 
     /// What stills are delivered as: `[AVVideoCodecKey: AVVideoCodecType.jpeg]` (the default), optionally with
     /// `AVVideoCompressionPropertiesKey: [AVVideoQualityKey: 0...1]` (0.9 if absent), or
     /// `[kCVPixelBufferPixelFormatTypeKey: one of availableImageDataCVPixelFormatTypes]` for pixels. Anything else
     /// traps, as Apple's raises.
-    public var outputSettings: [String: Any]! {
+    open var outputSettings: [String: Any]! {
         get { settings.withLock { $0.value } }
         set {
             let value = newValue ?? [AVVideoCodecKey: AVVideoCodecType.jpeg]
@@ -51,12 +51,12 @@ open class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservable, @unch
     }
 
     /// Whether a still is being taken. Key-value observable.
-    public var isCapturingStillImage: Bool { capturing.withLock { $0 > 0 } }
+    open var isCapturingStillImage: Bool { capturing.withLock { $0 > 0 } }
 
     /// Whether stills are taken at the device's high-resolution still size (`activeFormat`'s
     /// `highResolutionStillImageDimensions`, 4032x3024 on the virtual back camera) rather than the stream's, where
     /// the camera can read one (the virtual cameras can; others give the stream's size).
-    public var isHighResolutionStillImageOutputEnabled: Bool {
+    open var isHighResolutionStillImageOutputEnabled: Bool {
         get { highResolution.withLock { $0 } }
         set { highResolution.withLock { $0 = newValue } }
     }
@@ -65,7 +65,7 @@ open class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservable, @unch
     /// Takes a still from `connection` and calls `handler` with it, or with an error (`AVError.sessionNotRunning`
     /// when the session is not running). Traps when the connection is not this output's, or is inactive or
     /// disabled, as Apple's raises.
-    public func captureStillImageAsynchronously(
+    open func captureStillImageAsynchronously(
         from connection: AVCaptureConnection,
         completionHandler handler: @escaping @Sendable (CMSampleBuffer?, (any Error)?) -> Void
     ) {
@@ -97,7 +97,7 @@ open class AVCaptureStillImageOutput: AVCaptureOutput, KeyValueObservable, @unch
 
     /// The JPEG file in a still's sample buffer, as it was encoded (no recompression). Traps for a buffer that
     /// holds no JPEG, as Apple's raises.
-    public class func jpegStillImageNSDataRepresentation(_ jpegSampleBuffer: CMSampleBuffer) -> Data? {
+    open class func jpegStillImageNSDataRepresentation(_ jpegSampleBuffer: CMSampleBuffer) -> Data? {
         precondition(
             jpegSampleBuffer.formatDescription?.mediaSubType.rawValue == kCMVideoCodecType_JPEG,
             "AVCaptureStillImageOutput: jpegStillImageNSDataRepresentation(_:) needs a JPEG sample buffer (Apple"
