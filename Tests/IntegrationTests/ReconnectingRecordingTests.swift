@@ -282,6 +282,34 @@ struct ReconnectingRecordingTests {
         #expect(indexSteps(indices).isEmpty)
     }
 
+    @Test("maxRecordedDuration ends a recording whose camera never came back, the sound reaching the limit")
+    func durationLimitWhileAway() throws {
+        guard MediaTool.available(for: "ReconnectingRecordingTests.durationLimitWhileAway") else { return }
+        let url = try scratchURL("limit-away.mov", suite: "reconnect")
+        let camera = try #require(VirtualDevices.back.virtualCamera)
+        let output = AVCaptureMovieFileOutput()
+        output.survivesDisconnection = true
+        output.maxRecordedDuration = CMTime(value: 2, timescale: 1)
+        let session = try makeMovieSession(output)
+        session.startRunning()
+        defer {
+            session.stopRunning()
+            camera.restoreDefaults()
+        }
+        let delegate = ReconnectionDelegate()
+        output.startRecording(to: url, recordingDelegate: delegate)
+        #expect(delegate.waitForStart())
+        #expect(waitUntil { output.recordedDuration.seconds >= 0.8 }, "0.8 s were never recorded")
+        camera.unplug()
+        #expect(delegate.waitForFinish())
+        #expect(delegate.events == ["didStart", "didLose", "willFinish", "didFinish"])
+        #expect((delegate.error as? AVError)?.code == .maximumDurationReached, "\(String(describing: delegate.error))")
+        #expect(try ffmpegDecodeErrors(url) == "")
+        let audioLength = try streamDuration(url, "audio")
+        #expect(abs(audioLength - 2) <= 0.05, "audio \(audioLength) s")
+        #expect(try streamDuration(url, "video") < 1.5)
+    }
+
     /// Every flash frame from `afterTime` on (file seconds) has its beep within 5 ms, and there is one at least.
     private func expectFlashesMeetBeeps(_ url: URL, afterTime: Double) throws {
         let flashes = try AVSyncTests.flashTimes(url).flashes.filter { $0 >= afterTime }

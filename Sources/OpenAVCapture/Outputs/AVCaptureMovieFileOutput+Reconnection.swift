@@ -65,6 +65,16 @@ extension AVCaptureFileOutputDisconnectionDelegate {
 
 // MARK: The recording engine's side
 
+extension MovieRecordingEngine.Recording {
+    /// Whether the recording's camera is unplugged while the recording goes on.
+    var isMissingVideo: Bool {
+        !lostConnections.isEmpty
+            && request.connections.contains { connection in
+                AVCaptureFileOutput.isVideo(connection) && lostConnections[ObjectIdentifier(connection)] != nil
+            }
+    }
+}
+
 extension MovieRecordingEngine {
     /// Whether `recording` goes on through `error` of `connection`'s device (its request survives disconnection and
     /// the device was unplugged): its media stops where it is, and the gap begins there. False: the caller ends it.

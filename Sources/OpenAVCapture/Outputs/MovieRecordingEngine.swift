@@ -346,6 +346,12 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 } else {
                     appendAudio(buffer, to: recording)
                 }
+                // The camera is away (survivesDisconnection): no frame will cross the limit, so the sound ends it.
+                if limit.isNumeric, recording.isMissingVideo, !(written + Self.audioDuration(buffer) < limit) {
+                    finishForLimit(
+                        recording, .maximumDurationReached,
+                        "The recording reached maxRecordedDuration (\(recording.request.limits.maxDuration.seconds) s).")
+                }
                 break
             }
             // Sound alone ends at maxRecordedDuration to the sample: the frames of the buffer that crosses it that
