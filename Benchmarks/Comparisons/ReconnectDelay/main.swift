@@ -55,8 +55,8 @@ final class Posts: @unchecked Sendable {
     let times = Mutex<[Double]>([])
     var token: (any NSObjectProtocol)?
     init(_ name: NSNotification.Name, object: AnyObject?) {
-        token = NotificationCenter.default.addObserver(forName: name, object: object, queue: nil) { [times] _ in
-            times.withLock { $0.append(now()) }
+        token = NotificationCenter.default.addObserver(forName: name, object: object, queue: nil) { [weak self] _ in
+            self?.times.withLock { $0.append(now()) }
         }
     }
 }
