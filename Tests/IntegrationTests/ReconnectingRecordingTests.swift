@@ -310,6 +310,49 @@ struct ReconnectingRecordingTests {
         #expect(try streamDuration(url, "video") < 1.5)
     }
 
+    @Test("A camera's H.264 written as it comes goes on after the gap at a key frame, the file decoding cleanly")
+    func passthroughComesBack() throws {
+        guard MediaTool.available(for: "ReconnectingRecordingTests.passthroughComesBack") else { return }
+        let url = try scratchURL("passthrough-gap.mov", suite: "reconnect")
+        let webcam = try H264PassthroughTests.webcamAt1080pH264()
+        let camera = try #require(webcam.virtualCamera)
+        defer { camera.restoreDefaults() }
+        let output = AVCaptureMovieFileOutput()
+        output.survivesDisconnection = true
+        let session = try makeSession(preset: .inputPriority, devices: [webcam], outputs: [output])
+        session.startRunning()
+        defer { session.stopRunning() }
+        let delegate = ReconnectionDelegate()
+        output.startRecording(to: url, recordingDelegate: delegate)
+        #expect(delegate.waitForStart())
+        #expect(waitUntil(timeout: 30) { output.recordedDuration.seconds >= 1 }, "1 s was never recorded")
+        camera.unplug()
+        #expect(delegate.waitForLoss(), "didLoseDevice never came")
+        // The outage itself: the webcam stays away this long.
+        Thread.sleep(forTimeInterval: 0.5)
+        camera.replug()
+        #expect(delegate.waitForReturn(), "didRegainDevice never came")
+        let gapEnd = try #require(delegate.regainedDevices.first?.gap.end.seconds)
+        #expect(waitUntil(timeout: 30) { output.recordedDuration.seconds >= gapEnd + 1 }, "the recording stopped")
+        output.stopRecording()
+        #expect(delegate.waitForFinish())
+        #expect(delegate.events == ["didStart", "didLose", "didRegain", "willFinish", "didFinish"])
+        #expect(delegate.error == nil, "\(String(describing: delegate.error))")
+        #expect(try ffmpegDecodeErrors(url) == "")
+        // The packets as they are in the file: one timestamp jump, and the first packet after it is a key frame.
+        let packets = try MediaTool.ffprobe.run([
+            "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0", url.path,
+        ]).outputText.split(whereSeparator: \.isNewline).compactMap { line -> (time: Double, isKey: Bool)? in
+            let fields = line.split(separator: ",")
+            guard fields.count >= 2, let time = Double(fields[0]) else { return nil }
+            return (time, fields[1].contains("K"))
+        }.sorted { $0.time < $1.time }
+        let jumps = zip(packets, packets.dropFirst()).enumerated().filter { $0.element.1.time - $0.element.0.time > 0.4 }
+        try #require(jumps.count == 1, "jumps at \(jumps.map(\.offset)) in \(packets.map(\.time))")
+        #expect(packets[jumps[0].offset + 1].isKey, "the first packet after the gap is no key frame")
+        #expect(packets.count - jumps[0].offset - 1 >= 10, "\(packets.count - jumps[0].offset - 1) frames after the gap")
+    }
+
     /// Every flash frame from `afterTime` on (file seconds) has its beep within 5 ms, and there is one at least.
     private func expectFlashesMeetBeeps(_ url: URL, afterTime: Double) throws {
         let flashes = try AVSyncTests.flashTimes(url).flashes.filter { $0 >= afterTime }

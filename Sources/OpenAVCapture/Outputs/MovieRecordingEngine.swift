@@ -25,7 +25,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
         let connections: [AVCaptureConnection]
         /// The series this recording is a segment of (ours), or nil for a recording of one file.
         var segments: AVCaptureRecordingSegments? = nil
-        /// Whether the recording goes on through an unplugged device (ours; see `MovieRecordingEngine+Reconnection`).
+        /// Whether the recording goes on through an unplugged device (ours; `AVCaptureMovieFileOutput+Reconnection`).
         var survivesDisconnection = false
     }
 
