@@ -168,5 +168,15 @@ let package = Package(
             path: "Comparisons/USBWebcamOverhead",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        /// How soon a recording that survives disconnection resumes once the camera is back (goal: 1 s).
+        .executableTarget(
+            name: "ReconnectDelay",
+            dependencies: [
+                .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+                .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
+            ],
+            path: "Comparisons/ReconnectDelay",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )

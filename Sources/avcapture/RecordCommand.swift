@@ -30,6 +30,11 @@ struct RecordCommand: ParsableCommand {
             --screen records an X11 display (the server DISPLAY names) instead of a camera: N is its index in \
             'avcapture devices' (the main display when left out); --crop X,Y,W,H (display pixels from its top-left), \
             --fps (at most; default 30), --cursor and --clicks choose what is captured.
+
+            --reconnect keeps a movie recording when its camera or microphone is unplugged: when the same device \
+            comes back, the recording goes on in the same file, the time it was away left as a gap (no frames; \
+            silence for a microphone away up to 10 s), the sound after it in sync with the picture. Without it, an \
+            unplugged device ends the recording (exit status 69).
             """)
 
     @Argument(help: "The file to write; its extension chooses the container.") var output: String
@@ -75,6 +80,8 @@ struct RecordCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "Where it was recorded: LAT,LON in degrees.") var location: String?
     @Flag(help: "Replace an existing file (it survives a failed recording).") var overwrite = false
     @Flag(help: "Play file: sources again and again instead of stopping at their end.") var loop = false
+    @Flag(help: "Keep recording through an unplugged camera or microphone; it goes on in the same file when back.")
+    var reconnect = false
     @Option(help: "Record display N of the X server (an index from 'avcapture devices'; 'main' or left out: the main one).")
     var screen: String?
     @Option(help: "With --screen: the area X,Y,W,H in display pixels.") var crop: String?
@@ -149,6 +156,9 @@ struct RecordCommand: ParsableCommand {
         if preRoll != nil && video?.lowercased() == "none" && screen == nil {
             throw ValidationError("--pre-roll needs a camera or a screen")
         }
+        if reconnect && (preRoll != nil || (video?.lowercased() == "none" && screen == nil)) {
+            throw ValidationError("--reconnect is for movies from a camera: not with --pre-roll or --video none")
+        }
         if isSegmented && overwrite { throw ValidationError("--overwrite does not apply to segments (they never replace a file)") }
         let isAudioOnly = video?.lowercased() == "none" && screen == nil
         if isAudioOnly && isSegmented { throw ValidationError("segments need a camera or a screen: they cut at video frames") }
@@ -220,6 +230,7 @@ struct RecordCommand: ParsableCommand {
         }
         guard let movie = output as? AVCaptureMovieFileOutput else { return }
         movie.metadata = items
+        movie.survivesDisconnection = reconnect
         movie.movieFragmentInterval =
             fragmentInterval > 0 ? CMTime(seconds: fragmentInterval, preferredTimescale: 1000) : .invalid
         guard let connection = movie.connection(with: .video) else { return }

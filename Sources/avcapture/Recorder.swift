@@ -3,7 +3,7 @@ import OpenAVCapture
 
 /// Runs one recording on a file output from start to a finalized file: live status, signals, the summary line
 /// and the exit status. Shared by `record` and `audio`.
-final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked Sendable {
+final class Recorder: NSObject, AVCaptureFileOutputDisconnectionDelegate, @unchecked Sendable {
     private let output: AVCaptureFileOutput
     private let setup: CaptureSetup
     private let target: OutputTarget
@@ -160,6 +160,30 @@ final class Recorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked
     }
 
     // MARK: AVCaptureFileOutputRecordingDelegate
+
+    /// With --reconnect: a device of the recording was unplugged; the recording waits for it.
+    func fileOutput(
+        _ output: AVCaptureFileOutput, recordingTo fileURL: URL, didLoseDevice device: AVCaptureDevice,
+        at gapStart: CMTime
+    ) {
+        Terminal.endStatus()
+        Terminal.error(
+            String(
+                format: "%@ was disconnected at %.2f s; recording on, waiting for it to come back",
+                device.localizedName, gapStart.seconds))
+    }
+
+    /// With --reconnect: the device is back and records into the same file after the gap.
+    func fileOutput(
+        _ output: AVCaptureFileOutput, recordingTo fileURL: URL, didRegainDevice device: AVCaptureDevice,
+        gap: CMTimeRange
+    ) {
+        Terminal.endStatus()
+        Terminal.error(
+            String(
+                format: "%@ is back at %.2f s: a gap of %.2f s in the file", device.localizedName,
+                gap.end.seconds, gap.duration.seconds))
+    }
 
     func fileOutput(
         _ output: AVCaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [AVCaptureConnection],

@@ -102,14 +102,14 @@ struct V4L2MultiplanarRecordingKernelTests {
 
 /// A tool's standard output (or, with `errors`, its standard error) as text; nil when it fails to run or exits
 /// non-zero (with `errors`, any exit status).
-private func spawnOutput(_ tool: String, _ arguments: [String], errors: Bool = false) -> String? {
+func spawnOutput(_ tool: String, _ arguments: [String], errors: Bool = false) -> String? {
     spawnBytes(tool, arguments, errors: errors).map { String(decoding: $0, as: UTF8.self) }
 }
 
 /// Runs `/usr/bin/<tool>` with posix_spawn (Foundation's `Process` cannot make its run-loop socket pair in the VM)
 /// and returns what it wrote on standard output (standard error with `errors`); nil when it does not run, or, for
 /// standard output, exits non-zero.
-private func spawnBytes(_ tool: String, _ arguments: [String], errors: Bool = false) -> [UInt8]? {
+func spawnBytes(_ tool: String, _ arguments: [String], errors: Bool = false) -> [UInt8]? {
     let path = "/usr/bin/\(tool)"
     guard FileManager.default.isExecutableFile(atPath: path) else { return nil }
     var pipeEnds: [Int32] = [0, 0]

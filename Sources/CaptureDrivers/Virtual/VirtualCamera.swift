@@ -263,6 +263,7 @@ package final class VirtualCamera: VirtualDevice, HighResolutionStillCapturing {
             name: "OpenAVCapture \(identity.localizedName)",
             prepare: { cameraControls.streamWillStart(isFreeRunning: clockMode == .freeRunning) },
             body: { thread in stream.run(on: thread) })
+        VirtualUnplugSchedule.streamDidStart(self)
     }
 
     package func stop() {

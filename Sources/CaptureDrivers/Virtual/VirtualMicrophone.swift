@@ -72,6 +72,7 @@ package final class VirtualMicrophone: VirtualDevice {
             clockMode: lifecycle.clockMode, formatDescription: formatDescription, sink: sink)
         try lifecycle.start(
             name: "OpenAVCapture \(identity.localizedName)", prepare: {}, body: { thread in stream.run(on: thread) })
+        VirtualUnplugSchedule.streamDidStart(self)
     }
 
     package func stop() {

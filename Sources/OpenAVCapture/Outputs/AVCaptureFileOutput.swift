@@ -85,6 +85,9 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         var isRecording = false
         var isRecordingPaused = false
         var isSampleAccurate = false
+        /// Whether recordings go on through an unplugged device (ours; see
+        /// `AVCaptureMovieFileOutput.survivesDisconnection`).
+        var survivesDisconnection = false
     }
 
     package let fileState = Mutex(FileState())
@@ -247,15 +250,16 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
             value += 1
             return value
         }
-        let limits = fileState.withLock { state in
+        let (limits, survivesDisconnection) = fileState.withLock { state in
             state.isRecording = true
             state.isRecordingPaused = false
             state.outputFileURL = url
             state.recordedDuration = .zero
             state.recordedFileSize = 0
-            return MovieRecordingEngine.Limits(
+            let limits = MovieRecordingEngine.Limits(
                 maxDuration: state.maxRecordedDuration, maxFileSize: state.maxRecordedFileSize,
                 minFreeDiskSpace: state.minFreeDiskSpaceLimit)
+            return (limits, state.survivesDisconnection)
         }
         if !isActive.load(ordering: .sequentiallyConsistent) { statistics.withLock { $0 = AVCaptureRecordingStatistics() } }
         isActive.store(true, ordering: .sequentiallyConsistent)
@@ -263,7 +267,7 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
             .start(
                 MovieRecordingEngine.Request(
                     url: url, fileType: fileType, delegate: delegate, generation: generation, limits: limits,
-                    connections: connections, segments: segments)))
+                    connections: connections, segments: segments, survivesDisconnection: survivesDisconnection)))
     }
 
     /// A segmented recording cut to its next file (ours): the properties follow the new segment, as after a

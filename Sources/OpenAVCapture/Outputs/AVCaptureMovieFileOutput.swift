@@ -30,7 +30,9 @@ import Synchronization
 ///   When the volume has no room for the finishing rewrite's copy (it needs the file's size again until its rename),
 ///   the complete fragmented movie is kept as it is: every sample in it, readable, not moved to fast start.
 /// - The video or audio device of the recording fails (unplugged): `.deviceWasDisconnected` (or the session's
-///   error, such as `.sessionWasInterrupted` when another application takes the device).
+///   error, such as `.sessionWasInterrupted` when another application takes the device). With
+///   ``survivesDisconnection`` (ours) an unplug leaves a gap instead, and the recording goes on in the same file
+///   when the device is back.
 /// - The session stops running: the recording is finished normally, `error` nil (our choice: the file is complete
 ///   and nothing went wrong with it; Apple documents no error for this case).
 ///

@@ -25,6 +25,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
         let connections: [AVCaptureConnection]
         /// The series this recording is a segment of (ours), or nil for a recording of one file.
         var segments: AVCaptureRecordingSegments? = nil
+        /// Whether the recording goes on through an unplugged device (ours; `AVCaptureMovieFileOutput+Reconnection`).
+        var survivesDisconnection = false
     }
 
     /// What the work queue handles, in order. `@unchecked Sendable`: buffers, connections and delegates are
@@ -80,6 +82,9 @@ final class MovieRecordingEngine: @unchecked Sendable {
         /// Resamples the microphone's sound to follow the session clock (its sample clock drifts); nil until the
         /// first sound, and for sound it cannot take (then written as it comes).
         var clockFollower: AudioClockFollower?
+        /// The connections whose device was unplugged while the recording went on (ours), with the written time its
+        /// media stopped at: the gap in the file begins there.
+        var lostConnections: [ObjectIdentifier: CMTime] = [:]
         /// A movie file's sound has no clock of its own to drift (its timestamps are the file's): it is written as it
         /// comes, sample for sample, however late a loaded machine delivers it.
         lazy var followsClock: Bool = !request.connections.contains { connection in
@@ -158,6 +163,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
         case .inputFailed(let error, let connection):
             for recording in [previous, current].compactMap({ $0 })
             where recording.request.connections.contains(where: { $0 === connection }) {
+                guard !keepsRecording(recording, through: error, of: connection) else { continue }
                 end(recording, error: Self.finishedError(error.code, error.localizedDescription), drain: true)
             }
         }
@@ -244,6 +250,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
             }
         }
         recording.awaitsKeyFrame = false
+        if !recording.lostConnections.isEmpty { noteReturn(of: connection, in: recording, at: time) }
         switch recording.phase {
         case .waiting:
             guard makeWriter(recording, firstVideo: buffer) else { return }
@@ -303,6 +310,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
             return
         }
         let time = buffer.presentationTimeStamp
+        if !recording.lostConnections.isEmpty { noteReturn(of: connection, in: recording, at: time) }
         switch recording.phase {
         case .waiting where recording.hasVideo, .resuming where recording.hasVideo:
             recording.pendingAudio.append(buffer)
@@ -337,6 +345,12 @@ final class MovieRecordingEngine: @unchecked Sendable {
                     appendAudio(buffer, to: recording, before: limit)
                 } else {
                     appendAudio(buffer, to: recording)
+                }
+                // The camera is away (survivesDisconnection): no frame will cross the limit, so the sound ends it.
+                if limit.isNumeric, recording.isMissingVideo, !(written + Self.audioDuration(buffer) < limit) {
+                    finishForLimit(
+                        recording, .maximumDurationReached,
+                        "The recording reached maxRecordedDuration (\(recording.request.limits.maxDuration.seconds) s).")
                 }
                 break
             }
@@ -492,13 +506,15 @@ final class MovieRecordingEngine: @unchecked Sendable {
         let request = Request(
             url: url, fileType: recording.request.fileType, delegate: recording.request.delegate,
             generation: output.startNextSegment(url), limits: limits, connections: recording.request.connections,
-            segments: series)
+            segments: series, survivesDisconnection: recording.request.survivesDisconnection)
         releaseHeldAudio(recording, upTo: time)
         let carried = recording.heldAudio
         recording.heldAudio.removeAll()
         begin(request)
         // What was held from the cut on belongs to the new segment: it takes it with its first frame.
         current?.pendingAudio = carried
+        // A device still unplugged is still missing from the next segment: its gap there runs from the start.
+        current?.lostConnections = recording.lostConnections.mapValues { _ in .invalid }
         return true
     }
 
@@ -786,7 +802,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
 
     // MARK: Callbacks
 
-    private func callback(
+    func callback(
         _ recording: Recording,
         _ body:
             @escaping (any AVCaptureFileOutputRecordingDelegate, AVCaptureFileOutput, URL, [AVCaptureConnection]) ->
