@@ -16,13 +16,15 @@ final class RunningTool: @unchecked Sendable {
     /// Bytes after the last newline.
     private let pending = Mutex(Data())
 
-    init(_ arguments: [String], in directory: URL, display: String) throws {
+    /// `extraEnvironment` is added to this process's environment (with the virtual devices and `display`).
+    init(_ arguments: [String], in directory: URL, display: String, extraEnvironment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: toolPath!)
         process.arguments = arguments
         process.currentDirectoryURL = directory
         var environment = ProcessInfo.processInfo.environment
         environment["OPENAV_DEVICES"] = "virtual"
         environment["DISPLAY"] = display
+        environment.merge(extraEnvironment) { _, extra in extra }
         process.environment = environment
         let output = Pipe()
         let error = Pipe()

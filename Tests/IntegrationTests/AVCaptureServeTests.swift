@@ -50,10 +50,14 @@ final class RunningServer {
     let port: Int
     let directory: URL
 
-    init(_ extra: [String], display: String = ProcessInfo.processInfo.environment["DISPLAY"] ?? "") throws {
+    init(
+        _ extra: [String], display: String = ProcessInfo.processInfo.environment["DISPLAY"] ?? "",
+        environment: [String: String] = [:]
+    ) throws {
         directory = try scratchURL("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        tool = try RunningTool(["serve", "--listen", "127.0.0.1:0"] + extra, in: directory, display: display)
+        tool = try RunningTool(
+            ["serve", "--listen", "127.0.0.1:0"] + extra, in: directory, display: display, extraEnvironment: environment)
         let line = try #require(tool.line(startingWith: "listening on"), "no address: \(tool.standardError)")
         let address = try #require(URL(string: String(line.dropFirst("listening on ".count))))
         port = try #require(address.port)

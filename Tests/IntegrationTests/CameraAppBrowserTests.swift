@@ -142,6 +142,40 @@ finally:
     driver.quit()
 """#
 
+/// The browser's side of the hot-plug test: the camera line of the page, sampled every 100 ms for `seconds`, as
+/// the page's own polling shows it. Arguments: the page's address, seconds. Prints a JSON list of the distinct
+/// texts in the order they appeared; exits 3 when the browser cannot start.
+private let hotPlugScript = #"""
+import json, sys, time
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+url, seconds = sys.argv[1], float(sys.argv[2])
+options = webdriver.ChromeOptions()
+for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1000,800"]:
+    options.add_argument(argument)
+try:
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+except Exception as error:
+    print("the browser did not start: %s" % str(error).splitlines()[0], file=sys.stderr)
+    sys.exit(3)
+try:
+    driver.get(url)
+    WebDriverWait(driver, 20).until(lambda d: "cameras" in d.find_element(By.ID, "camera").text)
+    seen = []
+    end = time.time() + seconds
+    while time.time() < end:
+        text = driver.find_element(By.ID, "camera").text
+        if not seen or seen[-1] != text:
+            seen.append(text)
+        time.sleep(0.1)
+    print(json.dumps(seen))
+finally:
+    driver.quit()
+"""#
+
 @Suite(
     "the camera app in Chromium", .serialized,
     .enabled(if: toolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
@@ -258,5 +292,33 @@ struct CameraAppBrowserTests {
         #expect(switched != before["camera"] as? String)
         #expect((report["cameraShownAfter"] as? String)?.hasPrefix(switched) == true)
     }
+    @Test("a camera unplugged and plugged back in is reflected live on the page")
+    func hotPlugReflectedLive() throws {
+        if let missing = Self.missing { return print("Skipping the camera app's hot-plug in Chromium: \(missing)") }
+        // The back camera, the one shown, goes away 10 s after its stream started (time for the browser to start
+        // under load) for 4 s: the virtual devices' planned unplug, for a process the test cannot reach otherwise.
+        let server = try RunningServer(
+            ["--preset", "640x480", "--audio", "none"],
+            environment: ["OPENAV_VIRTUAL_UNPLUG": "virtual:back-camera:10:4"])
+        defer { _ = server.stop() }
+        let scratch = try scratchURL("browser-hotplug-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        let script = scratch.appendingPathComponent("hotplug.py")
+        try hotPlugScript.write(to: script, atomically: true, encoding: .utf8)
+        let result = try ToolResult.run(executable: Self.python, [script.path, "http://127.0.0.1:\(server.port)/", "20"])
+        if result.status == 3 { return print("Skipping the camera app's hot-plug in Chromium: \(result.error)") }
+        try #require(result.status == 0, "the browser script failed: \(result.error)\n\(server.tool.standardError)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: result.output) as? [String], "no report")
+        print("the page's camera line: \(seen)")
+        // How many cameras the page says, in the order the page said it: all, one fewer while unplugged, all again.
+        let counts = seen.compactMap { text -> Int? in
+            guard let open = text.lastIndex(of: "("), let space = text[open...].firstIndex(of: " ") else { return nil }
+            return Int(text[text.index(after: open)..<space])
+        }
+        let distinct = counts.reduce(into: [Int]()) { if $0.last != $1 { $0.append($1) } }
+        try #require(distinct.count >= 3, "the page did not follow the unplug and replug: \(seen)")
+        #expect(distinct[1] == distinct[0] - 1 && distinct[2] == distinct[0], "\(seen)")
+    }
 }
+
 
