@@ -8,18 +8,16 @@ import OpenAVCaptureTesting
 import TestSupport
 import Testing
 
-/// The browser's side, written to a file and run with Debian's python3 (where python3-selenium is installed).
-/// Arguments: the page's address, a directory for screenshots. Prints one JSON object; exits 3 when the browser
-/// cannot start (the test then skips, saying why).
-private let browserScript = #"""
+/// What every browser script starts with: the imports, and a headless Chromium with a 1000x800 window at one device
+/// pixel per CSS pixel as `driver`, or exit status 3 (the test then skips, saying why) when it cannot start.
+private let browserPrelude = #"""
 import json, sys, time, urllib.request
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
-url, shots = sys.argv[1], sys.argv[2]
 options = webdriver.ChromeOptions()
 for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--window-size=1000,800", "--force-device-scale-factor=1"]:
@@ -29,6 +27,13 @@ try:
 except Exception as error:
     print("the browser did not start: %s" % str(error).splitlines()[0], file=sys.stderr)
     sys.exit(3)
+
+"""#
+
+/// The browser's side, written to a file and run with Debian's python3 (where python3-selenium is installed).
+/// Arguments: the page's address, a directory for screenshots. Prints one JSON object.
+private let browserScript = browserPrelude + #"""
+url, shots = sys.argv[1], sys.argv[2]
 try:
     wait = WebDriverWait(driver, 20)
     driver.get(url)
@@ -70,24 +75,8 @@ finally:
 /// The browser's side of the controls test: double tap, reset, flash, torch, zoom and camera switch, each clicked
 /// or chosen on the page as a person would, each awaited in the server's status (read from the devices). Arguments:
 /// the page's address. Prints one JSON object; exits 3 when the browser cannot start.
-private let controlsScript = #"""
-import json, sys, time, urllib.request
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.action_chains import ActionChains
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select, WebDriverWait
-
+private let controlsScript = browserPrelude + #"""
 url = sys.argv[1]
-options = webdriver.ChromeOptions()
-for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1000,800", "--force-device-scale-factor=1"]:
-    options.add_argument(argument)
-try:
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-except Exception as error:
-    print("the browser did not start: %s" % str(error).splitlines()[0], file=sys.stderr)
-    sys.exit(3)
 def status():
     with urllib.request.urlopen(url + "status") as r:
         return json.load(r)
@@ -145,22 +134,8 @@ finally:
 /// The browser's side of the hot-plug test: the camera line of the page, sampled every 100 ms for `seconds`, as
 /// the page's own polling shows it. Arguments: the page's address, seconds. Prints a JSON list of the distinct
 /// texts in the order they appeared; exits 3 when the browser cannot start.
-private let hotPlugScript = #"""
-import json, sys, time
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
-
+private let hotPlugScript = browserPrelude + #"""
 url, seconds = sys.argv[1], float(sys.argv[2])
-options = webdriver.ChromeOptions()
-for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1000,800"]:
-    options.add_argument(argument)
-try:
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-except Exception as error:
-    print("the browser did not start: %s" % str(error).splitlines()[0], file=sys.stderr)
-    sys.exit(3)
 try:
     driver.get(url)
     WebDriverWait(driver, 20).until(lambda d: "cameras" in d.find_element(By.ID, "camera").text)
