@@ -58,27 +58,9 @@ public final class PlayerWindow: @unchecked Sendable {
 
     /// Opens the window and shows the player's video until `stop()` or the user closes the window. Blocks.
     public func run() throws(PreviewError) {
-        SDL_SetHint(SDL_HINT_NO_SIGNAL_HANDLERS, "1")
-        SDL_SetHint(SDL_HINT_QUIT_ON_LAST_WINDOW_CLOSE, "0")
-        guard SDL_InitSubSystem(SDL_INIT_VIDEO) == 0 else {
-            throw PreviewError(
-                "cannot open a window: \(String(cString: SDL_GetError())) (is DISPLAY set to a running X server?)")
-        }
-        defer { SDL_QuitSubSystem(SDL_INIT_VIDEO) }
-        let x = position.map { Int32($0.x) } ?? CSDL2_windowPositionCentered
-        let y = position.map { Int32($0.y) } ?? CSDL2_windowPositionCentered
-        guard
-            let window = SDL_CreateWindow(
-                title, x, y, Int32(size.width), Int32(size.height),
-                SDL_WINDOW_SHOWN.rawValue | SDL_WINDOW_RESIZABLE.rawValue)
-        else { throw PreviewError("cannot create the window: \(String(cString: SDL_GetError()))") }
-        defer { SDL_DestroyWindow(window) }
-        guard
-            let renderer = SDL_CreateRenderer(
-                window, -1, SDL_RENDERER_ACCELERATED.rawValue | SDL_RENDERER_PRESENTVSYNC.rawValue)
-                ?? SDL_CreateRenderer(window, -1, SDL_RENDERER_SOFTWARE.rawValue)
-        else { throw PreviewError("cannot create a renderer: \(String(cString: SDL_GetError()))") }
-        defer { SDL_DestroyRenderer(renderer) }
+        let video = try VideoWindow(title: title, size: size, position: position, drawing: .automatic)
+        defer { video.close() }
+        let (window, renderer) = (video.window, video.renderer)
         let frameEvent = SDL_RegisterEvents(1)
         layer.setFrameHandler {
             var event = SDL_Event()
@@ -86,7 +68,7 @@ public final class PlayerWindow: @unchecked Sendable {
             SDL_PushEvent(&event)
         }
         defer { layer.setFrameHandler(nil) }
-        var texture = Texture()
+        var texture = FrameTexture(drawsOnCPU: video.drawsOnCPU)
         defer { texture.destroy() }
         var current: CMSampleBuffer?
         updateBounds(window)
@@ -140,12 +122,14 @@ public final class PlayerWindow: @unchecked Sendable {
         }
     }
 
-    private func draw(_ sample: CMSampleBuffer?, renderer: OpaquePointer, texture: inout Texture) {
+    private func draw(_ sample: CMSampleBuffer?, renderer: OpaquePointer, texture: inout FrameTexture) {
         SDL_SetRenderDrawColor(renderer, 0, 0, 0, 255)
         SDL_RenderClear(renderer)
         var drew = false
-        if let sample, let image = sample.imageBuffer, texture.upload(image, renderer: renderer) {
-            let placement = TexturePlacement(layer.geometry(of: sample))
+        if let sample, let image = sample.imageBuffer,
+            case let placement = TexturePlacement(layer.geometry(of: sample)),
+            texture.upload(image, for: placement, renderer: renderer)
+        {
             var destination = SDL_FRect(
                 x: Float(placement.destination.minX), y: Float(placement.destination.minY),
                 w: Float(placement.destination.width), h: Float(placement.destination.height))

@@ -158,34 +158,17 @@ public final class PreviewWindow: @unchecked Sendable {
     /// Opens the window and shows the layer's video until `stop()` or the user closes the window. Blocks.
     public func run() throws(PreviewError) {
         guard let session = layer.session else { throw PreviewError("the preview layer has no session; set one first") }
-        SDL_SetHint(SDL_HINT_NO_SIGNAL_HANDLERS, "1")
-        // The window's closing must not end the process: the app decides.
-        SDL_SetHint(SDL_HINT_QUIT_ON_LAST_WINDOW_CLOSE, "0")
-        guard SDL_InitSubSystem(SDL_INIT_VIDEO) == 0 else {
-            throw PreviewError("cannot open a window: \(Self.sdlError()) (is DISPLAY set to a running X server?)")
-        }
-        defer { SDL_QuitSubSystem(SDL_INIT_VIDEO) }
-        let x = position.map { Int32($0.x) } ?? CSDL2_windowPositionCentered
-        let y = position.map { Int32($0.y) } ?? CSDL2_windowPositionCentered
-        guard
-            let window = SDL_CreateWindow(
-                title, x, y, Int32(initialSize.width), Int32(initialSize.height),
-                SDL_WINDOW_SHOWN.rawValue | SDL_WINDOW_RESIZABLE.rawValue)
-        else { throw PreviewError("cannot create the window: \(Self.sdlError())") }
-        defer { SDL_DestroyWindow(window) }
-        let (renderer, drawsOnCPU) = try Self.makeRenderer(for: window, drawing: drawing)
-        defer { SDL_DestroyRenderer(renderer) }
-        var info = SDL_RendererInfo()
-        SDL_GetRendererInfo(renderer, &info)
-        let name = info.name.map { String(cString: $0) } ?? "unknown"
-        shared.withLock { ($0.rendererName, $0.drawsOnCPU) = (name, drawsOnCPU) }
+        let video = try VideoWindow(title: title, size: initialSize, position: position, drawing: drawing)
+        defer { video.close() }
+        let (window, renderer) = (video.window, video.renderer)
+        shared.withLock { ($0.rendererName, $0.drawsOnCPU) = (video.rendererName, video.drawsOnCPU) }
 
         let frameEvent = SDL_RegisterEvents(1)
         let feed = try PreviewFeed(session: session, drawablePixelFormats: Set(TextureFormat.all.keys)) { [weak self] in
             self?.wake(frameEvent)
         }
         defer { feed.detach() }
-        var texture = FrameTexture(drawsOnCPU: drawsOnCPU)
+        var texture = FrameTexture(drawsOnCPU: video.drawsOnCPU)
         defer { texture.destroy() }
         var current: CMSampleBuffer?
         updateBounds(window)
@@ -226,31 +209,6 @@ public final class PreviewWindow: @unchecked Sendable {
                 $0.framesDroppedUpstream = feedStatistics.droppedUpstream
             }
         }
-    }
-
-    /// The renderer `drawing` asks for, and whether frames are scaled on the CPU (``ScaledTexture``) for it.
-    /// Automatic: accelerated and vsync'd where there is a GPU; where OpenGL is a software rasterizer (an X server
-    /// without a GPU, such as Xvfb), SDL's software renderer with libswscale's frames, as the rasterizer's YUV
-    /// shader and scaling cost several times as much CPU (docs/architecture.md). SDL's `SDL_RENDER_DRIVER` hint
-    /// still picks the accelerated renderer by name.
-    private static func makeRenderer(
-        for window: OpaquePointer, drawing: Drawing
-    ) throws(PreviewError) -> (OpaquePointer, Bool) {
-        if drawing != .cpu,
-            let renderer = SDL_CreateRenderer(
-                window, -1, SDL_RENDERER_ACCELERATED.rawValue | SDL_RENDERER_PRESENTVSYNC.rawValue)
-        {
-            if drawing == .gpu || !SoftwareRasterizer.draws(renderer) { return (renderer, false) }
-            SDL_DestroyRenderer(renderer)
-        }
-        // SDL would present the software renderer's picture through an OpenGL texture (its "framebuffer
-        // acceleration"): on a software rasterizer, a second pass over every pixel. X11's shared-memory image
-        // instead hands the pixels to the server as they are.
-        SDL_SetHint(SDL_HINT_FRAMEBUFFER_ACCELERATION, "0")
-        guard let renderer = SDL_CreateRenderer(window, -1, SDL_RENDERER_SOFTWARE.rawValue) else {
-            throw PreviewError("cannot create a renderer: \(Self.sdlError())")
-        }
-        return (renderer, true)
     }
 
     private enum Outcome { case nothing, redraw, quit }
@@ -353,5 +311,4 @@ public final class PreviewWindow: @unchecked Sendable {
         }
     }
 
-    static func sdlError() -> String { String(cString: SDL_GetError()) }
 }
