@@ -110,18 +110,14 @@ struct PreviewCommand: ParsableCommand {
 ///
 /// Threading: events arrive on the window's thread, the controller's reports on its outputs' queues, the status
 /// on a timer's queue; the little state it keeps is guarded by a lock.
-final class PreviewApp: CameraControllerDelegate, @unchecked Sendable {
-    let controller: CameraController
+final class PreviewApp: CameraAppReports, @unchecked Sendable {
     private weak var window: PreviewWindow?
     private let lock = NSLock()
     private var zoomTarget: CGFloat = 0
     private var lastDrawn = 0
     private var lastTick = Date()
     private var fps = 0.0
-    private let recordingFinished = DispatchSemaphore(value: 0)
     private var statusTimer: (any DispatchSourceTimer)?
-
-    init(controller: CameraController) { self.controller = controller }
 
     func attach(_ window: PreviewWindow) {
         self.window = window
@@ -144,10 +140,7 @@ final class PreviewApp: CameraControllerDelegate, @unchecked Sendable {
     /// Ends a recording in progress and waits for its file.
     func finish() {
         statusTimer?.cancel()
-        if controller.isRecording {
-            controller.stopRecording()
-            _ = recordingFinished.wait(timeout: .now() + 10)
-        }
+        finishRecording()
     }
 
     /// One line on stdout, written at once (unbuffered), so a script reading the pipe sees it as it happens.
@@ -249,23 +242,5 @@ final class PreviewApp: CameraControllerDelegate, @unchecked Sendable {
         case .auto: "auto"
         default: "off"
         }
-    }
-
-    // MARK: CameraControllerDelegate
-
-    func deviceConfigurationFailed(with error: any Error) { Terminal.error("avcapture: the camera refused: \(error)") }
-
-    func mediaCaptureFailed(with error: any Error) {
-        Terminal.error("avcapture: capture failed: \(error)")
-        recordingFinished.signal()
-    }
-
-    func cameraController(_ controller: CameraController, didSavePhotoAt url: URL) {
-        Self.say("photo \(url.path)")
-    }
-
-    func cameraController(_ controller: CameraController, didFinishRecordingTo url: URL) {
-        Self.say("movie \(url.path)")
-        recordingFinished.signal()
     }
 }

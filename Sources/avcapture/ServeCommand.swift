@@ -119,18 +119,8 @@ final class LockedBox<Value>: @unchecked Sendable {
 ///
 /// Threading: called from the server's tasks; the controller's own locking covers its calls, and this keeps none
 /// of its own state but the recording's end signal.
-final class WebCameraApp: WebCameraActions, CameraControllerDelegate, @unchecked Sendable {
-    let controller: CameraController
-    private let recordingFinished = DispatchSemaphore(value: 0)
-
-    init(controller: CameraController) { self.controller = controller }
-
-    func finish() {
-        if controller.isRecording {
-            controller.stopRecording()
-            _ = recordingFinished.wait(timeout: .now() + 10)
-        }
-    }
+final class WebCameraApp: CameraAppReports, WebCameraActions, @unchecked Sendable {
+    func finish() { finishRecording() }
 
     func focus(atDevicePoint point: CGPoint) {
         controller.focus(at: point)
@@ -187,20 +177,5 @@ final class WebCameraApp: WebCameraActions, CameraControllerDelegate, @unchecked
             audioLevel: controller.audioLevel, focusPoint: [Double(focus.x), Double(focus.y)],
             exposurePoint: [Double(exposure.x), Double(exposure.y)])
     }
-
-    func deviceConfigurationFailed(with error: any Error) { Terminal.error("avcapture: the camera refused: \(error)") }
-
-    func mediaCaptureFailed(with error: any Error) {
-        Terminal.error("avcapture: capture failed: \(error)")
-        recordingFinished.signal()
-    }
-
-    func cameraController(_ controller: CameraController, didSavePhotoAt url: URL) {
-        PreviewApp.say("photo \(url.path)")
-    }
-
-    func cameraController(_ controller: CameraController, didFinishRecordingTo url: URL) {
-        PreviewApp.say("movie \(url.path)")
-        recordingFinished.signal()
-    }
 }
+
