@@ -192,6 +192,44 @@ struct PublishingToolTests {
         #expect(codecs.contains("h264,video") && codecs.contains("aac,audio"), "\(codecs)")
         let frames = try decodedFrameIndices(directory.appendingPathComponent("local.mov"))
         #expect(frames.count >= 60 && indexSteps(frames).isEmpty, "\(frames.count) frames")
+        try expectGStreamerReadsBack(directory.appendingPathComponent("live.m3u8"), width: 320, height: 240)
+    }
+
+    /// GStreamer's HLS demuxer reads the playlist and its fMP4 segments (filesrc → hlsdemux → qtdemux → avdec_h264):
+    /// as many pictures as ffprobe counts in the playlist, each with the virtual camera's frame index, in order.
+    private func expectGStreamerReadsBack(_ playlist: URL, width: Int, height: Int) throws {
+        let launch = "/usr/bin/gst-launch-1.0"
+        guard FileManager.default.isExecutableFile(atPath: launch) else {
+            return print("Skipping the GStreamer read-back: \(launch) not installed (make test installs gstreamer1.0-tools)")
+        }
+        let raw = playlist.deletingLastPathComponent().appendingPathComponent("gstreamer.gray")
+        let result = try ToolResult.run(
+            executable: launch,
+            [
+                "-q", "filesrc", "location=\(playlist.path)", "!", "hlsdemux", "!", "qtdemux", "!", "h264parse", "!",
+                "avdec_h264", "!", "videoconvert", "!", "video/x-raw,format=GRAY8", "!", "filesink",
+                "location=\(raw.path)",
+            ])
+        try #require(result.status == 0, "gst-launch-1.0 failed: \(result.error)")
+        let pictures = try Data(contentsOf: raw)
+        let frameSize = width * height
+        #expect(pictures.count % frameSize == 0, "\(pictures.count) bytes are not whole \(width)x\(height) pictures")
+        let counted = try MediaTool.ffprobe.run([
+            "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames",
+            "-of", "csv=p=0", playlist.path,
+        ]).outputText.split(whereSeparator: \.isNewline).first.flatMap { Int($0) }  // the count comes twice
+        #expect(
+            pictures.count / frameSize == counted, "GStreamer \(pictures.count / frameSize), ffprobe \(counted ?? -1)")
+        let indices = stride(from: 0, to: pictures.count - frameSize + 1, by: frameSize).map { start in
+            VirtualFrameReader.readFrameIndex(
+                fromLuma: [UInt8](pictures[start..<start + frameSize]), width: width, height: height)
+        }
+        // The camera flashes once a second (a white picture, no code): at most that many pictures without one.
+        let read = indices.compactMap { $0 }
+        #expect(
+            indices.count - read.count <= indices.count / 30 + 1,
+            "\(indices.count - read.count) of \(indices.count) pictures without a readable frame index")
+        #expect(zip(read, read.dropFirst()).allSatisfy { $0 < $1 }, "frame indices out of order: \(read)")
     }
 
     @Test("publish srt://…?mode=caller to srt-live-transmit: read back, the listener killed and restarted, publishing resumes")
