@@ -19,7 +19,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side bench-encoder-scaling bench-stages format lint clean usb-webcam-emulator soak fuzz
+.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side bench-encoder-scaling bench-publish-and-record bench-stages format lint clean usb-webcam-emulator soak fuzz
 
 all: build
 
@@ -166,6 +166,11 @@ bench-side-by-side: deps
 ## EncoderThreadPlan's model comes from).
 bench-encoder-scaling: deps
 	sh Benchmarks/Scripts/encoder-scaling.sh
+
+## bench-publish-and-record: publishing HLS and recording the same 1080p30 camera against recording alone (CPU ratio).
+bench-publish-and-record: deps
+	$(SWIFT) build -c release --product avcapture
+	Benchmarks/Scripts/publish-and-record.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-stages: where a 1080p30 recording from the virtual webcam spends its CPU, stage by stage (perf samples).
 bench-stages: deps
