@@ -46,6 +46,7 @@ enum CameraAppPage {
           <button id="photo">Photo</button>
           <button id="record">Record</button> <span id="timer"></span>
           <span id="meter"><div id="level"></div></span> <span id="stats"></span>
+          <a id="hls" hidden>HLS stream</a>
         </div>
         <div id="gallery"></div>
         <script>
@@ -94,6 +95,7 @@ enum CameraAppPage {
             const level = s.audioLevel == null ? 0 : Math.max(0, Math.min(1, (s.audioLevel + 60) / 60));
             $("level").style.width = (level * 100) + "%";
             $("stats").textContent = s.fps + " fps, " + s.dropped + " dropped, " + s.viewers + " viewing";
+            if (s.hls) { $("hls").href = s.hls + q; $("hls").hidden = false; }
             const files = s.files.join("/");
             if (files !== shownFiles) {
               shownFiles = files;

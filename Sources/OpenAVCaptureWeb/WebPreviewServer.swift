@@ -1,8 +1,8 @@
 import Foundation
 import Hummingbird
 import Logging
-import ServiceLifecycle
 import OpenAVCapture
+import ServiceLifecycle
 import Synchronization
 
 /// The camera app in a browser: an HTTP server that serves the page at `/`, streams the preview layer's video as
@@ -28,14 +28,18 @@ public final class WebPreviewServer: Sendable {
         public var maximumBodyBytes: Int
         /// Where the app's photos and movies are, served by name under `/media/`.
         public var mediaDirectory: URL
+        /// A live HLS stream's directory (an `AVCapturePublishingOutput`'s playlist and its segments), served by
+        /// name under `/live/`; nil serves none.
+        public var liveDirectory: URL?
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, token: String? = nil, maximumViewers: Int = 4,
-            maximumBodyBytes: Int = 4096, mediaDirectory: URL
+            maximumBodyBytes: Int = 4096, mediaDirectory: URL, liveDirectory: URL? = nil
         ) {
             (self.host, self.port, self.token) = (host, port, token)
             (self.maximumViewers, self.maximumBodyBytes, self.mediaDirectory) =
                 (maximumViewers, maximumBodyBytes, mediaDirectory)
+            self.liveDirectory = liveDirectory
         }
 
         /// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
@@ -192,6 +196,12 @@ public final class WebPreviewServer: Sendable {
             let name = try context.parameters.require("name")
             return try mediaFile(named: name)
         }
+        if let liveDirectory = configuration.liveDirectory {
+            router.get("live/:name") { [self] _, context -> Response in
+                let name = try context.parameters.require("name")
+                return try liveFile(named: name, in: liveDirectory)
+            }
+        }
         return router
     }
 
@@ -204,6 +214,7 @@ public final class WebPreviewServer: Sendable {
         document["viewers"] = broadcaster.viewerCount
         document["objectFit"] = Self.objectFit(layer.videoGravity)
         document["files"] = mediaNames()
+        if configuration.liveDirectory != nil { document["hls"] = "live/" + Self.livePlaylistName }
         return document
     }
 
@@ -269,15 +280,24 @@ public final class WebPreviewServer: Sendable {
     // MARK: Files
 
     static let mediaTypes = ["jpg": "image/jpeg", "jpeg": "image/jpeg", "heic": "image/heic", "mov": "video/quicktime"]
+    /// What an HLS stream's directory holds: the playlist, CMAF segments and their initialization segment.
+    static let liveTypes = [
+        "m3u8": "application/vnd.apple.mpegurl", "m4s": "video/iso.segment", "mp4": "video/mp4", "ts": "video/mp2t",
+    ]
+    /// The playlist's name in the live directory (the page links to it).
+    public static let livePlaylistName = "stream.m3u8"
 
     /// A plain file name of the media directory: letters, digits, '.', '-' and '_', not starting with '.', with a
     /// media extension. Anything else (a '/', '..', an encoded separator, a hidden file) is refused before the
     /// file system is asked.
-    static func isPlainMediaName(_ name: String) -> Bool {
+    static func isPlainMediaName(_ name: String) -> Bool { isPlainName(name, types: mediaTypes) }
+
+    /// A plain name (as ``isPlainMediaName(_:)``) with one of `types`' extensions.
+    static func isPlainName(_ name: String, types: [String: String]) -> Bool {
         guard (1...200).contains(name.utf8.count), !name.hasPrefix("."), !name.contains("..") else { return false }
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
         guard name.allSatisfy(allowed.contains) else { return false }
-        return mediaTypes[(name as NSString).pathExtension.lowercased()] != nil
+        return types[(name as NSString).pathExtension.lowercased()] != nil
     }
 
     private func mediaNames() -> [String] {
@@ -286,17 +306,52 @@ public final class WebPreviewServer: Sendable {
     }
 
     private func mediaFile(named name: String) throws -> Response {
-        guard Self.isPlainMediaName(name) else {
-            throw HTTPError(.badRequest, message: "not a media file name")
+        guard Self.isPlainMediaName(name) else { throw HTTPError(.badRequest, message: "not a media file name") }
+        let (data, type) = try Self.contents(of: name, in: configuration.mediaDirectory, types: Self.mediaTypes)
+        return Response(status: .ok, headers: [.contentType: type], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// A file of the live stream. The playlist changes with every segment, so nothing is cached; with a token,
+    /// its segment and map URIs carry the token, since a player asks for them as the playlist names them.
+    private func liveFile(named name: String, in directory: URL) throws -> Response {
+        guard Self.isPlainName(name, types: Self.liveTypes) else {
+            throw HTTPError(.badRequest, message: "not a file of the live stream")
         }
-        let directory = configuration.mediaDirectory.resolvingSymlinksInPath().standardizedFileURL
+        var (data, type) = try Self.contents(of: name, in: directory, types: Self.liveTypes)
+        if name.lowercased().hasSuffix(".m3u8"), let token = configuration.token, !token.isEmpty {
+            data = Data(Self.playlist(String(decoding: data, as: UTF8.self), carrying: token).utf8)
+        }
+        return Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// Reads a plain-named file of `directory`, refusing one whose resolved path leaves it (a symbolic link).
+    private static func contents(
+        of name: String, in directory: URL, types: [String: String]
+    ) throws
+        -> (Data, String)
+    {
+        let directory = directory.resolvingSymlinksInPath().standardizedFileURL
         let url = directory.appendingPathComponent(name).resolvingSymlinksInPath().standardizedFileURL
         guard url.deletingLastPathComponent().path == directory.path,
             let data = FileManager.default.contents(atPath: url.path)
         else { throw HTTPError(.notFound, message: "no such file") }
-        let type = Self.mediaTypes[url.pathExtension.lowercased()] ?? "application/octet-stream"
-        return Response(
-            status: .ok, headers: [.contentType: type], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return (data, types[url.pathExtension.lowercased()] ?? "application/octet-stream")
+    }
+
+    /// An HLS playlist whose URIs (the segment lines and `URI="…"` attributes, e.g. `#EXT-X-MAP`) ask with `token`.
+    static func playlist(_ text: String, carrying token: String) -> String {
+        let query = "token=" + (token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        func withToken(_ uri: Substring) -> String { uri + (uri.contains("?") ? "&" : "?") + query }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { return String(line) }
+            guard trimmed.hasPrefix("#") else { return withToken(Substring(trimmed)) }
+            guard let start = line.range(of: "URI=\""), let end = line[start.upperBound...].firstIndex(of: "\"")
+            else { return String(line) }
+            return line[..<start.upperBound] + withToken(line[start.upperBound..<end]) + line[end...]
+        }.joined(separator: "\n")
     }
 }
 
@@ -305,7 +360,9 @@ struct GuardMiddleware<Context: RequestContext>: RouterMiddleware {
     let token: String?
     let log: @Sendable (String) -> Void
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws
         -> Response
     {
         let path = request.uri.path

@@ -11,7 +11,9 @@ struct ServeCommand: ParsableCommand {
         discussion: """
             Open the printed address. Tap the picture to focus, double-tap to expose; photos and movies go in the \
             working directory and are listed on the page for download. It listens on loopback only unless given \
-            --token; then every request must carry ?token=T (the printed address has it).
+            --token; then every request must carry ?token=T (the printed address has it). With --hls the same \
+            camera is also published as HLS (fragmented MP4 segments, H.264 and AAC), served at /live/stream.m3u8 \
+            for players and other machines; its segments live in a temporary directory removed at exit.
             """)
 
     @OptionGroup var logging: LoggingOptions
@@ -23,6 +25,11 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "How the picture fills the page: aspect, fill or resize.") var gravity: String = "aspect"
     @Option(help: "Session preset, e.g. high, 1280x720.") var preset: String = "1280x720"
     @Option(help: "Viewers streaming at once; more are refused (503).") var maxViewers = 4
+    @Flag(help: "Also publish the camera as HLS, served at /live/stream.m3u8.") var hls = false
+    @Option(name: .customLong("segment-duration"), help: "HLS: seconds per segment (default 2).")
+    var segmentDuration: Double?
+    @Option(name: .customLong("playlist-size"), help: "HLS: segments listed in the playlist (default 6).")
+    var playlistSize: Int?
 
     func validate() throws {
         guard Self.parseListen(listen) != nil else {
@@ -33,7 +40,42 @@ struct ServeCommand: ParsableCommand {
         }
         if RecordCommand.parsePreset(preset) == nil { throw ValidationError("unknown --preset '\(preset)'") }
         guard (1...64).contains(maxViewers) else { throw ValidationError("--max-viewers must be 1 ... 64") }
-        if video?.lowercased() == "none" { throw ValidationError("the camera app needs a camera; --video none leaves none") }
+        if video?.lowercased() == "none" {
+            throw ValidationError("the camera app needs a camera; --video none leaves none")
+        }
+        if !hls && (segmentDuration != nil || playlistSize != nil) {
+            throw ValidationError("--segment-duration and --playlist-size set the HLS stream; add --hls")
+        }
+        if let segmentDuration, !(segmentDuration >= 1) {
+            throw ValidationError("--segment-duration must be 1 or more")
+        }
+        if let playlistSize, playlistSize < 1 { throw ValidationError("--playlist-size must be 1 or more") }
+    }
+
+    /// A publishing output writing HLS into a new temporary directory, added to the camera app's session.
+    private func addLiveStream(
+        to session: AVCaptureSession
+    ) throws -> (output: AVCapturePublishingOutput, directory: URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "avcapture-serve-hls-\(getpid())-\(UUID().uuidString.prefix(8))")
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw ToolFailure(
+                .cannotCreate, "cannot make the HLS directory \(directory.path): \(error.localizedDescription)")
+        }
+        let output = AVCapturePublishingOutput(
+            url: directory.appendingPathComponent(WebPreviewServer.livePlaylistName).path)
+        if let segmentDuration { output.segmentDuration = segmentDuration }
+        if let playlistSize { output.playlistSize = playlistSize }
+        session.beginConfiguration()
+        defer { session.commitConfiguration() }
+        guard session.canAddOutput(output) else {
+            try? FileManager.default.removeItem(at: directory)
+            throw ToolFailure(.unavailable, "the camera app's session cannot take an HLS output")
+        }
+        session.addOutput(output)
+        return (output, directory)
     }
 
     static func parseListen(_ text: String) -> (host: String, port: Int)? {
@@ -66,6 +108,8 @@ struct ServeCommand: ParsableCommand {
                     controller.captureSession.removeInput(input)
                 }
             }
+            let live = try hls ? addLiveStream(to: controller.captureSession) : nil
+            defer { if let live { try? FileManager.default.removeItem(at: live.directory) } }
             let layer = AVCaptureVideoPreviewLayer(session: controller.captureSession)
             layer.videoGravity = PreviewCommand.gravities[gravity.lowercased()]!
             let server: WebPreviewServer
@@ -73,7 +117,8 @@ struct ServeCommand: ParsableCommand {
                 server = try WebPreviewServer(
                     layer: layer, actions: app,
                     configuration: .init(
-                        host: host, port: port, token: token, maximumViewers: maxViewers, mediaDirectory: directory),
+                        host: host, port: port, token: token, maximumViewers: maxViewers, mediaDirectory: directory,
+                        liveDirectory: live?.directory),
                     log: { Terminal.error("avcapture serve: \($0)") })
             } catch {
                 throw ToolFailure(.usage, "\(error)")
@@ -87,7 +132,9 @@ struct ServeCommand: ParsableCommand {
             Task {
                 do {
                     try await server.run { url in
-                        let query = token.map { "?token=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") }
+                        let query = token.map {
+                            "?token=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+                        }
                         PreviewApp.say("listening on \(url.absoluteString)\(query ?? "")")
                     }
                 } catch is CancellationError {
@@ -98,6 +145,7 @@ struct ServeCommand: ParsableCommand {
             }
             finished.wait()
             app.finish()
+            live?.output.stopPublishing()
             controller.stopSession()
             if let message = failure.value { throw ToolFailure(.unavailable, "the server stopped: \(message)") }
         }
@@ -178,4 +226,3 @@ final class WebCameraApp: CameraAppReports, WebCameraActions, @unchecked Sendabl
             exposurePoint: [Double(exposure.x), Double(exposure.y)])
     }
 }
-

@@ -3,13 +3,17 @@
 // input, more viewers than allowed, many connections at once; and it keeps serving after all of them.
 
 import Foundation
+import OpenAVCaptureTesting
 import Synchronization
 import TestSupport
 import Testing
 
 /// One HTTP/1.1 exchange over a raw TCP socket: the request exactly as written, the response's status code (0 when
 /// the server closed without one) and as much of the response as arrived within `timeout`.
-func rawHTTP(port: Int, _ request: String, body: Data = Data(), timeout: TimeInterval = 5) -> (status: Int, text: String) {
+/// With `whole`, it reads until the server closes the connection (send `Connection: close`), body included.
+func rawHTTP(
+    port: Int, _ request: String, body: Data = Data(), timeout: TimeInterval = 5, whole: Bool = false
+) -> (status: Int, text: String) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return (0, "socket failed") }
     defer { close(fd) }
@@ -18,7 +22,9 @@ func rawHTTP(port: Int, _ request: String, body: Data = Data(), timeout: TimeInt
     address.sin_port = in_port_t(UInt16(port).bigEndian)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     guard connected == 0 else { return (0, "connect failed") }
     var time = timeval(tv_sec: Int(timeout), tv_usec: 0)
@@ -28,7 +34,7 @@ func rawHTTP(port: Int, _ request: String, body: Data = Data(), timeout: TimeInt
     _ = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     var received = Data()
     var buffer = [UInt8](repeating: 0, count: 65536)
-    while !received.contains(Data("\r\n\r\n".utf8)) {
+    while whole || !received.contains(Data("\r\n\r\n".utf8)) {
         let count = recv(fd, &buffer, buffer.count, 0)
         if count <= 0 { break }
         received.append(contentsOf: buffer[0..<count])
@@ -57,7 +63,8 @@ final class RunningServer {
         directory = try scratchURL("serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         tool = try RunningTool(
-            ["serve", "--listen", "127.0.0.1:0"] + extra, in: directory, display: display, extraEnvironment: environment)
+            ["serve", "--listen", "127.0.0.1:0"] + extra, in: directory, display: display, extraEnvironment: environment
+        )
         let line = try #require(tool.line(startingWith: "listening on"), "no address: \(tool.standardError)")
         let address = try #require(URL(string: String(line.dropFirst("listening on ".count))))
         port = try #require(address.port)
@@ -157,6 +164,72 @@ struct AVCaptureServeTests {
         #expect(log.contains("401") && log.contains("404") && log.contains("413") && log.contains("503"), "\(log)")
         #expect(!log.contains("s3cret"))
     }
+
+    @Test("serve --hls --token: /live/stream.m3u8 plays over HTTP in ffmpeg, the token carried to every segment")
+    func liveStream() throws {
+        guard MediaTool.available(for: "AVCaptureServeTests.liveStream") else { return }
+        let temporary = try scratchURL("serve-hls-tmp-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+        let server = try RunningServer(
+            ["--token", "s3cret", "--hls", "--segment-duration", "1", "--preset", "320x240"],
+            environment: ["TMPDIR": temporary.path])
+        let port = server.port
+        func playlist() -> String? {
+            let answer = rawHTTP(
+                port: port, "GET /live/stream.m3u8?token=s3cret HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                whole: true)
+            return answer.status == 200 ? answer.text : nil
+        }
+        // The publishing output writes its playlist once the first segment is complete: wait for three.
+        let deadline = Date().addingTimeInterval(20)
+        var listed = ""
+        while Date() < deadline {
+            listed = playlist() ?? ""
+            if listed.components(separatedBy: "#EXTINF").count > 3 { break }
+            usleep(100_000)
+        }
+        try #require(listed.components(separatedBy: "#EXTINF").count > 3, "no playlist of 3 segments: \(listed)")
+        #expect(listed.contains("application/vnd.apple.mpegurl"), "\(listed)")
+        let uris = listed.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("#") && $0.contains(".m4s") }
+        #expect(!uris.isEmpty && uris.allSatisfy { $0.hasSuffix("?token=s3cret") }, "\(uris)")
+        #expect(listed.contains(#".mp4?token=s3cret""#), "the EXT-X-MAP's URI carries the token: \(listed)")
+        // The live stream without its token, and names that are not the stream's.
+        #expect(get("/live/stream.m3u8", port: port) == 401)
+        for path in ["/live/..%2F..%2Fetc%2Fpasswd", "/live/passwd", "/live/.hidden.m3u8", "/live/a.mov"] {
+            let status = get(path + "?token=s3cret", port: port)
+            #expect((400..<500).contains(status), "\(path) answered \(status)")
+        }
+        #expect(get("/live/gone.m4s?token=s3cret", port: port) == 404)
+
+        // A player over HTTP: ffprobe finds H.264 and AAC, ffmpeg decodes 2 s from the first listed segment without
+        // an error, and the pictures carry the camera's frame indices in order.
+        let url = "http://127.0.0.1:\(port)/live/stream.m3u8?token=s3cret"
+        let codecs = try MediaTool.ffprobe.run([
+            "-v", "error", "-show_entries", "stream=codec_name,codec_type", "-of", "csv=p=0", url,
+        ]).outputText
+        #expect(codecs.contains("h264,video") && codecs.contains("aac,audio"), "\(codecs)")
+        let decoded = try MediaTool.ffmpeg.run([
+            "-nostdin", "-v", "error", "-live_start_index", "0", "-i", url, "-t", "2", "-map", "0:v:0",
+            "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray", "-",
+        ])
+        #expect(decoded.status == 0 && decoded.error.isEmpty, "ffmpeg: \(decoded.error)")
+        let size = 320 * 240
+        let bytes = [UInt8](decoded.output)
+        let indices = stride(from: 0, to: bytes.count - size + 1, by: size).map { start in
+            VirtualFrameReader.readFrameIndex(fromLuma: Array(bytes[start..<start + size]), width: 320, height: 240)
+        }
+        #expect(indices.compactMap { $0 }.count >= 40, "\(indices.count) pictures in 2 s")
+        #expect(indexSteps(indices).isEmpty, "frames missing from the stream: \(indexSteps(indices))")
+
+        // Stopping ends the stream and removes its temporary directory.
+        let hlsDirectories = { () -> [String] in
+            ((try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [])
+                .filter { $0.hasPrefix("avcapture-serve-hls-") }
+        }
+        #expect(hlsDirectories().count == 1)
+        #expect(server.stop() == 0, "\(server.tool.standardError)")
+        #expect(hlsDirectories().isEmpty, "left behind: \(hlsDirectories())")
+    }
 }
 
 /// A client reading an MJPEG stream's first bytes, holding the connection open until closed.
@@ -172,7 +245,9 @@ final class StreamingViewer {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         var time = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
