@@ -19,7 +19,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side bench-encoder-scaling bench-publish-and-record bench-stages format lint clean usb-webcam-emulator soak fuzz
+.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
 
 all: build
 
@@ -166,6 +166,12 @@ bench-side-by-side: deps
 ## EncoderThreadPlan's model comes from).
 bench-encoder-scaling: deps
 	sh Benchmarks/Scripts/encoder-scaling.sh
+
+## bench-segment-switch: what a cut into 1 s segments costs the frames after it at 1080p30, against the frames away from
+## cuts in the same recording (goal: at most one frame interval), and the frames in the segments against those delivered.
+bench-segment-switch: deps
+	cd Benchmarks && $(SWIFT) build -c release --product SegmentSwitchLatency
+	cd Benchmarks && OPENAV_DEVICES=virtual .build/release/SegmentSwitchLatency
 
 ## bench-publish-and-record: publishing HLS and recording the same 1080p30 camera against recording alone (CPU ratio).
 bench-publish-and-record: deps

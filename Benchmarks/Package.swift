@@ -178,5 +178,12 @@ let package = Package(
             path: "Comparisons/ReconnectDelay",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        /// What a cut into segments costs the frames after it (goal: at most one frame interval) and that none is lost.
+        .executableTarget(
+            name: "SegmentSwitchLatency",
+            dependencies: [.product(name: "OpenAVCapture", package: "OpenAVCapture")],
+            path: "Comparisons/SegmentSwitchLatency",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )
