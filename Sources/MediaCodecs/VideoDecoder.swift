@@ -42,7 +42,10 @@ package enum DecoderOutput {
 /// (by default NV12 in the stream's own range: `'420f'` for full-range JPEG, `'420v'` otherwise, so no range
 /// conversion costs time or precision), BT.709 for HD and BT.601 below unless the stream says otherwise. The pool
 /// allows ``Configuration/bufferLimit`` buffers held downstream; beyond that a frame is
-/// ``MediaCodecsError/Kind/outOfBuffers`` (the graph's `OutOfBuffers` drop).
+/// ``MediaCodecsError/Kind/outOfBuffers`` (the graph's `OutOfBuffers` drop). With ``Configuration/lendsFrames``, a
+/// frame the decoder made in the configured format and range already (4:2:0 planar or NV12, 8-bit) is lent instead, with no copy: the pixel
+/// buffer holds a reference to libavcodec's frame and drops it when it dies (`av_frame_clone`, `av_frame_free`); at
+/// most ``Configuration/bufferLimit`` are lent at once, later frames are copied into the pool.
 ///
 /// Timestamps pass through libavcodec in the time scale of the first packet sent, so a frame comes back with its
 /// packet's exact time; the duration is the packet's.
@@ -69,6 +72,11 @@ package final class VideoDecoder {
         package var bufferLimit: Int
         /// Decoder threads (`thread_count`); 1 by default (frame threading adds a frame of delay per thread).
         package var threadCount: Int
+        /// Whether frames already in ``pixelFormat`` may be lent with no copy (see ``VideoDecoder``). Only for a
+        /// consumer that never writes into them (an encoder): a lent buffer's planes are libavcodec's, and an
+        /// H.264 decoder predicts later pictures from them. Off by default: pixel buffers handed to a user are
+        /// theirs to draw on.
+        package var lendsFrames = false
 
         package init(codecName: String, extradata: [UInt8] = [], pixelFormat: OSType? = nil, bufferLimit: Int = 6) {
             self.codecName = codecName
@@ -112,6 +120,10 @@ package final class VideoDecoder {
     private var frame: UnsafeMutablePointer<AVFrame>?
     private var scaler: OpaquePointer?
     private var pool: CVPixelBufferPool?
+    /// Frames lent out as pixel buffers and not yet released (see ``lend(_:)``).
+    private let lent = LentFrames()
+    /// How many of this decoder's frames are lent out now (their pixel buffers alive). Any thread.
+    package var lentFrameCount: Int { lent.value }
     private var poolKey: (width: Int, height: Int, format: OSType)?
     /// The time scale packets are counted in (the first packet's).
     private var timescale: Int32?
@@ -133,7 +145,8 @@ package final class VideoDecoder {
         let operation = "creating a \(configuration.codecName) decoder"
         guard let codec = avcodec_find_decoder_by_name(configuration.codecName) else {
             throw MediaCodecsError(
-                .unsupportedConfiguration, while: operation, message: "this FFmpeg has no \(configuration.codecName) decoder")
+                .unsupportedConfiguration, while: operation,
+                message: "this FFmpeg has no \(configuration.codecName) decoder")
         }
         if let format = configuration.pixelFormat, FFmpegPixelFormat(format) == nil {
             throw MediaCodecsError(
@@ -166,7 +179,9 @@ package final class VideoDecoder {
     /// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/invalidState`` after ``finish()``,
     ///   ``MediaCodecsError/Kind/ffmpeg`` when the decoder rejects the data (a damaged frame: later ones still
     ///   decode).
-    package func send(_ data: CMBlockBuffer, presentationTime: CMTime, decodeTime: CMTime = .invalid, duration: CMTime)
+    package func send(
+        _ data: CMBlockBuffer, presentationTime: CMTime, decodeTime: CMTime = .invalid, duration: CMTime
+    )
         throws(MediaCodecsError)
     {
         #if DEBUG
@@ -237,7 +252,8 @@ package final class VideoDecoder {
         if status == CFFmpeg_AVERROR_EOF() { return .endOfStream }
         guard status >= 0 else { throw .ffmpeg(status, while: "receiving a \(configuration.codecName) frame") }
         defer { av_frame_unref(frame) }
-        let buffer = try convert(frame)
+        let buffer: CVPixelBuffer
+        if let lentBuffer = lend(frame) { buffer = lentBuffer } else { buffer = try convert(frame) }
         let scale = timescale ?? 90_000
         let timeBase = AVRational(num: 1, den: scale)
         let pts = frame.pointee.best_effort_timestamp
@@ -278,7 +294,8 @@ package final class VideoDecoder {
         case .failure(let error):
             if error.status == kCVReturnWouldExceedAllocationThreshold {
                 throw MediaCodecsError(
-                    .outOfBuffers, while: operation, message: "\(configuration.bufferLimit) buffers are held downstream")
+                    .outOfBuffers, while: operation, message: "\(configuration.bufferLimit) buffers are held downstream"
+                )
             }
             throw MediaCodecsError(.allocationFailed, while: operation, message: "CVReturn \(error.status)")
         }
@@ -289,12 +306,7 @@ package final class VideoDecoder {
             throw MediaCodecsError(
                 .unsupportedConversion, while: operation, message: "libswscale cannot convert this frame's format")
         }
-        let space: Int32 =
-            switch frame.pointee.colorspace {
-            case AVCOL_SPC_BT709: SWS_CS_ITU709
-            case AVCOL_SPC_BT470BG, AVCOL_SPC_SMPTE170M: SWS_CS_ITU601
-            default: width >= 1280 || height >= 720 ? SWS_CS_ITU709 : SWS_CS_ITU601
-            }
+        let space = Self.colourSpace(of: frame)
         if mapping.isYCbCr { (space == SWS_CS_ITU709 ? YCbCrMatrix.itu709 : .itu601).attach(to: output) }
         let coefficients = sws_getCoefficients(space)
         sws_setColorspaceDetails(
@@ -324,6 +336,49 @@ package final class VideoDecoder {
         }
         guard status >= 0 else { throw .ffmpeg(status, while: "\(operation) (sws_scale)") }
         return output
+    }
+
+    /// The frame's YCbCr matrix as libswscale names it: the stream's, or BT.709 for HD and BT.601 below.
+    private static func colourSpace(of frame: UnsafeMutablePointer<AVFrame>) -> Int32 {
+        switch frame.pointee.colorspace {
+        case AVCOL_SPC_BT709: SWS_CS_ITU709
+        case AVCOL_SPC_BT470BG, AVCOL_SPC_SMPTE170M: SWS_CS_ITU601
+        default: frame.pointee.width >= 1280 || frame.pointee.height >= 720 ? SWS_CS_ITU709 : SWS_CS_ITU601
+        }
+    }
+
+    /// The decoded frame itself as a pixel buffer, no copy, when it is in the configured format and range already
+    /// (8-bit 4:2:0, planar or NV12) and fewer than ``Configuration/bufferLimit`` frames are lent; nil otherwise.
+    private func lend(_ frame: UnsafeMutablePointer<AVFrame>) -> CVPixelBuffer? {
+        guard configuration.lendsFrames, let target = configuration.pixelFormat,
+            let mapping = FFmpegPixelFormat(target),
+            mapping.format == AV_PIX_FMT_YUV420P || mapping.format == AV_PIX_FMT_NV12,
+            AVPixelFormat(frame.pointee.format) == mapping.format,
+            (frame.pointee.color_range == AVCOL_RANGE_JPEG) == mapping.isFullRange,
+            frame.pointee.buf.0 != nil, lent.take(upTo: configuration.bufferLimit)
+        else { return nil }
+        guard let reference = av_frame_clone(frame) else {
+            lent.giveBack()
+            return nil
+        }
+        let holder = Unmanaged.passRetained(LentFrame(reference, count: lent))
+        let (width, height) = (Int(frame.pointee.width), Int(frame.pointee.height))
+        let planeCount = mapping.planeCount
+        var bases = (0..<planeCount).map { UnsafeMutableRawPointer(CFFmpeg_frameData(reference, Int32($0))) }
+        var widths = (0..<planeCount).map { $0 == 0 ? width : (width + 1) / 2 }
+        var heights = (0..<planeCount).map { $0 == 0 ? height : (height + 1) / 2 }
+        var rows = (0..<planeCount).map { Int(CFFmpeg_frameLinesize(reference, Int32($0))) }
+        var buffer: CVPixelBuffer?
+        let status = CVPixelBufferCreateWithPlanarBytes(
+            nil, width, height, target, nil, 0, planeCount, &bases, &widths, &heights, &rows,
+            { holder, _, _, _, _ in holder.map { Unmanaged<LentFrame>.fromOpaque($0).release() } },
+            holder.toOpaque(), nil, &buffer)
+        guard status == kCVReturnSuccess, let buffer else {
+            holder.release()
+            return nil
+        }
+        (Self.colourSpace(of: frame) == SWS_CS_ITU709 ? YCbCrMatrix.itu709 : .itu601).attach(to: buffer)
+        return buffer
     }
 
     /// libavcodec's deprecated full-range `yuvj…` formats as the plain format and a full-range flag (libswscale
@@ -361,4 +416,36 @@ package func compressedFormatExtradata(_ description: CMFormatDescription) -> [U
 /// A four-character code as its four characters ("avc1").
 func fourCharCodeString(_ code: FourCharCode) -> String {
     String(decoding: [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: code >> $0) }, as: UTF8.self)
+}
+
+/// How many decoded frames a decoder has lent out as pixel buffers. Thread safe: buffers die on any thread.
+final class LentFrames: Sendable {
+    private let count = Atomic<Int>(0)
+
+    /// Counts one more lent frame unless `limit` are out already.
+    func take(upTo limit: Int) -> Bool {
+        if count.wrappingAdd(1, ordering: .acquiring).newValue <= limit { return true }
+        count.wrappingSubtract(1, ordering: .releasing)
+        return false
+    }
+
+    func giveBack() { count.wrappingSubtract(1, ordering: .releasing) }
+
+    var value: Int { count.load(ordering: .acquiring) }
+}
+
+/// A reference to a decoded frame that a pixel buffer borrows its planes from; freed when the buffer dies.
+private final class LentFrame {
+    private var frame: UnsafeMutablePointer<AVFrame>?
+    private let count: LentFrames
+
+    init(_ frame: UnsafeMutablePointer<AVFrame>, count: LentFrames) {
+        self.frame = frame
+        self.count = count
+    }
+
+    deinit {
+        av_frame_free(&frame)
+        count.giveBack()
+    }
 }

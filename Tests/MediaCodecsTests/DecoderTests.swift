@@ -9,7 +9,9 @@ import Testing
 private func planeBytes(_ buffer: CVPixelBuffer, _ index: Int) -> (bytes: [UInt8], width: Int, height: Int) {
     buffer.withLockedPlanes(.readOnly) { planes in
         let plane = planes[index]
-        let rowBytes = index == 0 ? CVPixelBufferGetWidth(buffer) : 2 * ((CVPixelBufferGetWidth(buffer) + 1) / 2)
+        let chromaPairs = CVPixelBufferGetPlaneCount(buffer) == 3 ? 1 : 2  // I420's chroma planes, NV12's pairs
+        let rowBytes =
+            index == 0 ? CVPixelBufferGetWidth(buffer) : chromaPairs * ((CVPixelBufferGetWidth(buffer) + 1) / 2)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(rowBytes * plane.height)
         for y in 0..<plane.height { bytes.append(contentsOf: plane.row(y).prefix(rowBytes)) }
@@ -32,7 +34,8 @@ private func rowMeans(_ buffer: CVPixelBuffer) -> [Double] {
     let luma = planeBytes(buffer, 0)
     let fullRange = CVPixelBufferGetPixelFormatType(buffer) == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange
     return (0..<luma.height).map { y in
-        let mean = Double(luma.bytes[(y * luma.width)..<(y * luma.width + luma.width)].reduce(0) { $0 + Int($1) })
+        let mean =
+            Double(luma.bytes[(y * luma.width)..<(y * luma.width + luma.width)].reduce(0) { $0 + Int($1) })
             / Double(luma.width)
         return fullRange ? mean * 219 / 255 + 16 : mean
     }
@@ -150,7 +153,9 @@ struct DecoderTests {
     @Test("a damaged JPEG is an error value, and the next image decodes")
     func damagedJPEG() throws {
         let decoder = try MJPEGDecoder()
-        #expect(throws: MediaCodecsError.self) { try decoder.decode(CMBlockBuffer(copying: Data([0xFF, 0xD8, 0, 1, 2]))) }
+        #expect(throws: MediaCodecsError.self) {
+            try decoder.decode(CMBlockBuffer(copying: Data([0xFF, 0xD8, 0, 1, 2])))
+        }
         #expect(gradientError(try decoder.decode(try jpegFrame(3).data), frame: 3) < 2)
     }
 
@@ -199,9 +204,60 @@ struct DecoderTests {
         #expect(try decoder.receiveFrame().isEndOfStream)
         try #require(decoded.count == 30)
         for (index, frame) in decoded.enumerated() {
-            #expect(CVPixelBufferGetPixelFormatType(frame.pixelBuffer) == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange)
+            #expect(
+                CVPixelBufferGetPixelFormatType(frame.pixelBuffer) == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange)
             #expect(frame.presentationTime == CMTime(value: Int64(index * 3000), timescale: 90000))
             #expect(decodedIndex(frame.pixelBuffer) == index, "frame \(index)")
+        }
+    }
+
+    @Test("H.264 lent without a copy: the same pictures as copied, valid after the decoder is gone, bounded, freed")
+    func lentFrames() throws {
+        let encoder = try VideoEncoder(VideoEncoder.Configuration(codec: .h264, width: 320, height: 240))
+        var packets: [EncodedPacket] = []
+        for index in 0..<30 {
+            try encoder.send(
+                try makeMovingFrame(
+                    index, width: 320, height: 240, pixelFormat: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange),
+                presentationTime: CMTime(value: Int64(index), timescale: 30))
+            while case .packet(let packet) = try encoder.receivePacket() { packets.append(packet) }
+        }
+        try encoder.finish()
+        while case .packet(let packet) = try encoder.receivePacket() { packets.append(packet) }
+        func decodeAll(lending: Bool) throws -> (frames: [DecodedFrame], decoder: VideoDecoder) {
+            var configuration = VideoDecoder.Configuration(
+                codecName: "h264", extradata: encoder.extradata, pixelFormat: kCVPixelFormatType_420YpCbCr8Planar,
+                bufferLimit: lending ? 16 : 30)
+            configuration.lendsFrames = lending
+            let decoder = try VideoDecoder(configuration)
+            var frames: [DecodedFrame] = []
+            for packet in packets {
+                try decoder.send(packet.data, presentationTime: packet.presentationTime, duration: packet.duration)
+                frames += try drainFrames(decoder)
+            }
+            try decoder.finish()
+            frames += try drainFrames(decoder)
+            return (frames, decoder)
+        }
+        let copied = try decodeAll(lending: false)
+        #expect(copied.decoder.lentFrameCount == 0)
+        // Held, all 30: the first 16 lent, the rest copied into the pool; given back as their buffers die.
+        var counted = try decodeAll(lending: true)
+        #expect(counted.decoder.lentFrameCount == 16)
+        counted.frames.removeAll()
+        #expect(counted.decoder.lentFrameCount == 0, "every lent frame is given back when its buffer dies")
+        // The decoder gone, its lent pictures are still there, equal to the copied ones plane for plane.
+        let lent = try decodeAll(lending: true).frames
+        try #require(lent.count == 30 && copied.frames.count == 30)
+        for (index, (mine, theirs)) in zip(lent, copied.frames).enumerated() {
+            #expect(CVPixelBufferGetPixelFormatType(mine.pixelBuffer) == kCVPixelFormatType_420YpCbCr8Planar)
+            #expect(mine.presentationTime == theirs.presentationTime)
+            for plane in 0..<3 {
+                #expect(
+                    planeBytes(mine.pixelBuffer, plane).bytes == planeBytes(theirs.pixelBuffer, plane).bytes,
+                    "frame \(index) plane \(plane)")
+            }
+            #expect(decodedIndex(mine.pixelBuffer) == index, "frame \(index)")
         }
     }
 

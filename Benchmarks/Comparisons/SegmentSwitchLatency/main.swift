@@ -50,7 +50,9 @@ final class Watcher: NSObject, AVCaptureFileOutputDelegate, AVCaptureFileOutputR
         let segment = segmentsStarted.withLock { $0 }
         arrivals.withLock { $0.append(Arrival(latency: latency, segment: segment)) }
     }
-    func fileOutput(_ output: AVCaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [AVCaptureConnection]) {
+    func fileOutput(
+        _ output: AVCaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [AVCaptureConnection]
+    ) {
         segmentsStarted.withLock { $0 += 1 }
     }
     func fileOutput(
@@ -107,7 +109,8 @@ session.startRunning()
 // A second for the encoder and the clocks to settle before anything is measured.
 Thread.sleep(forTimeInterval: 1)
 let segments = AVCaptureRecordingSegments(
-    pattern: directory + "/segment-%Y%m%d-%H%M%S-%f.mov", duration: CMTime(seconds: segmentSeconds, preferredTimescale: 600))
+    pattern: directory + "/segment-%Y%m%d-%H%M%S-%f.mov",
+    duration: CMTime(seconds: segmentSeconds, preferredTimescale: 600))
 let deliveredBefore = watcher.framesDelivered.withLock { $0 }
 output.startRecording(segments: segments, recordingDelegate: watcher)
 Thread.sleep(forTimeInterval: seconds)
@@ -165,14 +168,21 @@ print(
     String(
         format: "%@ at 30 fps, %.0f s cut every %.1f s: %d segments, %d cuts measured", size, seconds, segmentSeconds,
         segments.finishedFiles.count, extras.count))
-print(String(format: "baseline: a frame's median latency on the output's queue away from cuts: %.2f ms (%d frames)",
-    baseline * 1000, steady.count))
+print(
+    String(
+        format: "baseline: a frame's median latency on the output's queue away from cuts: %.2f ms (%d frames)",
+        baseline * 1000, steady.count))
 for (index, extra) in extras.enumerated() {
-    print(String(format: "cut %2d: the 3 frames after it waited at most %+.2f ms more (%.2f frame intervals)", index + 1,
-        extra * 1000, extra / interval))
+    print(
+        String(
+            format: "cut %2d: the 3 frames after it waited at most %+.2f ms more (%.2f frame intervals)", index + 1,
+            extra * 1000, extra / interval))
 }
 let worst = extras.max() ?? .nan
-print(String(format: "median extra %.2f ms, worst %.2f ms = %.2f× the frame interval (goal: at most 1×)",
-    median(extras) * 1000, worst * 1000, worst / interval))
-print("frames in the segments (ffprobe): \(framesInFiles); delivered while recording: \(deliveredAfter - deliveredBefore)"
-    + " (the two counts' windows differ by the start and stop requests' queue hops)")
+print(
+    String(
+        format: "median extra %.2f ms, worst %.2f ms = %.2f× the frame interval (goal: at most 1×)",
+        median(extras) * 1000, worst * 1000, worst / interval))
+print(
+    "frames in the segments (ffprobe): \(framesInFiles); delivered while recording: \(deliveredAfter - deliveredBefore)"
+        + " (the two counts' windows differ by the start and stop requests' queue hops)")

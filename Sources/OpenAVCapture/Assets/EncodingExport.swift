@@ -121,6 +121,11 @@ final class EncodingExport: @unchecked Sendable {
 
     // MARK: Video
 
+    /// The pictures between the decoder and the encoder: 4:2:0 planar, what H.264 and HEVC decoders make and both
+    /// encoders take, so a picture goes from one to the other uncopied (the decoder lends it; the encoder only
+    /// reads it).
+    static let pictureFormat = kCVPixelFormatType_420YpCbCr8Planar
+
     private func videoFeed(_ track: AVAssetTrack, writer: AVAssetWriter) throws -> Feed {
         guard let codec = session.preset.codec else { throw AVError(.exportFailed, "the preset writes no video") }
         let composition = settings.videoComposition
@@ -154,15 +159,14 @@ final class EncodingExport: @unchecked Sendable {
         let adaptor = AVAssetWriterInputPixelBufferAdaptor(
             assetWriterInput: input,
             sourcePixelBufferAttributes: [
-                kCVPixelBufferPixelFormatTypeKey as String: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange,
+                kCVPixelBufferPixelFormatTypeKey as String: Self.pictureFormat,
                 kCVPixelBufferWidthKey as String: width, kCVPixelBufferHeightKey as String: height,
             ])
         guard writer.canAdd(input) else { throw AVError(.exportFailed, "the writer refused the video input") }
         writer.add(input)
         let producer = try track.makeSampleProducer(
             timeRange: range,
-            decoding: .video(
-                pixelFormat: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, width: width, height: height),
+            decoding: .video(pixelFormat: Self.pictureFormat, width: width, height: height, readOnly: true),
             pitch: settings.audioTimePitchAlgorithm)
         let total = range.duration.seconds
         let start = range.start

@@ -26,8 +26,9 @@ final class TrackSampleReader {
     enum Decoding: Sendable {
         /// The stored packets, with a format description of the codec.
         case passthrough
-        /// Pixel buffers of `pixelFormat`, scaled to `width`×`height` when given.
-        case video(pixelFormat: OSType, width: Int?, height: Int?)
+        /// Pixel buffers of `pixelFormat`, scaled to `width`×`height` when given. `readOnly`: the consumer never
+        /// writes into them (an encoder), so frames the decoder made in that format are lent without a copy.
+        case video(pixelFormat: OSType, width: Int?, height: Int?, readOnly: Bool = false)
         /// Interleaved linear PCM in `format` (Int16, Int32 or Float32).
         case audio(AudioStreamBasicDescription)
     }
@@ -90,7 +91,7 @@ final class TrackSampleReader {
                     suggestion: "Read it decoded (give output settings).")
             }
             passthroughFormat = format
-        case .video(let pixelFormat, let width, let height):
+        case .video(let pixelFormat, let width, let height, let readOnly):
             guard stream.mediaType == .video else {
                 throw AVError(.unsupportedOutputSettings, "video settings for a \(stream.mediaType) track")
             }
@@ -98,6 +99,7 @@ final class TrackSampleReader {
                 codecName: stream.codecName, extradata: stream.extradata, pixelFormat: pixelFormat,
                 bufferLimit: Self.pictureLimit)
             configuration.threadCount = 2
+            configuration.lendsFrames = readOnly
             videoDecoder = try VideoDecoder(configuration)
             let outWidth = width ?? stream.width
             let outHeight = height ?? stream.height
