@@ -462,6 +462,72 @@ final class USBWebcamKernelTests {
         #expect(frames.frames.count >= 2, "a playable movie with the frames before the unplug")
     }
 
+    /// The webcam unplugged and plugged back in mid-recording with `survivesDisconnection`: uvcvideo and
+    /// snd-usb-audio go and come back, and the recording goes on in the same file, the camera's gap a timestamp
+    /// jump of at least the outage, the microphone's gap silence, both devices lost and regained once.
+    @Test func unpluggedAndPluggedBackTheRecordingGoesOnInTheSameFile() throws {
+        let (camera, microphone) = try USBWebcam.plug()
+        try Self.configure(camera, kCMVideoCodecType_JPEG, 1280, 720, fps: Self.recordingRate)
+        let output = AVCaptureMovieFileOutput()
+        output.survivesDisconnection = true
+        let session = try makeSession(preset: .inputPriority, devices: [camera, microphone], outputs: [output])
+        // As cheap as recording gets (the camera's JPEG and the microphone's AAC), for the VM's emulated CPU.
+        if let video = output.connection(with: .video) {
+            output.setOutputSettings([AVVideoCodecKey: AVVideoCodecType.jpeg], for: video)
+        }
+        session.startRunning()
+        defer { session.stopRunning() }
+        let url = try scratchURL("usb-webcam-replugged.mov", suite: "usb-webcam")
+        let delegate = ReconnectionDelegate()
+        output.startRecording(to: url, recordingDelegate: delegate)
+        #expect(delegate.waitForStart())
+        #expect(eventually(timeout: 60) { output.recordedDuration.seconds >= 1.5 }, "the recording never got going")
+        let unplugged = Date()
+        #expect(USBWebcam.unplug(), "the webcam never went away")
+        #expect(eventually(timeout: 30) { delegate.lostDevices.count == 2 }, "lost: \(delegate.lostDevices)")
+        #expect(output.isRecording, "the recording ended with the webcam")
+        _ = try USBWebcam.plug()
+        let outage = Date().timeIntervalSince(unplugged)
+        #expect(eventually(timeout: 60) { delegate.regainedDevices.count == 2 }, "regained: \(delegate.regainedDevices)")
+        let gapEnd = delegate.regainedDevices.map(\.gap.end.seconds).max() ?? 0
+        #expect(eventually(timeout: 60) { output.recordedDuration.seconds >= gapEnd + 1.5 }, "the recording stopped")
+        output.stopRecording()
+        #expect(delegate.waitForFinish(), "didFinish never came")
+        #expect(delegate.error == nil, "\(String(describing: delegate.error))")
+        #expect(
+            Set(delegate.lostDevices.map(\.device)) == [camera.uniqueID, microphone.uniqueID]
+                && Set(delegate.regainedDevices.map(\.device)) == [camera.uniqueID, microphone.uniqueID])
+        #expect(
+            USBWebcam.shellOutput("ls '\(url.deletingLastPathComponent().path)' | grep -c replugged")
+                .map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) } == "1",
+            "one file")
+
+        // The file: frames before and after one jump of at least the outage (the emulator's frame counter runs
+        // on while unplugged), in order; the sound as long as the picture, with beeps after the gap.
+        let frames = try Self.decodedFrames(url, width: 1280, height: 720)
+        let times = try #require(
+            USBWebcam.shellOutput(
+                "ffprobe -v error -select_streams v:0 -show_entries frame=pts_time -of csv=p=0 '\(url.path)'")
+        ).split(separator: UInt8(ascii: "\n")).compactMap { Double(String(decoding: $0, as: UTF8.self).split(separator: ",")[0]) }
+        let frame = 1.0 / Double(Self.recordingRate)
+        let jumps = zip(times, times.dropFirst()).enumerated().filter { $0.element.1 - $0.element.0 > outage / 2 }
+        print("USB webcam replugged mid-recording: \(times.count) frames, jumps \(jumps), outage \(outage) s, gaps \(delegate.regainedDevices.map(\.gap))")
+        try #require(jumps.count == 1, "one jump of the outage: \(jumps)")
+        #expect(jumps[0].element.1 - jumps[0].element.0 >= outage - 2 * frame)
+        #expect(jumps[0].offset >= 5 && times.count - jumps[0].offset >= 6, "frames before and after the gap")
+        let readable = frames.frames.compactMap { $0 }
+        #expect(readable.count >= 10, "\(readable.count) frames with a readable index")
+        let audioLength = try #require(
+            USBWebcam.shellOutput(
+                "ffprobe -v error -select_streams a:0 -show_entries stream=duration -of csv=p=0 '\(url.path)'"
+            ).flatMap { Double(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) })
+        let videoLength = (times.last ?? 0) + frame - (times.first ?? 0)
+        #expect(abs(audioLength - videoLength) <= 0.5, "audio \(audioLength) s, video \(videoLength) s")
+        let beeps = try Self.beepTimes(url)
+        print("USB webcam replugged mid-recording: beeps at \(beeps), flashes at \(frames.flashes)")
+        #expect(beeps.contains { $0 > times[jumps[0].offset + 1] }, "no beep after the gap: \(beeps)")
+    }
+
     /// Five seconds of MJPEG 1280x720 with the USB microphone into a movie: every frame index once, and
     /// each flash within one frame interval of its beep.
     @Test func recordsFiveSecondsOfMJPEG720pWithTheUSBMicrophone() throws {
