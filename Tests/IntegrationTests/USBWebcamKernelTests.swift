@@ -464,7 +464,7 @@ final class USBWebcamKernelTests {
 
     /// The webcam unplugged and plugged back in mid-recording with `survivesDisconnection`: uvcvideo and
     /// snd-usb-audio go and come back, and the recording goes on in the same file, the camera's gap a timestamp
-    /// jump of at least the outage, the microphone's gap silence, both devices lost and regained once.
+    /// jump of its own gap, the microphone's gap silence, both devices lost and regained once.
     @Test func unpluggedAndPluggedBackTheRecordingGoesOnInTheSameFile() throws {
         let (camera, microphone) = try USBWebcam.plug()
         try Self.configure(camera, kCMVideoCodecType_JPEG, 1280, 720, fps: Self.recordingRate)
@@ -488,7 +488,8 @@ final class USBWebcamKernelTests {
         #expect(output.isRecording, "the recording ended with the webcam")
         _ = try USBWebcam.plug()
         let outage = Date().timeIntervalSince(unplugged)
-        #expect(eventually(timeout: 60) { delegate.regainedDevices.count == 2 }, "regained: \(delegate.regainedDevices)")
+        #expect(
+            eventually(timeout: 60) { delegate.regainedDevices.count == 2 }, "regained: \(delegate.regainedDevices)")
         let gapEnd = delegate.regainedDevices.map(\.gap.end.seconds).max() ?? 0
         #expect(eventually(timeout: 60) { output.recordedDuration.seconds >= gapEnd + 1.5 }, "the recording stopped")
         output.stopRecording()
@@ -502,19 +503,28 @@ final class USBWebcamKernelTests {
                 .map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) } == "1",
             "one file")
 
-        // The file: frames before and after one jump of at least the outage (the emulator's frame counter runs
+        // The file: frames before and after the camera's gap (the emulator's frame counter runs
         // on while unplugged), in order; the sound as long as the picture, with beeps after the gap.
         let frames = try Self.decodedFrames(url, width: 1280, height: 720)
         let times = try #require(
             USBWebcam.shellOutput(
                 "ffprobe -v error -select_streams v:0 -show_entries frame=pts_time -of csv=p=0 '\(url.path)'")
-        ).split(separator: UInt8(ascii: "\n")).compactMap { Double(String(decoding: $0, as: UTF8.self).split(separator: ",")[0]) }
+        ).split(separator: UInt8(ascii: "\n")).compactMap {
+            Double(String(decoding: $0, as: UTF8.self).split(separator: ",")[0])
+        }
         let frame = 1.0 / Double(Self.recordingRate)
-        let jumps = zip(times, times.dropFirst()).enumerated().filter { $0.element.1 - $0.element.0 > outage / 2 }
-        print("USB webcam replugged mid-recording: \(times.count) frames, jumps \(jumps), outage \(outage) s, gaps \(delegate.regainedDevices.map(\.gap))")
-        try #require(jumps.count == 1, "one jump of the outage: \(jumps)")
-        #expect(jumps[0].element.1 - jumps[0].element.0 >= outage - 2 * frame)
-        #expect(jumps[0].offset >= 5 && times.count - jumps[0].offset >= 6, "frames before and after the gap")
+        let jumps = zip(times, times.dropFirst()).enumerated().filter { $0.element.1 - $0.element.0 > 0.4 }
+        print(
+            "USB webcam replugged mid-recording: \(times.count) frames, jumps \(jumps), outage \(outage) s, gaps \(delegate.regainedDevices.map(\.gap))"
+        )
+        // The jump of the camera's gap as the delegate was told it (its last frame's end to its first frame
+        // after); the VM's emulated CPU may leave frames out elsewhere too, shorter jumps than this one.
+        let cameraGap = try #require(delegate.regainedDevices.first { $0.device == camera.uniqueID }?.gap)
+        let reconnection = try #require(
+            jumps.first { abs(($0.element.1 - $0.element.0) - (cameraGap.duration.seconds + frame)) < 1.5 * frame },
+            "no jump of the camera's gap \(cameraGap.duration.seconds) s in \(jumps)")
+        #expect(reconnection.element.1 - reconnection.element.0 >= 0.5, "an unplug of less than half a second")
+        #expect(reconnection.offset >= 5 && times.count - reconnection.offset >= 6, "frames before and after the gap")
         let readable = frames.frames.compactMap { $0 }
         #expect(readable.count >= 10, "\(readable.count) frames with a readable index")
         let audioLength = try #require(
@@ -525,7 +535,7 @@ final class USBWebcamKernelTests {
         #expect(abs(audioLength - videoLength) <= 0.5, "audio \(audioLength) s, video \(videoLength) s")
         let beeps = try Self.beepTimes(url)
         print("USB webcam replugged mid-recording: beeps at \(beeps), flashes at \(frames.flashes)")
-        #expect(beeps.contains { $0 > times[jumps[0].offset + 1] }, "no beep after the gap: \(beeps)")
+        #expect(beeps.contains { $0 > times[reconnection.offset + 1] }, "no beep after the gap: \(beeps)")
     }
 
     /// Five seconds of MJPEG 1280x720 with the USB microphone into a movie: every frame index once, and
@@ -561,7 +571,8 @@ final class USBWebcamKernelTests {
 
         let pixelFormats = String(
             decoding: USBWebcam.shellOutput(
-                "ffprobe -v error -select_streams v:0 -show_entries frame=pix_fmt -of csv=p=0 '\(url.path)' | sort | uniq -c")
+                "ffprobe -v error -select_streams v:0 -show_entries frame=pix_fmt -of csv=p=0 '\(url.path)' | sort | uniq -c"
+            )
                 ?? Data(), as: UTF8.self)
         print("USB webcam recording: frame formats \(pixelFormats.split(whereSeparator: \.isNewline))")
         let indices = try Self.decodedFrames(url, width: 1280, height: 720)
@@ -577,7 +588,9 @@ final class USBWebcamKernelTests {
         // frames and samples written as they come: on an idle host every frame (75 of 75, 4.1 s of CPU in 5.3 s,
         // A/V offset 9–10.5 ms); with the host's two cores shared with other builds 60 of 75 (FrameWasLate). With
         // AAC it kept 9 to 25 under that load. On a real CPU the same recording costs a few percent of a core.
-        withKnownIssue("under a loaded host the VM cannot keep up with 720p at 15 fps in a debug build", isIntermittent: true) {
+        withKnownIssue(
+            "under a loaded host the VM cannot keep up with 720p at 15 fps in a debug build", isIntermittent: true
+        ) {
             #expect(indices.frames.count == 5 * Int(Self.recordingRate), "\(indices.frames.count) frames in 5 s")
             #expect(Self.indexGaps(indices.frames).isEmpty, "gaps: \(Self.indexGaps(indices.frames))")
         }
@@ -697,4 +710,3 @@ private func processCPUSeconds() -> Double {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
-

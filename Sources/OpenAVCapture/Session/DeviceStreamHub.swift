@@ -13,6 +13,9 @@ package final class DeviceStreamHub: Sendable {
         var subscribers: [(token: Int, sink: StreamSink)] = []
         var configuration: StreamConfiguration?
         var isStreaming = false
+        /// The backend was started and not stopped since. A fault ends its stream (`isStreaming` false) but not
+        /// the backend's hold on it: a restart after a fault stops it first, as a backend starts only when stopped.
+        var backendStarted = false
         var nextToken = 0
     }
 
@@ -37,7 +40,8 @@ package final class DeviceStreamHub: Sendable {
 
     /// Starts receiving the device's events, starting or reconfiguring the device as needed.
     /// Throws the device's fault (busy, disconnected) when it cannot stream; the subscription then does not exist.
-    package func subscribe(_ configuration: StreamConfiguration, sink: @escaping StreamSink) throws(DeviceFault) -> Int {
+    package func subscribe(_ configuration: StreamConfiguration, sink: @escaping StreamSink) throws(DeviceFault) -> Int
+    {
         control.lock()
         defer { control.unlock() }
         let (token, needsRestart) = state.withLock { state in
@@ -67,7 +71,10 @@ package final class DeviceStreamHub: Sendable {
         }
         if isLast {
             backend.stop()
-            state.withLock { $0.isStreaming = false }
+            state.withLock {
+                $0.isStreaming = false
+                $0.backendStarted = false
+            }
         }
     }
 
@@ -86,13 +93,17 @@ package final class DeviceStreamHub: Sendable {
     package var isStreaming: Bool { state.withLock { $0.isStreaming } }
 
     private func restart(with configuration: StreamConfiguration) throws(DeviceFault) {
-        if state.withLock({ $0.isStreaming }) { backend.stop() }
+        if state.withLock({ $0.backendStarted }) { backend.stop() }
         state.withLock {
             $0.isStreaming = false
+            $0.backendStarted = false
             $0.configuration = configuration
         }
         try backend.start(configuration) { [weak self] event in self?.deliver(event) }
-        state.withLock { $0.isStreaming = true }
+        state.withLock {
+            $0.isStreaming = true
+            $0.backendStarted = true
+        }
     }
 
     /// Calls every sink under the state lock: `unsubscribe` takes the same lock, so once it has removed a sink
