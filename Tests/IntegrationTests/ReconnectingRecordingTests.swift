@@ -7,8 +7,8 @@ import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Records the recording and disconnection callbacks, in order, with the gaps the delegate was told of.
 final class ReconnectionDelegate: NSObject, AVCaptureFileOutputDisconnectionDelegate, @unchecked Sendable {
@@ -96,11 +96,45 @@ func streamDuration(_ url: URL, _ type: String) throws -> Double {
     return try #require(FFprobeReport.number(probe.stream(type)?["duration"]), "no \(type) duration")
 }
 
+/// A movie recording of the virtual back camera and microphone (320x240), running for at least `seconds` when made;
+/// `end()` stops its session and puts back the defaults of the device the test unplugs.
+private struct RunningRecording {
+    let url: URL
+    let output = AVCaptureMovieFileOutput()
+    let session: AVCaptureSession
+    let delegate = ReconnectionDelegate()
+    private let restore: () -> Void
+
+    init(
+        _ name: String, survivesDisconnection: Bool = true, limit: CMTime = .invalid, for seconds: Double,
+        restoring restore: @escaping () -> Void
+    ) throws {
+        url = try scratchURL(name, suite: "reconnect")
+        output.survivesDisconnection = survivesDisconnection
+        output.maxRecordedDuration = limit
+        session = try makeMovieSession(output)
+        self.restore = restore
+        session.startRunning()
+        output.startRecording(to: url, recordingDelegate: delegate)
+        #expect(delegate.waitForStart())
+        let output = output
+        let reached = waitUntil { output.recordedDuration.seconds >= seconds }
+        #expect(reached, "\(seconds) s were never recorded")
+    }
+
+    func end() {
+        session.stopRunning()
+        restore()
+    }
+}
+
 @Suite("Recordings that survive an unplugged device", .serialized)
 struct ReconnectingRecordingTests {
     static let frame = 1.0 / 30
 
-    @Test("The camera unplugged and replugged: one file, the frames before and after, a timestamp gap of the outage, sound in sync")
+    @Test(
+        "The camera unplugged and replugged: one file, the frames before and after, a timestamp gap of the outage, sound in sync"
+    )
     func cameraComesBack() throws {
         guard MediaTool.available(for: "ReconnectingRecordingTests.cameraComesBack") else { return }
         let url = try scratchURL("camera-gap.mov", suite: "reconnect")
@@ -146,8 +180,14 @@ struct ReconnectingRecordingTests {
         #expect(delegate.regainedDevices.map(\.device) == [camera.device.uniqueID])
         #expect(
             notifications.recorded
-                == [AVCaptureDevice.wasDisconnectedNotification.rawValue, AVCaptureDevice.wasConnectedNotification.rawValue])
-        #expect(try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path) == [url.lastPathComponent])
+                == [
+                    AVCaptureDevice.wasDisconnectedNotification.rawValue,
+                    AVCaptureDevice.wasConnectedNotification.rawValue,
+                ])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path) == [
+                url.lastPathComponent
+            ])
         #expect(try ffmpegDecodeErrors(url) == "")
 
         // The timestamps have the gap: one jump, at least the outage (the last frame before came before the unplug,
@@ -165,7 +205,8 @@ struct ReconnectingRecordingTests {
         // (the replugged camera's stream counts afresh).
         let indices = try decodedFrameIndices(url)
         try #require(indices.count == times.count, "\(indices.count) frames decoded, \(times.count) timed")
-        #expect(gapAt >= 30 && times.count - gapAt >= 45, "\(gapAt) frames before the gap, \(times.count - gapAt) after")
+        #expect(
+            gapAt >= 30 && times.count - gapAt >= 45, "\(gapAt) frames before the gap, \(times.count - gapAt) after")
         #expect(indexSteps(Array(indices[..<gapAt])).isEmpty && indexSteps(Array(indices[gapAt...])).isEmpty)
         #expect(indices[gapAt...].compactMap { $0 }.first.map { $0 < 3 } == true, "after the gap: \(indices[gapAt...])")
         // The gap the delegate was told of is the one in the file.
@@ -183,20 +224,10 @@ struct ReconnectingRecordingTests {
     @Test("The microphone unplugged and replugged: the picture goes on, silence in the gap, the sound after it in sync")
     func microphoneComesBack() throws {
         guard MediaTool.available(for: "ReconnectingRecordingTests.microphoneComesBack") else { return }
-        let url = try scratchURL("microphone-gap.mov", suite: "reconnect")
         let microphone = try #require(VirtualDevices.microphone.virtualMicrophone)
-        let output = AVCaptureMovieFileOutput()
-        output.survivesDisconnection = true
-        let session = try makeMovieSession(output)
-        session.startRunning()
-        defer {
-            session.stopRunning()
-            microphone.restoreDefaults()
-        }
-        let delegate = ReconnectionDelegate()
-        output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(delegate.waitForStart())
-        #expect(waitUntil { output.recordedDuration.seconds >= 1.2 }, "1.2 s were never recorded")
+        let recording = try RunningRecording("microphone-gap.mov", for: 1.2, restoring: microphone.restoreDefaults)
+        defer { recording.end() }
+        let (url, output, delegate) = (recording.url, recording.output, recording.delegate)
         microphone.unplug()
         #expect(delegate.waitForLoss(), "didLoseDevice never came")
         let lostAt = output.recordedDuration.seconds
@@ -232,20 +263,12 @@ struct ReconnectingRecordingTests {
     @Test("Without the option the microphone's unplugging ends the recording, as Apple's does")
     func withoutTheOption() throws {
         guard MediaTool.available(for: "ReconnectingRecordingTests.withoutTheOption") else { return }
-        let url = try scratchURL("ended.mov", suite: "reconnect")
+        #expect(!AVCaptureMovieFileOutput().survivesDisconnection, "Apple's behaviour unless asked")
         let microphone = try #require(VirtualDevices.microphone.virtualMicrophone)
-        let output = AVCaptureMovieFileOutput()
-        #expect(!output.survivesDisconnection)
-        let session = try makeMovieSession(output)
-        session.startRunning()
-        defer {
-            session.stopRunning()
-            microphone.restoreDefaults()
-        }
-        let delegate = ReconnectionDelegate()
-        output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(delegate.waitForStart())
-        #expect(waitUntil { output.recordedDuration.seconds >= 0.5 }, "half a second was never recorded")
+        let recording = try RunningRecording(
+            "ended.mov", survivesDisconnection: false, for: 0.5, restoring: microphone.restoreDefaults)
+        defer { recording.end() }
+        let (url, delegate) = (recording.url, recording.delegate)
         microphone.unplug()
         #expect(delegate.waitForFinish())
         #expect(delegate.events == ["didStart", "willFinish", "didFinish"])
@@ -256,20 +279,10 @@ struct ReconnectingRecordingTests {
     @Test("Stopping while the camera is away finishes the file normally, with what came before")
     func stopWhileAway() throws {
         guard MediaTool.available(for: "ReconnectingRecordingTests.stopWhileAway") else { return }
-        let url = try scratchURL("stopped-away.mov", suite: "reconnect")
         let camera = try #require(VirtualDevices.back.virtualCamera)
-        let output = AVCaptureMovieFileOutput()
-        output.survivesDisconnection = true
-        let session = try makeMovieSession(output)
-        session.startRunning()
-        defer {
-            session.stopRunning()
-            camera.restoreDefaults()
-        }
-        let delegate = ReconnectionDelegate()
-        output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(delegate.waitForStart())
-        #expect(waitUntil { output.recordedDuration.seconds >= 0.8 }, "0.8 s were never recorded")
+        let recording = try RunningRecording("stopped-away.mov", for: 0.8, restoring: camera.restoreDefaults)
+        defer { recording.end() }
+        let (url, output, delegate) = (recording.url, recording.output, recording.delegate)
         camera.unplug()
         #expect(delegate.waitForLoss(), "didLoseDevice never came")
         output.stopRecording()
@@ -285,21 +298,11 @@ struct ReconnectingRecordingTests {
     @Test("maxRecordedDuration ends a recording whose camera never came back, the sound reaching the limit")
     func durationLimitWhileAway() throws {
         guard MediaTool.available(for: "ReconnectingRecordingTests.durationLimitWhileAway") else { return }
-        let url = try scratchURL("limit-away.mov", suite: "reconnect")
         let camera = try #require(VirtualDevices.back.virtualCamera)
-        let output = AVCaptureMovieFileOutput()
-        output.survivesDisconnection = true
-        output.maxRecordedDuration = CMTime(value: 2, timescale: 1)
-        let session = try makeMovieSession(output)
-        session.startRunning()
-        defer {
-            session.stopRunning()
-            camera.restoreDefaults()
-        }
-        let delegate = ReconnectionDelegate()
-        output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(delegate.waitForStart())
-        #expect(waitUntil { output.recordedDuration.seconds >= 0.8 }, "0.8 s were never recorded")
+        let recording = try RunningRecording(
+            "limit-away.mov", limit: CMTime(value: 2, timescale: 1), for: 0.8, restoring: camera.restoreDefaults)
+        defer { recording.end() }
+        let (url, delegate) = (recording.url, recording.delegate)
         camera.unplug()
         #expect(delegate.waitForFinish())
         #expect(delegate.events == ["didStart", "didLose", "willFinish", "didFinish"])
@@ -341,16 +344,20 @@ struct ReconnectingRecordingTests {
         #expect(try ffmpegDecodeErrors(url) == "")
         // The packets as they are in the file: one timestamp jump, and the first packet after it is a key frame.
         let packets = try MediaTool.ffprobe.run([
-            "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0", url.path,
+            "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,flags", "-of", "csv=p=0",
+            url.path,
         ]).outputText.split(whereSeparator: \.isNewline).compactMap { line -> (time: Double, isKey: Bool)? in
             let fields = line.split(separator: ",")
             guard fields.count >= 2, let time = Double(fields[0]) else { return nil }
             return (time, fields[1].contains("K"))
         }.sorted { $0.time < $1.time }
-        let jumps = zip(packets, packets.dropFirst()).enumerated().filter { $0.element.1.time - $0.element.0.time > 0.4 }
+        let jumps = zip(packets, packets.dropFirst()).enumerated().filter {
+            $0.element.1.time - $0.element.0.time > 0.4
+        }
         try #require(jumps.count == 1, "jumps at \(jumps.map(\.offset)) in \(packets.map(\.time))")
         #expect(packets[jumps[0].offset + 1].isKey, "the first packet after the gap is no key frame")
-        #expect(packets.count - jumps[0].offset - 1 >= 10, "\(packets.count - jumps[0].offset - 1) frames after the gap")
+        #expect(
+            packets.count - jumps[0].offset - 1 >= 10, "\(packets.count - jumps[0].offset - 1) frames after the gap")
     }
 
     /// Every flash frame from `afterTime` on (file seconds) has its beep within 5 ms, and there is one at least.
