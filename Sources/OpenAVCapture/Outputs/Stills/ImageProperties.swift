@@ -72,7 +72,7 @@ public let kCGImagePropertyGPSDateStamp: CFString = "DateStamp"
 extension StillImageMetadata {
     /// The metadata as ImageIO's properties: the top-level orientation and size, `{Exif}`, `{TIFF}`, and `{GPS}`
     /// with a location. The same value the file's EXIF is written from, so the two agree.
-    var imageProperties: [String: Any] {
+    package var imageProperties: [String: Any] {
         let exposure = exposureTimeRational
         let exif: [String: Any] = [
             kCGImagePropertyExifDateTimeOriginal: dateTimeOriginalText,
@@ -122,7 +122,7 @@ extension StillImageMetadata {
     /// A location from an ImageIO `{GPS}` dictionary (Apple's way to give a photo a location:
     /// `AVCapturePhotoSettings.metadata[kCGImagePropertyGPSDictionary]`), or nil without latitude and longitude.
     /// `TimeStamp` and `DateStamp` are read as UTC.
-    static func location(fromGPS gps: [String: Any]) -> Location? {
+    package static func location(fromGPS gps: [String: Any]) -> Location? {
         func number(_ key: String) -> Double? { doubleSetting(gps[key]) }
         guard let latitude = number(kCGImagePropertyGPSLatitude), let longitude = number(kCGImagePropertyGPSLongitude)
         else { return nil }
