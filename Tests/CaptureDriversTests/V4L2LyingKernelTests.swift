@@ -1,3 +1,4 @@
+import CLinuxMedia
 import CaptureDrivers
 import OpenCoreMedia
 import Testing
@@ -30,5 +31,23 @@ import Testing
         let description = try #require(try V4L2DeviceDescription.read(location, system: kernel.system))
         let sizes = description.formats.map { "\($0.video.width)x\($0.video.height)" }
         #expect(sizes == ["160x120", "320x240", "352x288", "640x360", "640x480"])
+    }
+
+    @Test("A frame stamped 2⁶³−1 seconds after boot is stamped now instead (the capture thread trapped)")
+    func impossibleTimestampIsReplaced() throws {
+        let kernel = SimulatedV4L2Kernel(formats: [.discrete(.yuyv, [(640, 480)])]) { request, answer in
+            guard request == CLinuxMedia_VIDIOC_DQBUF else { return }
+            answer.baseAddress!.assumingMemoryBound(to: v4l2_buffer.self).pointee.timestamp.tv_sec = .max
+        }
+        let camera = try makeCamera(kernel)
+        let recorder = V4L2Recorder()
+        let before = CMClock.hostTimeNow
+        try camera.start(try configuration(camera, 640, 480, V4L2TraceTests.yuyv), sink: recorder.sink)
+        #expect(recorder.wait(forFrames: 2))
+        camera.stop()
+        let after = CMClock.hostTimeNow
+        for case .frame(_, let time, _, _, _) in recorder.events {
+            #expect(time >= before && time <= after, "\(time.seconds) not within \(before.seconds)…\(after.seconds)")
+        }
     }
 }

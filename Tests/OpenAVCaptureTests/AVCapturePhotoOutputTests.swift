@@ -160,6 +160,17 @@ import Testing
         let gps = try #require(taken.metadata[kCGImagePropertyGPSDictionary] as? [String: Any])
         #expect(gps[kCGImagePropertyGPSLatitude] as? Double == 51.5007)
         #expect(gps[kCGImagePropertyGPSAltitude] == nil)
+
+        // 10 000 km up: EXIF's altitude (millimetres in a UInt32) is clamped; it trapped past 4 295 km.
+        let high = AVCapturePhotoSettings()
+        high.metadata = [
+            kCGImagePropertyGPSDictionary: [
+                kCGImagePropertyGPSLatitude: 51.5007, kCGImagePropertyGPSLongitude: 0.1246,
+                kCGImagePropertyGPSAltitude: 1e7,
+            ] as [String: Any]
+        ]
+        let (highPhoto, _) = takePhoto(output, high)
+        #expect(highPhoto?.fileDataRepresentation()?.starts(with: [0xFF, 0xD8]) == true)
     }
 
     // MARK: Flash against scene light

@@ -15,16 +15,21 @@ import OpenAVCaptureTesting
 import Synchronization
 
 /// The input, read by the kernel's answers in turn (under the simulated kernel's lock, from any thread).
+///
+/// The bytes are an array, not `Data`: `Data` keeps its storage behind a tagged (spare-bit) reference that
+/// LeakSanitizer does not recognise, so a kernel still held by the finishing capture thread when libFuzzer checks
+/// for leaks made the input's storage look leaked.
 final class Answers: Sendable {
-    private let remaining: Mutex<Data.SubSequence>
-    init(_ data: Data) { remaining = Mutex(data[...]) }
+    private let bytes: [UInt8]
+    private let position = Mutex(0)
+    init(_ data: Data) { bytes = Array(data) }
 
     func tamper(_ answer: UnsafeMutableRawBufferPointer) {
-        remaining.withLock { bytes in
+        position.withLock { position in
             func next() -> UInt8 {
-                guard let first = bytes.first else { return 0 }
-                bytes = bytes.dropFirst()
-                return first
+                guard position < bytes.count else { return 0 }
+                defer { position += 1 }
+                return bytes[position]
             }
             let command = next()
             guard command >= 0x80, answer.count >= 4 else { return }

@@ -91,7 +91,9 @@ private struct EntryWriter {
         rationals(EXIF_IFD_GPS, EXIF_TAG_GPS_LONGITUDE, Self.degreesMinutesSeconds(abs(location.longitude)))
         if let altitude = location.altitude, altitude.isFinite {
             bytes(EXIF_IFD_GPS, EXIF_TAG_GPS_ALTITUDE_REF, [altitude < 0 ? 1 : 0])
-            rationals(EXIF_IFD_GPS, EXIF_TAG_GPS_ALTITUDE, [(UInt32(min(abs(altitude), 4e7) * 1000), 1000)])
+            // Millimetres in a UInt32: at most 4 000 km (4e7 m, the old bound, overflowed and trapped; found by the
+            // still fuzz target).
+            rationals(EXIF_IFD_GPS, EXIF_TAG_GPS_ALTITUDE, [(UInt32(min(abs(altitude), 4e6) * 1000), 1000)])
         }
         if let timestamp = location.timestamp {
             let parts = Calendar(identifier: .gregorian).dateComponents(
