@@ -33,6 +33,21 @@ import Testing
         #expect(sizes == ["160x120", "320x240", "352x288", "640x360", "640x480"])
     }
 
+    @Test("A control whose minimum is above its maximum, or beyond 32 bits, is left out (the exposure range trapped)")
+    func impossibleControlRangesAreLeftOut() throws {
+        let kernel = SimulatedV4L2Kernel(
+            formats: [.discrete(.yuyv, [(640, 480)])],
+            controls: [
+                V4L2ControlTests.control(V4L2_CID_EXPOSURE_ABSOLUTE, V4L2_CTRL_TYPE_INTEGER, 2047, 3, 250),
+                V4L2ControlTests.control(V4L2_CID_GAIN, V4L2_CTRL_TYPE_INTEGER, .min, .max, 0),
+                V4L2ControlTests.control(V4L2_CID_FOCUS_ABSOLUTE, V4L2_CTRL_TYPE_INTEGER, 0, 250, 0),
+            ])
+        let capabilities = try makeCamera(kernel).cameraControls.capabilities
+        #expect(capabilities.exposureDurationRange == nil)
+        #expect(capabilities.isoRange == 100...100, "no gain control: the default")
+        #expect(capabilities.isLensPositionSupported)
+    }
+
     @Test("A frame stamped 2⁶³−1 seconds after boot is stamped now instead (the capture thread trapped)")
     func impossibleTimestampIsReplaced() throws {
         let kernel = SimulatedV4L2Kernel(formats: [.discrete(.yuyv, [(640, 480)])]) { request, answer in
