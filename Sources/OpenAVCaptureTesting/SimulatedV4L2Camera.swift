@@ -24,8 +24,8 @@ public final class SimulatedV4L2Camera {
 
     /// A camera whose kernel lies, for the V4L2 fuzz target: `tamper` gets each request code and the bytes of the
     /// answer the driver is about to read (every request that returns data but the extended controls) and may
-    /// rewrite them. It runs under the simulated kernel's lock and must not block. The camera offers YUYV and MJPEG
-    /// at `width` x `height` and at stepwise sizes, and a UVC camera's focus, exposure and white balance controls.
+    /// rewrite them. It runs under the simulated kernel's lock and must not block. The camera offers YUYV at `width`
+    /// x `height`, MJPEG at that size and twice it, and a UVC camera's focus, exposure and white balance controls.
     ///
     /// - Throws: when the driver finds no camera in what it was told (an `AVError`), or cannot read it at all.
     public convenience init(
