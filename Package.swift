@@ -104,7 +104,7 @@ let package = Package(
         /// Drives the virtual devices from a user's test: scene, faults, clock, a session-less tap, readers.
         .target(
             name: "OpenAVCaptureTesting",
-            dependencies: ["OpenAVCapture", "CaptureDrivers", "MediaCodecs"],
+            dependencies: ["OpenAVCapture", "CaptureDrivers", "MediaCodecs", "CLinuxMedia"],
             swiftSettings: strictSwift),
 
         // MARK: Above the public API: renderers of the preview layer, and the seed's camera app controller.

@@ -1,7 +1,9 @@
 // swift-tools-version:6.1
 //
 // libFuzzer targets for what OpenAVCapture reads from outside: media files (the demuxer and decoders behind
-// AVURLAsset, AVAssetReader and `file:` devices) and a camera's MJPEG frames (TurboJPEG, as sessions decode them).
+// AVURLAsset, AVAssetReader and `file:` devices), a camera's MJPEG frames (TurboJPEG, as sessions decode them), the
+// photo outputs' still path (a camera's JPEG frame and the names and location that become EXIF), the HTTP
+// requests `avcapture serve` answers, and the V4L2 driver reading what a (simulated, lying) kernel answers.
 // A package of its own, like Benchmarks/, so the library never depends on it.
 //
 // Run: `make fuzz` from the repository root (each target for FUZZ_SECONDS, corpora in Corpus/). Built without
@@ -37,5 +39,26 @@ let package = Package(
                 .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
             ],
             path: "Targets/MJPEGFuzzer", swiftSettings: settings),
+        .executableTarget(
+            name: "StillImageFuzzer",
+            dependencies: [
+                "CFuzzDriver", "FuzzSupport", .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+                .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
+            ],
+            path: "Targets/StillImageFuzzer", swiftSettings: settings),
+        .executableTarget(
+            name: "ServeRequestFuzzer",
+            dependencies: [
+                "CFuzzDriver", "FuzzSupport", .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+                .product(name: "OpenAVCaptureWeb", package: "OpenAVCapture"),
+            ],
+            path: "Targets/ServeRequestFuzzer", swiftSettings: settings),
+        .executableTarget(
+            name: "V4L2KernelFuzzer",
+            dependencies: [
+                "CFuzzDriver", "FuzzSupport", .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+                .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
+            ],
+            path: "Targets/V4L2KernelFuzzer", swiftSettings: settings),
     ]
 )

@@ -128,6 +128,51 @@ import Testing
         #expect(gps[kCGImagePropertyGPSAltitude] as? Double == 12.5)
     }
 
+    @Test("A {GPS} position not a number or out of range gives no location, a bad altitude none (NaN trapped)")
+    // Found by the still fuzz target (Fuzz/Corpus/still/d-nan-latitude.bin): a NaN latitude trapped in EXIF writing.
+    func unusableLocation() throws {
+        let output = AVCapturePhotoOutput()
+        let session = try makeSession(preset: .qvga320x240, devices: [VirtualDevices.back], outputs: [output])
+        session.startRunning()
+        defer { session.stopRunning() }
+        let positions: [(latitude: Double, longitude: Double)] = [(.nan, 2), (48, .infinity), (1e10, 2), (91, 2)]
+        for position in positions {
+            let settings = AVCapturePhotoSettings()
+            settings.metadata = [
+                kCGImagePropertyGPSDictionary: [
+                    kCGImagePropertyGPSLatitude: position.latitude, kCGImagePropertyGPSLongitude: position.longitude,
+                ] as [String: Any]
+            ]
+            let (photo, _) = takePhoto(output, settings)
+            let taken = try #require(photo, "\(position)")
+            #expect(taken.metadata[kCGImagePropertyGPSDictionary] == nil, "\(position)")
+            #expect(taken.fileDataRepresentation()?.starts(with: [0xFF, 0xD8]) == true, "\(position)")
+        }
+        let settings = AVCapturePhotoSettings()
+        settings.metadata = [
+            kCGImagePropertyGPSDictionary: [
+                kCGImagePropertyGPSLatitude: 51.5007, kCGImagePropertyGPSLongitude: 0.1246,
+                kCGImagePropertyGPSAltitude: Double.nan,
+            ] as [String: Any]
+        ]
+        let (photo, _) = takePhoto(output, settings)
+        let taken = try #require(photo)
+        let gps = try #require(taken.metadata[kCGImagePropertyGPSDictionary] as? [String: Any])
+        #expect(gps[kCGImagePropertyGPSLatitude] as? Double == 51.5007)
+        #expect(gps[kCGImagePropertyGPSAltitude] == nil)
+
+        // 10 000 km up: EXIF's altitude (millimetres in a UInt32) is clamped; it trapped past 4 295 km.
+        let high = AVCapturePhotoSettings()
+        high.metadata = [
+            kCGImagePropertyGPSDictionary: [
+                kCGImagePropertyGPSLatitude: 51.5007, kCGImagePropertyGPSLongitude: 0.1246,
+                kCGImagePropertyGPSAltitude: 1e7,
+            ] as [String: Any]
+        ]
+        let (highPhoto, _) = takePhoto(output, high)
+        #expect(highPhoto?.fileDataRepresentation()?.starts(with: [0xFF, 0xD8]) == true)
+    }
+
     // MARK: Flash against scene light
 
     /// Takes an NV12 photo with `mode` while a data output watches the frames around it; returns the photo's grey

@@ -61,6 +61,8 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
         var colorimetry = V4L2Colorimetry()
         /// By buffer, then memory plane.
         var buffers: [[UnsafeMutableRawPointer]] = []
+        /// Buffers freed by REQBUFS while mapped: each is freed when unmapped.
+        var orphaned: Set<UnsafeMutableRawPointer> = []
         var planeLengths: [Int] = []
         var queued: [Int] = []
         var done: [(index: Int, sequence: UInt32, bytesUsed: Int)] = []
@@ -102,12 +104,22 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
         return body(&state)
     }
 
+    /// Rewrites the answers the driver reads, before it reads them: a broken or hostile kernel, for the V4L2 fuzz
+    /// target. Called under the kernel's lock after each successful request that returns data (`_IOC_READ`) but the
+    /// extended controls (whose `controls` pointer a real kernel never changes), with the request code and the
+    /// argument's `_IOC_SIZE` bytes; it must not call the kernel. Single-planar only: a multi-planar buffer's
+    /// `m.planes` is a pointer the driver follows. Nil: a well-behaved kernel.
+    private let answerTamperer: (@Sendable (UInt, UnsafeMutableRawBufferPointer) -> Void)?
+
     package init(
         path: String = "/dev/video0", card: String = "Mock Camera", busInfo: String = "usb-0000:00:14.0-1",
         formats: [Format], controls: [Control] = [], skippedSequences: Set<UInt32> = [], recordsTrace: Bool = true,
-        multiplanar: Bool = false, dataOffset: Int = 0
+        multiplanar: Bool = false, dataOffset: Int = 0,
+        tamperingWith answerTamperer: (@Sendable (UInt, UnsafeMutableRawBufferPointer) -> Void)? = nil
     ) {
         precondition(dataOffset == 0 || multiplanar, "only multi-planar buffers carry a data offset")
+        precondition(answerTamperer == nil || !multiplanar, "tampered answers are single-planar only")
+        self.answerTamperer = answerTamperer
         self.recordsTrace = recordsTrace
         self.multiplanar = multiplanar
         self.dataOffset = dataOffset
@@ -123,6 +135,7 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
 
     deinit {
         for buffer in state.buffers.joined() { buffer.deallocate() }
+        for buffer in state.orphaned { buffer.deallocate() }
     }
 
     package var system: SystemCalls { SystemCalls(kernel: self) }
@@ -220,6 +233,7 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
         withState { state in
             if recordsTrace { state.trace.append("munmap") }
             state.mappedCount -= 1
+            if state.orphaned.remove(address) != nil { address.deallocate() }
             return (0, 0)
         }
     }
@@ -276,7 +290,16 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
             if let errno = record(name, &state) { return (-1, errno) }
             guard state.openDescriptors.contains(descriptor) else { return (-1, EBADF) }
             if state.isGone { return (-1, ENODEV) }
-            return answer(request, argument, &state)
+            let answered = answer(request, argument, &state)
+            if answered.0 == 0, let answerTamperer, request >> 30 & 2 != 0,
+                ![CLinuxMedia_VIDIOC_G_EXT_CTRLS, CLinuxMedia_VIDIOC_S_EXT_CTRLS, CLinuxMedia_VIDIOC_TRY_EXT_CTRLS]
+                    .contains(request)
+            {
+                // _IOC_DIR is bits 30-31 (2: the kernel writes), _IOC_SIZE bits 16-29.
+                let size = Int(request >> 16 & 0x3fff)
+                answerTamperer(request, UnsafeMutableRawBufferPointer(start: argument, count: size))
+            }
+            return answered
         }
     }
 
@@ -367,8 +390,13 @@ package final class SimulatedV4L2Kernel: KernelCalls, @unchecked Sendable {
             let request = argument.assumingMemoryBound(to: v4l2_requestbuffers.self)
             guard request.pointee.type == bufferType else { return (-1, EINVAL) }
             guard !state.isStreaming else { return (-1, EBUSY) }
-            // Buffers still mapped are orphaned, as vb2 does; the mock frees its list only when none is mapped.
-            if state.mappedCount == 0 { for buffer in state.buffers.joined() { buffer.deallocate() } }
+            // Buffers still mapped stay alive until unmapped, as vb2's do: the mock frees its list when none is
+            // mapped, else keeps it for munmap (it leaked it, which the V4L2 fuzz target's LeakSanitizer showed).
+            if state.mappedCount == 0 {
+                for buffer in state.buffers.joined() { buffer.deallocate() }
+            } else {
+                state.orphaned.formUnion(state.buffers.joined())
+            }
             state.buffers = []
             state.queued = []
             state.done = []

@@ -348,13 +348,16 @@ final class V4L2CaptureStream: @unchecked Sendable {
     }
 
     /// The buffer's time on the host clock: its own timestamp when the driver stamps with CLOCK_MONOTONIC (every
-    /// current driver), the time now otherwise.
+    /// current driver) and the stamp is one a clock can give, the time now otherwise (a stamp beyond Int64's
+    /// nanoseconds trapped the capture thread: found by the V4L2 fuzz target).
     static func presentationTime(of buffer: V4L2DequeuedBuffer) -> CMTime {
         let source = buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK)
-        let nanoseconds =
-            source == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
-            ? Int64(buffer.timestamp.tv_sec) * 1_000_000_000 + Int64(buffer.timestamp.tv_usec) * 1000
-            : CMClock.hostNanosecondsNow()
+        let (seconds, microseconds) = (Int64(buffer.timestamp.tv_sec), Int64(buffer.timestamp.tv_usec))
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let stamped =
+            source == UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC) && seconds >= 0 && !overflow
+            && (0..<1_000_000).contains(microseconds) && whole <= Int64.max - 999_999_000
+        let nanoseconds = stamped ? whole + microseconds * 1000 : CMClock.hostNanosecondsNow()
         return CMTime(value: nanoseconds, timescale: CMClock.nanosecondsPerSecond)
     }
 }

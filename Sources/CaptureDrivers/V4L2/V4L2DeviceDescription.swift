@@ -110,6 +110,9 @@ package struct V4L2DeviceDescription: Sendable {
         for pixelFormat in try node.pixelFormats(type) {
             guard let subType = pixelFormat.mediaSubType else { continue }
             for (width, height) in sizes(try node.frameSizes(of: pixelFormat)) {
+                // A size no camera has (0, or beyond Int32 and V4L2's 16-bit sizes) is the driver's or the kernel's
+                // mistake: skip it (the V4L2 fuzz target's lying kernel made `Int32(width)` trap).
+                guard (1...65_535).contains(width), (1...65_535).contains(height) else { continue }
                 // MJPG and JPEG both become 'jpeg': list the first only.
                 guard seen.insert("\(subType) \(width)x\(height)").inserted else { continue }
                 let intervals = try node.frameIntervals(of: pixelFormat, width: width, height: height)
@@ -149,6 +152,8 @@ package struct V4L2DeviceDescription: Sendable {
             case .discrete(let width, let height):
                 sizes.append((width, height))
             case .stepwise(let minWidth, let maxWidth, let widthStep, let minHeight, let maxHeight, let heightStep):
+                // A range the other way round or with a step of 0 says nothing (and would trap below).
+                guard minWidth <= maxWidth, minHeight <= maxHeight, widthStep > 0, heightStep > 0 else { continue }
                 for (width, height) in commonSizes
                 where (minWidth...maxWidth).contains(width) && (minHeight...maxHeight).contains(height)
                     && (width - minWidth) % widthStep == 0 && (height - minHeight) % heightStep == 0

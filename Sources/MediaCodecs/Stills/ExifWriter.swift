@@ -89,9 +89,11 @@ private struct EntryWriter {
         rationals(EXIF_IFD_GPS, EXIF_TAG_GPS_LATITUDE, Self.degreesMinutesSeconds(abs(location.latitude)))
         ascii(EXIF_IFD_GPS, EXIF_TAG_GPS_LONGITUDE_REF, location.longitude < 0 ? "W" : "E")
         rationals(EXIF_IFD_GPS, EXIF_TAG_GPS_LONGITUDE, Self.degreesMinutesSeconds(abs(location.longitude)))
-        if let altitude = location.altitude {
+        if let altitude = location.altitude, altitude.isFinite {
             bytes(EXIF_IFD_GPS, EXIF_TAG_GPS_ALTITUDE_REF, [altitude < 0 ? 1 : 0])
-            rationals(EXIF_IFD_GPS, EXIF_TAG_GPS_ALTITUDE, [(UInt32(min(abs(altitude), 4e7) * 1000), 1000)])
+            // Millimetres in a UInt32: at most 4 000 km (4e7 m, the old bound, overflowed and trapped; found by the
+            // still fuzz target).
+            rationals(EXIF_IFD_GPS, EXIF_TAG_GPS_ALTITUDE, [(UInt32(min(abs(altitude), 4e6) * 1000), 1000)])
         }
         if let timestamp = location.timestamp {
             let parts = Calendar(identifier: .gregorian).dateComponents(
@@ -107,8 +109,11 @@ private struct EntryWriter {
         }
     }
 
-    /// Degrees as EXIF's three rationals: whole degrees, whole minutes, seconds in ten-thousandths.
+    /// Degrees as EXIF's three rationals: whole degrees, whole minutes, seconds in ten-thousandths. A value that is
+    /// not a number within 0...360 is written as 0 (callers check positions; this only keeps EXIF writing from
+    /// trapping, as a NaN latitude once did).
     static func degreesMinutesSeconds(_ value: Double) -> [(UInt32, UInt32)] {
+        let value = (0...360).contains(value) ? value : 0
         let degrees = value.rounded(.down)
         let minutes = ((value - degrees) * 60).rounded(.down)
         let seconds = (value - degrees - minutes / 60) * 3600

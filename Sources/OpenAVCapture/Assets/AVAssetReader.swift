@@ -371,17 +371,23 @@ enum ReaderOutputSettings {
             boolSetting(settings[AVLinearPCMIsBigEndianKey]) != true
                 && boolSetting(settings[AVLinearPCMIsNonInterleaved]) != true,
             "*** \(owner): big-endian and non-interleaved PCM are not supported; read little-endian interleaved PCM")
-        let trackFormat = (track?.formatDescriptions.first as? CMFormatDescription)?.audioStreamBasicDescription
-        let rate = doubleSetting(settings[AVSampleRateKey]) ?? trackFormat?.mSampleRate ?? 48_000
-        let channels = integerSetting(settings[AVNumberOfChannelsKey]) ?? Int(trackFormat?.mChannelsPerFrame ?? 2)
         let bits = integerSetting(settings[AVLinearPCMBitDepthKey]) ?? 16
         let isFloat = boolSetting(settings[AVLinearPCMIsFloatKey]) ?? false
         precondition(
             (bits == 16 && !isFloat) || bits == 32,
             "*** \(owner): AVLinearPCMBitDepthKey must be 16 (integer) or 32 (integer or float), not \(bits)")
+        let askedRate = doubleSetting(settings[AVSampleRateKey])
+        let askedChannels = integerSetting(settings[AVNumberOfChannelsKey])
+        // Only what the caller asked for traps. The track's own rate and channel count come from the file, which
+        // may claim anything (a fuzzed AAC track claimed 42 channels): reading such a track fails with an error
+        // when it starts (TrackSampleReader checks the stream).
         precondition(
-            rate >= 8_000 && rate <= 384_000 && (1...8).contains(channels),
+            (askedRate.map { (8_000...384_000).contains($0) } ?? true)
+                && (askedChannels.map { (1...8).contains($0) } ?? true),
             "*** \(owner): the sample rate must be 8 to 384 kHz and the channels 1 to 8")
+        let trackFormat = (track?.formatDescriptions.first as? CMFormatDescription)?.audioStreamBasicDescription
+        let rate = askedRate ?? trackFormat?.mSampleRate ?? 48_000
+        let channels = askedChannels ?? Int(trackFormat?.mChannelsPerFrame ?? 2)
         return .linearPCM(
             sampleRate: rate, channels: UInt32(channels), bitsPerChannel: UInt32(bits), isFloat: isFloat)
     }

@@ -52,7 +52,8 @@ final class TrackSampleReader {
     ///
     /// - Throws: ``AVError`` `.fileFormatNotRecognized` when the file cannot be opened again, `.decoderNotFound`
     ///   when the codec has no decoder (or no passthrough description), `.unsupportedOutputSettings` when the
-    ///   format asked cannot be produced.
+    ///   format asked cannot be produced, `.formatUnsupported` when an audio track to decode claims a channel count
+    ///   or rate out of range.
     init(source: AVAssetTrack.Source, timeRange: CMTimeRange, decoding: Decoding) throws(AVError) {
         stream = source.stream
         self.decoding = decoding
@@ -112,6 +113,15 @@ final class TrackSampleReader {
         case .audio(let format):
             guard stream.mediaType == .audio else {
                 throw AVError(.unsupportedOutputSettings, "audio settings for a \(stream.mediaType) track")
+            }
+            // The file's claim, checked before anything is sized from it: the decoder's output meets a converter
+            // of 1 to 8 channels (a fuzzed AAC track claiming 42 channels once reached a trap here).
+            guard (1...8).contains(stream.channelCount), (1...768_000).contains(stream.sampleRate) else {
+                throw AVError(
+                    .formatUnsupported,
+                    "The \(stream.codecName) track claims \(stream.channelCount) channels at \(stream.sampleRate) Hz; "
+                        + "audio is read with 1 to 8 channels at 1 Hz to 768 kHz",
+                    suggestion: "Check the file with ffprobe.")
             }
             audioDecoder = try AudioDecoder(
                 .init(

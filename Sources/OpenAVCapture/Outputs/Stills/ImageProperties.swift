@@ -72,7 +72,7 @@ public let kCGImagePropertyGPSDateStamp: CFString = "DateStamp"
 extension StillImageMetadata {
     /// The metadata as ImageIO's properties: the top-level orientation and size, `{Exif}`, `{TIFF}`, and `{GPS}`
     /// with a location. The same value the file's EXIF is written from, so the two agree.
-    var imageProperties: [String: Any] {
+    package var imageProperties: [String: Any] {
         let exposure = exposureTimeRational
         let exif: [String: Any] = [
             kCGImagePropertyExifDateTimeOriginal: dateTimeOriginalText,
@@ -120,11 +120,13 @@ extension StillImageMetadata {
     }
 
     /// A location from an ImageIO `{GPS}` dictionary (Apple's way to give a photo a location:
-    /// `AVCapturePhotoSettings.metadata[kCGImagePropertyGPSDictionary]`), or nil without latitude and longitude.
-    /// `TimeStamp` and `DateStamp` are read as UTC.
-    static func location(fromGPS gps: [String: Any]) -> Location? {
+    /// `AVCapturePhotoSettings.metadata[kCGImagePropertyGPSDictionary]`), or nil without latitude and longitude or
+    /// when either is not a number within ±90° and ±180° (a NaN latitude trapped in EXIF writing); an altitude that
+    /// is not finite is left out. `TimeStamp` and `DateStamp` are read as UTC.
+    package static func location(fromGPS gps: [String: Any]) -> Location? {
         func number(_ key: String) -> Double? { doubleSetting(gps[key]) }
-        guard let latitude = number(kCGImagePropertyGPSLatitude), let longitude = number(kCGImagePropertyGPSLongitude)
+        guard let latitude = number(kCGImagePropertyGPSLatitude), let longitude = number(kCGImagePropertyGPSLongitude),
+            abs(latitude) <= 90, abs(longitude) <= 180
         else { return nil }
         let south = (gps[kCGImagePropertyGPSLatitudeRef] as? String)?.uppercased() == "S"
         let west = (gps[kCGImagePropertyGPSLongitudeRef] as? String)?.uppercased() == "W"
@@ -141,6 +143,7 @@ extension StillImageMetadata {
         }
         return Location(
             latitude: south ? -abs(latitude) : latitude, longitude: west ? -abs(longitude) : longitude,
-            altitude: number(kCGImagePropertyGPSAltitude).map { below ? -abs($0) : $0 }, timestamp: timestamp)
+            altitude: number(kCGImagePropertyGPSAltitude).flatMap { $0.isFinite ? (below ? -abs($0) : $0) : nil },
+            timestamp: timestamp)
     }
 }

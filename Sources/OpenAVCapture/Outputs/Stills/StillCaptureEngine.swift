@@ -56,7 +56,7 @@ struct StillImage: @unchecked Sendable {
 /// when the name arrives.
 ///
 /// Threading: thread safe. Requests are guarded by a mutex; the encoders and converters are used only on `queue`.
-final class StillCaptureEngine: @unchecked Sendable {
+package final class StillCaptureEngine: @unchecked Sendable {
     private struct Waiting {
         let id: Int
         let request: StillRequest
@@ -80,9 +80,12 @@ final class StillCaptureEngine: @unchecked Sendable {
     private let work = UncheckedSendable(Work())
 
     /// The encoders and converters, made on first use and kept.
-    private final class Work {
+    ///
+    /// Threading: thread-bound (the engine's queue, or the one thread of a `PhotoFileEncoder`).
+    package final class Work {
         var jpeg: JPEGEncoder?
         var converters = FrameConverterCache()
+        package init() {}
     }
 
     init(label: String) {
@@ -274,16 +277,10 @@ final class StillCaptureEngine: @unchecked Sendable {
         do {
             switch request.encoding {
             case .jpeg(let quality), .heic(let quality):
-                let nv12 = try nativeForEncoding(image)
-                let exif = try ExifWriter.app1Payload(for: metadata)
                 let isJPEG = if case .jpeg = request.encoding { true } else { false }
-                let data: Data
-                if isJPEG {
-                    if work.value.jpeg == nil { work.value.jpeg = try JPEGEncoder() }
-                    data = try work.value.jpeg!.encode(nv12, quality: quality, matrix: YCbCrMatrix.of(nv12), exif: exif)
-                } else {
-                    data = try HEICEncoder.encode(nv12, quality: quality, orientation: orientation, exif: exif)
-                }
+                let data = try Self.file(
+                    of: image, metadata: metadata, heic: !isJPEG, quality: quality, orientation: orientation,
+                    work: work.value)
                 let description = try? CMFormatDescription(
                     videoCodecType: .init(rawValue: isJPEG ? kCMVideoCodecType_JPEG : kCMVideoCodecType_HEVC),
                     width: width, height: height)
@@ -317,22 +314,44 @@ final class StillCaptureEngine: @unchecked Sendable {
             sampleSizes: [size])
     }
 
+    /// A still's file: `image` (converted to NV12 when it is not) as JPEG or HEIC, `metadata` as its EXIF. What
+    /// both still outputs deliver, and what `PhotoFileEncoder` (OpenAVCaptureTesting) makes for the still fuzz
+    /// target.
+    ///
+    /// - Throws: `AVError` when the conversion fails, or `MediaCodecsError` when EXIF or the encoder fails.
+    package static func file(
+        of image: CVPixelBuffer, metadata: StillImageMetadata, heic: Bool, quality: Double, orientation: Int,
+        work: Work
+    ) throws -> Data {
+        let nv12 = try nativeForEncoding(image, work: work)
+        let exif = try ExifWriter.app1Payload(for: metadata)
+        if heic { return try HEICEncoder.encode(nv12, quality: quality, orientation: orientation, exif: exif) }
+        if work.jpeg == nil { work.jpeg = try JPEGEncoder() }
+        return try work.jpeg!.encode(nv12, quality: quality, matrix: YCbCrMatrix.of(nv12), exif: exif)
+    }
+
     /// The frame as the encoders take it: NV12 as is, anything else converted to video-range NV12.
-    private func nativeForEncoding(_ image: CVPixelBuffer) throws(AVError) -> CVPixelBuffer {
+    private static func nativeForEncoding(_ image: CVPixelBuffer, work: Work) throws(AVError) -> CVPixelBuffer {
         let format = CVPixelBufferGetPixelFormatType(image)
         if format == kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
             || format == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange
         {
             return image
         }
-        return try convert(image, to: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange)
+        return try convert(image, to: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, work: work)
     }
 
     /// The frame in `pixelFormat`, in a buffer of its own (never the device's, which goes back to its pool).
     private func convert(_ image: CVPixelBuffer, to pixelFormat: OSType) throws(AVError) -> CVPixelBuffer {
+        try Self.convert(image, to: pixelFormat, work: work.value)
+    }
+
+    private static func convert(_ image: CVPixelBuffer, to pixelFormat: OSType, work: Work) throws(AVError)
+        -> CVPixelBuffer
+    {
         let target = VideoOutputPipeline.Target(
             pixelFormat: pixelFormat, width: CVPixelBufferGetWidth(image), height: CVPixelBufferGetHeight(image))
-        guard let converted = work.value.converters.convert(image, to: target) else {
+        guard let converted = work.converters.convert(image, to: target) else {
             throw AVError(.unknown, "converting the still to \(pixelFormat) failed")
         }
         return try Self.detachedCopy(converted)
@@ -369,7 +388,7 @@ final class StillCaptureEngine: @unchecked Sendable {
     // MARK: Metadata
 
     /// The wall-clock moment of a host-clock time: now, less how long ago the frame was stamped.
-    static func wallClockDate(of time: CMTime) -> Date {
+    package static func wallClockDate(of time: CMTime) -> Date {
         let age = (CMClock.hostTimeNow - time).seconds
         return Date(timeIntervalSinceNow: age.isFinite ? -max(0, age) : 0)
     }
@@ -386,7 +405,7 @@ final class StillCaptureEngine: @unchecked Sendable {
 
     /// EXIF's orientation for pixels that the connection would rotate by `rotation` degrees clockwise and then
     /// mirror: what a viewer must do to the stored (unrotated) pixels to show them as the connection would.
-    static func exifOrientation(rotation: Int, mirrored: Bool) -> Int {
+    package static func exifOrientation(rotation: Int, mirrored: Bool) -> Int {
         switch (rotation, mirrored) {
         case (90, false): 6
         case (180, false): 3
