@@ -21,6 +21,20 @@ struct AVAssetReaderHostileFileTests {
         return url
     }
 
+    @Test("a 5 KB fragment claiming 83 886 080 samples: the asset fails to load with an error value")
+    func hugeIndexClaim() async throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fuzz/Findings/demuxer-oom-ffmpeg-trun.bin")
+        let copy = try scratchURL("huge-index.mp4", suite: "hostile-file-tests")
+        try FileManager.default.copyItem(at: url, to: copy)
+        let asset = AVURLAsset(url: copy)
+        // libavformat sizes an index of 2 139 095 072 bytes from the claim (virtual memory, never touched: the
+        // process stays at its usual size), then finds the data invalid.
+        let error = await #expect(throws: AVError.self) { _ = try await asset.load(.tracks) }
+        #expect(error?.code == .fileFormatNotRecognized, "\(String(describing: error))")
+        #expect(asset.tracks.isEmpty)
+    }
+
     @Test("a track claiming 42 channels: startReading fails with formatUnsupported (it trapped in the output's init)")
     func fortyTwoChannels() throws {
         let asset = AVURLAsset(url: try wave(channels: 42, sampleRate: 48_000, frames: 480, name: "42ch.wav"))
