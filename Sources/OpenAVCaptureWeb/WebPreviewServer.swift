@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import OpenAVCapture
 import ServiceLifecycle
 import Synchronization
@@ -257,9 +258,11 @@ public final class WebPreviewServer: Sendable {
     private func body(_ request: Request) async throws -> ByteBuffer {
         do {
             return try await request.body.collect(upTo: configuration.maximumBodyBytes)
-        } catch {
-            // NIO's NIOTooManyBytesError: said as HTTP, with the limit.
+        } catch is NIOTooManyBytesError {
             throw HTTPError(.contentTooLarge, message: "bodies are at most \(configuration.maximumBodyBytes) bytes")
+        } catch {
+            // A body that ended early or whose chunks do not parse: the client's fault, not its size.
+            throw HTTPError(.badRequest, message: "the body could not be read")
         }
     }
 

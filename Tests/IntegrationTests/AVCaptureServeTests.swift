@@ -142,6 +142,12 @@ struct AVCaptureServeTests {
                 body: badMode
             ).status == 400)
         #expect(rawHTTP(port: port, "NONSENSE\r\n\r\n").status != 200)
+        // A chunked body whose chunk size is not hexadecimal: malformed, not too large.
+        let badChunks = rawHTTP(
+            port: port,
+            "POST /photo?token=s3cret HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                + "zz\r\nabc\r\n0\r\n\r\n")
+        #expect(badChunks.status == 400, "a malformed chunked body answered \(badChunks.status)")
 
         // Viewers: two stream, the third is refused while they watch.
         let viewers = (0..<2).map { _ in StreamingViewer(port: port, path: "/stream?token=s3cret") }
