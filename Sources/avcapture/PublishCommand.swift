@@ -24,27 +24,25 @@ struct PublishCommand: ParsableCommand {
     @Option(help: "Video bit rate in bits per second.") var bitrate: Int?
     @Option(help: "Stop after this many seconds.") var duration: Double?
     @Option(help: "Also record the stream into this movie (.mov, .mp4), from the same encoder.") var record: String?
-    @Option(name: .customLong("segment-duration"), help: "HLS: seconds per segment (default 2).")
-    var segmentDuration: Double?
-    @Option(name: .customLong("playlist-size"), help: "HLS: segments listed in the playlist (default 6).")
-    var playlistSize: Int?
+    @OptionGroup var stream: HLSOptions
     @Flag(help: "Play file: sources again and again instead of stopping at their end.") var loop = false
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
         let lowered = url.lowercased()
-        guard ["rtmp://", "rtmps://", "srt://", "udp://", "tcp://"].contains(where: lowered.hasPrefix)
-            || lowered.hasSuffix(".m3u8")
+        guard
+            ["rtmp://", "rtmps://", "srt://", "udp://", "tcp://"].contains(where: lowered.hasPrefix)
+                || lowered.hasSuffix(".m3u8")
         else { throw ValidationError("'\(url)' is not rtmp://, srt://, udp://, tcp:// or a path ending in .m3u8") }
         if video?.lowercased() == "none" { throw ValidationError("publish needs a camera") }
         if preset != nil && format != nil { throw ValidationError("--preset and --format conflict; give one") }
-        if let preset, RecordCommand.parsePreset(preset) == nil { throw ValidationError("unknown --preset '\(preset)'") }
+        if let preset, RecordCommand.parsePreset(preset) == nil {
+            throw ValidationError("unknown --preset '\(preset)'")
+        }
         if let format, RecordCommand.parseFormat(format) == nil {
             throw ValidationError("--format '\(format)' is not WIDTHxHEIGHT@FPS, e.g. 1280x720@30")
         }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
-        if let segmentDuration, !(segmentDuration >= 1) { throw ValidationError("--segment-duration must be 1 or more") }
-        if let playlistSize, playlistSize < 1 { throw ValidationError("--playlist-size must be 1 or more") }
     }
 
     func run() throws {
@@ -52,14 +50,15 @@ struct PublishCommand: ParsableCommand {
             if lowered(url).hasSuffix(".m3u8") {
                 _ = try OutputTarget(path: url, allowedExtensions: ["m3u8"], overwrite: true)
             }
-            let target = try record.map { try OutputTarget(path: $0, allowedExtensions: ["mov", "mp4"], overwrite: false) }
+            let target = try record.map {
+                try OutputTarget(path: $0, allowedExtensions: ["mov", "mp4"], overwrite: false)
+            }
             DeviceSelector.loopsMovieFiles = loop
             let camera = try DeviceSelector.device(video, for: .video)
             let companion = audio == nil ? try DeviceSelector.companionMicrophone(of: camera, named: video) : nil
             let microphone = try companion ?? DeviceSelector.device(audio, for: .audio)
             let output = AVCapturePublishingOutput(url: url)
-            if let segmentDuration { output.segmentDuration = segmentDuration }
-            if let playlistSize { output.playlistSize = playlistSize }
+            stream.apply(to: output)
             output.videoBitRate = bitrate
             output.recordingURL = target?.url
             let choice: CaptureSetup.FormatChoice? =
@@ -101,7 +100,8 @@ struct PublishCommand: ParsableCommand {
             print(
                 "Published to \(url): \(statistics.packetsSent) packets sent, dropped "
                     + (drops.isEmpty ? "0" : drops.joined(separator: ", "))
-                    + ", \(statistics.reconnections) reconnection\(statistics.reconnections == 1 ? "" : "s"); stopped: \(why)")
+                    + ", \(statistics.reconnections) reconnection\(statistics.reconnections == 1 ? "" : "s"); stopped: \(why)"
+            )
             if let target {
                 if let error = output.recordingError {
                     throw ToolFailure(.ioError, "the recording failed: \(CaptureSetup.describe(error))")

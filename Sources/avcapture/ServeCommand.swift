@@ -26,10 +26,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Session preset, e.g. high, 1280x720.") var preset: String = "1280x720"
     @Option(help: "Viewers streaming at once; more are refused (503).") var maxViewers = 4
     @Flag(help: "Also publish the camera as HLS, served at /live/stream.m3u8.") var hls = false
-    @Option(name: .customLong("segment-duration"), help: "HLS: seconds per segment (default 2).")
-    var segmentDuration: Double?
-    @Option(name: .customLong("playlist-size"), help: "HLS: segments listed in the playlist (default 6).")
-    var playlistSize: Int?
+    @OptionGroup var stream: HLSOptions
 
     func validate() throws {
         guard Self.parseListen(listen) != nil else {
@@ -43,13 +40,9 @@ struct ServeCommand: ParsableCommand {
         if video?.lowercased() == "none" {
             throw ValidationError("the camera app needs a camera; --video none leaves none")
         }
-        if !hls && (segmentDuration != nil || playlistSize != nil) {
+        if !hls && stream.isGiven {
             throw ValidationError("--segment-duration and --playlist-size set the HLS stream; add --hls")
         }
-        if let segmentDuration, !(segmentDuration >= 1) {
-            throw ValidationError("--segment-duration must be 1 or more")
-        }
-        if let playlistSize, playlistSize < 1 { throw ValidationError("--playlist-size must be 1 or more") }
     }
 
     /// A publishing output writing HLS into a new temporary directory, added to the camera app's session.
@@ -66,8 +59,7 @@ struct ServeCommand: ParsableCommand {
         }
         let output = AVCapturePublishingOutput(
             url: directory.appendingPathComponent(WebPreviewServer.livePlaylistName).path)
-        if let segmentDuration { output.segmentDuration = segmentDuration }
-        if let playlistSize { output.playlistSize = playlistSize }
+        stream.apply(to: output)
         session.beginConfiguration()
         defer { session.commitConfiguration() }
         guard session.canAddOutput(output) else {
