@@ -43,9 +43,10 @@ package enum DecoderOutput {
 /// conversion costs time or precision), BT.709 for HD and BT.601 below unless the stream says otherwise. The pool
 /// allows ``Configuration/bufferLimit`` buffers held downstream; beyond that a frame is
 /// ``MediaCodecsError/Kind/outOfBuffers`` (the graph's `OutOfBuffers` drop). With ``Configuration/lendsFrames``, a
-/// frame the decoder made in the configured format and range already (4:2:0 planar or NV12, 8-bit) is lent instead, with no copy: the pixel
-/// buffer holds a reference to libavcodec's frame and drops it when it dies (`av_frame_clone`, `av_frame_free`); at
-/// most ``Configuration/bufferLimit`` are lent at once, later frames are copied into the pool.
+/// frame the decoder made in the configured format and range already (4:2:0 planar or NV12, 8-bit) is lent
+/// instead, with no copy: the pixel buffer holds a reference to libavcodec's frame and drops it when it dies
+/// (`av_frame_clone`, `av_frame_free`); at most ``Configuration/bufferLimit`` are lent at once, later frames are
+/// copied into the pool.
 ///
 /// Timestamps pass through libavcodec in the time scale of the first packet sent, so a frame comes back with its
 /// packet's exact time; the duration is the packet's.
@@ -307,7 +308,7 @@ package final class VideoDecoder {
                 .unsupportedConversion, while: operation, message: "libswscale cannot convert this frame's format")
         }
         let space = Self.colourSpace(of: frame)
-        if mapping.isYCbCr { (space == SWS_CS_ITU709 ? YCbCrMatrix.itu709 : .itu601).attach(to: output) }
+        if mapping.isYCbCr { Self.matrix(space).attach(to: output) }
         let coefficients = sws_getCoefficients(space)
         sws_setColorspaceDetails(
             scaler, coefficients, fullRange ? 1 : 0, coefficients, mapping.isFullRange ? 1 : 0, 0, 1 << 16, 1 << 16)
@@ -347,6 +348,9 @@ package final class VideoDecoder {
         }
     }
 
+    /// The matrix a pixel buffer is tagged with for libswscale's colour space `space`.
+    private static func matrix(_ space: Int32) -> YCbCrMatrix { space == SWS_CS_ITU709 ? .itu709 : .itu601 }
+
     /// The decoded frame itself as a pixel buffer, no copy, when it is in the configured format and range already
     /// (8-bit 4:2:0, planar or NV12) and fewer than ``Configuration/bufferLimit`` frames are lent; nil otherwise.
     private func lend(_ frame: UnsafeMutablePointer<AVFrame>) -> CVPixelBuffer? {
@@ -377,7 +381,7 @@ package final class VideoDecoder {
             holder.release()
             return nil
         }
-        (Self.colourSpace(of: frame) == SWS_CS_ITU709 ? YCbCrMatrix.itu709 : .itu601).attach(to: buffer)
+        Self.matrix(Self.colourSpace(of: frame)).attach(to: buffer)
         return buffer
     }
 
