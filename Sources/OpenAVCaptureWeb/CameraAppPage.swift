@@ -33,7 +33,7 @@ enum CameraAppPage {
           #record.on { background: #c00; color: #fff; }
           #meter { width: 120px; height: 10px; background: #333; } #level { height: 100%; width: 0; background: #3c5; }
           #gallery { display: flex; gap: 6px; padding: 8px; flex-wrap: wrap; }
-          #gallery img { height: 64px; } #gallery a { color: #9cf; }
+          #gallery img { height: 64px; } #gallery a, #hls { color: #9cf; }
         </style></head>
         <body>
         <div id="stage"><img id="preview" alt="live preview"></div>
