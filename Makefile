@@ -118,13 +118,14 @@ bench-usb-webcam: deps usb-webcam-emulator
 		 kill \$$emulator; exit \$$status"; \
 	status=$$?; rm -rf "$$scratch"; exit $$status
 
-## soak: the long reliability runs (OPENAV_SOAK=1; about ten minutes, more for the sanitizer builds): twenty SIGKILLs
-## at random instants over 1.5-20 s of recording, the 8-thread public-API stress test for 60 s, then the same stress
+## soak: the long reliability runs (OPENAV_SOAK=1; about twenty minutes, more for the sanitizer builds): twenty SIGKILLs
+## at random instants over 1.5-20 s of recording, the 8-thread public-API stress test for 60 s, an hour of media from
+## a microphone ±200 ppm off (free-running, about four minutes each), then the same stress
 ## test built with the thread sanitizer, and the soak suites built with the address sanitizer (Swift 6.3 refuses
 ## `-sanitize=undefined` on Linux: UBSan is not run). Each sanitizer build has its own directory (.build-tsan, .build-asan).
 ## Swift's Synchronization.Mutex waits on a futex that ThreadSanitizer does not see, so every access inside a
 ## `withLock` is reported as a race (a 15-line program reproduces it); the TSan run's reports are printed, not failed on.
-SOAK_SUITES := MovieCrashSafetyTests|APIStressTests|WriterStorageTests|AudioClockDriftTests
+SOAK_SUITES := MovieCrashSafetyTests|APIStressTests|WriterStorageTests|AudioClockDriftTests|LongDriftTests
 soak: deps
 	$(SWIFT) build --build-tests
 	OPENAV_SOAK=1 $(SWIFT) test --skip-build --no-parallel --filter '$(SOAK_SUITES)'

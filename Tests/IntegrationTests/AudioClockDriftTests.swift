@@ -39,3 +39,113 @@ struct AudioClockDriftTests {
         #expect(try ffmpegDecodeErrors(url).isEmpty)
     }
 }
+
+/// A long recording from a camera and a microphone whose clocks disagree by ±200 ppm, as a real card's crystal
+/// may: the A/V offset at the end is where it was at the start, and memory stays flat.
+///
+/// Both devices free-run on the virtual clock they share (`VirtualLockstep`), so the media comes faster than real
+/// time: 5 minutes of it in `make test`, an hour with `OPENAV_SOAK=1` (`make soak`). The microphone's beeps are
+/// whole seconds of its own clock, so on the session clock they come every 1 / (1 + ppm · 10⁻⁶) s and, against the
+/// camera's flashes (whole seconds of the session clock), move by −ppm µs a second: −0.72 s over an hour at
+/// 200 ppm. Written as it comes, at the nominal rate, the sound would not move against the pictures at all, which
+/// is the drift uncorrected: the test measures the beep − flash offset in the first and in the last seconds of the
+/// file and checks it moved by what the clocks say, within 10 ms.
+@Suite("A drifting microphone over a long recording", .serialized)
+struct LongDriftTests {
+    static var mediaSeconds: Double { ProcessInfo.processInfo.environment["OPENAV_SOAK"] == "1" ? 3600 : 300 }
+
+    @Test(
+        "±200 ppm for minutes (an hour in make soak) of free-running media: the offset holds within 10 ms",
+        arguments: [200.0, -200.0])
+    func offsetHolds(ppm: Double) throws {
+        guard MediaTool.available(for: "LongDriftTests.offsetHolds") else { return }
+        let camera = try #require(VirtualCameraController(VirtualDevices.back))
+        let microphone = try #require(VirtualMicrophoneController(VirtualDevices.microphone))
+        camera.clockMode = .freeRunning
+        microphone.clockMode = .freeRunning
+        microphone.clockErrorPPM = ppm
+        defer {
+            camera.restoreDefaults()
+            microphone.restoreDefaults()
+        }
+        let media = Self.mediaSeconds
+        let url = try scratchURL("long-drift-\(Int(ppm)).mov", suite: "audio-clock-drift")
+        var residentMegabytes: [(media: Int, megabytes: Double)] = []
+        let started = Date()
+        let (delegate, output) = try recordUntil(url, fragmentInterval: 1, timeout: media) { output in
+            let recorded = output.recordedDuration.seconds
+            if recorded >= Double(residentMegabytes.count) * media / 10, let resident = residentMemoryMegabytes() {
+                residentMegabytes.append((Int(recorded), resident))
+            }
+            return recorded >= media
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(delegate.error == nil, "\(String(describing: delegate.error))")
+        let statistics = output.recordingStatistics
+        let measured = try #require(statistics.audioClockDriftPPM, "no drift was measured")
+        let duration = try #require(FFprobeReport.number(FFprobeReport(url).format["duration"]), "no duration")
+        print(
+            "long drift \(ppm) ppm: \(duration) s of media in \(Int(elapsed)) s; measured \(measured) ppm;"
+                + " dropped video \(statistics.totalDroppedVideoFrames), audio \(statistics.droppedAudioBuffers);"
+                + " RSS MB by media second: \(residentMegabytes.map { "\($0.media): \(String(format: "%.1f", $0.megabytes))" })"
+        )
+        #expect(abs(measured - ppm) < 20, "measured \(measured) ppm of \(ppm)")
+        try #require(duration >= media - 2, "only \(duration) s were recorded")
+
+        let first = try Self.beepMinusFlash(url, from: 1, seconds: 6)
+        let last = try Self.beepMinusFlash(url, from: duration - 8, seconds: 6)
+        // The beeps move by −ppm µs per second of the session clock between the two measurements.
+        let expected = -(last.time - first.time) * ppm * 1e-6
+        let moved = last.offset - first.offset
+        // Offsets are between a flash and its nearest beep, so they compare modulo the one-second period.
+        let error = (moved - expected + 0.5).truncatingRemainder(dividingBy: 1) - 0.5
+        print(
+            "long drift \(ppm) ppm: beep − flash \(first.offset * 1000) ms at \(first.time) s, \(last.offset * 1000) ms"
+                + " at \(last.time) s; moved \(moved * 1000) ms, the clocks say \(expected * 1000) ms")
+        #expect(abs(error) <= 0.010, "the offset moved \(moved * 1000) ms, not \(expected * 1000) ms")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+    }
+
+    /// The median beep − flash offset over `seconds` of `url` from `start` (seconds in the file), and the time of
+    /// the first flash there.
+    static func beepMinusFlash(_ url: URL, from start: Double, seconds: Double) throws -> (time: Double, offset: Double)
+    {
+        let window = ["-ss", String(format: "%.3f", start), "-t", String(format: "%.3f", seconds), "-i", url.path]
+        let shown = try MediaTool.ffmpeg.run(
+            ["-nostdin", "-v", "info"] + window + [
+                "-map", "0:v:0", "-vf", "showinfo", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray",
+                "-",
+            ])
+        let probe = try FFprobeReport(url)
+        let video = try #require(probe.stream("video"))
+        let width = try #require(video["width"] as? Int)
+        let height = try #require(video["height"] as? Int)
+        let times = shown.error.split(whereSeparator: \.isNewline).compactMap { line -> Double? in
+            guard line.contains("Parsed_showinfo"), let range = line.range(of: "pts_time:") else { return nil }
+            return Double(line[range.upperBound...].prefix { !$0.isWhitespace })
+        }
+        let bytes = [UInt8](shown.output)
+        let size = width * height
+        try #require(bytes.count == times.count * size, "\(bytes.count / size) frames decoded, \(times.count) timed")
+        let flashes = times.indices.filter { index in
+            VirtualFrameReader.isFlashFrame(
+                luma: Array(bytes[index * size..<(index + 1) * size]), width: width, height: height)
+        }.map { start + times[$0] }
+        let sound = try MediaTool.ffmpeg.run(
+            ["-nostdin", "-v", "error"] + window + ["-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "f32le", "-"])
+        let samples = sound.output.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        let beeps = VirtualAudioReader.findBeeps(samples: samples, sampleRate: 48_000).map { start + $0 }
+        try #require(flashes.count >= 3 && beeps.count >= 3, "flashes at \(flashes), beeps at \(beeps)")
+        let offsets = flashes.compactMap { flash in beeps.min { abs($0 - flash) < abs($1 - flash) }.map { $0 - flash } }
+        return (flashes[0], offsets.sorted()[offsets.count / 2])
+    }
+}
+
+/// This process's resident set, in megabytes (VmRSS of /proc/self/status); nil where it cannot be read.
+func residentMemoryMegabytes() -> Double? {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kilobytes = Double(line.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "")
+    else { return nil }
+    return kilobytes / 1024
+}

@@ -16,7 +16,8 @@ package enum VirtualClockMode: Sendable, Hashable {
     /// Each frame or audio period is delivered when the host clock reaches its time: a live device (the default).
     case realTime
     /// Frames or periods are delivered as fast as the sink takes them, their timestamps still one frame (period)
-    /// apart, so device time runs ahead of host time: for benchmarks and fast tests.
+    /// apart, so device time runs ahead of host time: for benchmarks and fast tests. Free-running devices keep
+    /// together on the clock they share (`VirtualLockstep`): none gets more than 50 ms ahead of the slowest.
     case freeRunning
 }
 
@@ -162,6 +163,10 @@ struct VirtualStreamPacer {
     func run(on thread: VirtualCaptureThread) -> DeviceFault? {
         var index = firstIndex
         func sequence(_ index: Int64) -> UInt64 { UInt64(index - firstIndex) }
+        // Free-running devices keep together on the virtual clock they share (see `VirtualLockstep`).
+        let lockstep = clockMode == .freeRunning ? VirtualLockstep.shared : nil
+        let participant = lockstep?.join(at: due(firstIndex))
+        defer { if let lockstep, let participant { lockstep.leave(participant) } }
         streaming: while !thread.isInterrupted {
             switch clockMode {
             case .realTime:
@@ -197,6 +202,11 @@ struct VirtualStreamPacer {
                     }
                     continue
                 }
+            }
+            if let lockstep, let participant,
+                !lockstep.advance(participant, to: due(index), isInterrupted: { thread.isInterrupted })
+            {
+                break streaming
             }
             if thread.isInterrupted { break streaming }
             deliver(index, sequence(index))

@@ -1,0 +1,71 @@
+// The virtual clock free-running devices share: none runs more than the window ahead of the slowest, the slowest
+// never waits, and a stop ends a wait.
+
+import CaptureDrivers
+import Foundation
+import Synchronization
+import Testing
+
+@Suite("VirtualLockstep, the clock free-running virtual devices share")
+struct VirtualLockstepTests {
+    @Test("A fast participant stays within the window of a slow one, and runs free once the slow one leaves")
+    func theFastFollowsTheSlow() {
+        let lockstep = VirtualLockstep()
+        let millisecond: Int64 = 1_000_000
+        // What each participant has said it reached, and the furthest the fast one got ahead of the slow one.
+        struct Progress {
+            var slow: Int64 = 0
+            var largestLead: Int64 = .min
+            var fastDone = false
+        }
+        let progress = Mutex(Progress())
+        let slow = lockstep.join(at: 0)
+        let fast = lockstep.join(at: 0)
+        let fastThread = Thread {
+            // 1 ms items up to 2 s of device time; the slow one takes 10 ms items and a little host time for each.
+            for position in stride(from: Int64(0), through: 2_000 * millisecond, by: Int(millisecond)) {
+                #expect(lockstep.advance(fast, to: position, isInterrupted: { false }))
+                progress.withLock { $0.largestLead = max($0.largestLead, position - $0.slow) }
+            }
+            lockstep.leave(fast)
+            progress.withLock { $0.fastDone = true }
+        }
+        fastThread.start()
+        for position in stride(from: Int64(0), through: 1_000 * millisecond, by: Int(10 * millisecond)) {
+            progress.withLock { $0.slow = position }
+            #expect(lockstep.advance(slow, to: position, isInterrupted: { false }))
+            usleep(200)
+        }
+        // The slow one has reached 1 s; the fast one waits at 1.05 s until it leaves.
+        #expect(!progress.withLock { $0.fastDone })
+        progress.withLock { $0.slow = .max / 2 }
+        lockstep.leave(slow)
+        let deadline = Date().addingTimeInterval(30)
+        while !progress.withLock({ $0.fastDone }) && Date() < deadline { usleep(1_000) }
+        let (lead, done) = progress.withLock { ($0.largestLead, $0.fastDone) }
+        #expect(done, "the fast participant never finished once alone")
+        #expect(lead <= VirtualLockstep.window, "the fast participant got \(lead) ns ahead")
+        #expect(
+            lead >= VirtualLockstep.window / 2, "the fast participant never used the window: \(lead)")
+    }
+
+    @Test("The slowest never waits; a waiting participant stops waiting when it is interrupted")
+    func aWaitEndsWhenInterrupted() {
+        let lockstep = VirtualLockstep()
+        let behind = lockstep.join(at: 0)
+        let ahead = lockstep.join(at: 0)
+        #expect(lockstep.advance(behind, to: 0, isInterrupted: { true }), "the slowest waited")
+        let asked = Mutex(0)
+        // One second ahead of a participant that does not move: only the interruption ends the wait.
+        let advanced = lockstep.advance(ahead, to: 1_000_000_000) {
+            asked.withLock { count in
+                count += 1
+                return count >= 3
+            }
+        }
+        #expect(!advanced)
+        #expect(asked.withLock { $0 } == 3)
+        lockstep.leave(behind)
+        #expect(lockstep.advance(ahead, to: 1_000_000_000, isInterrupted: { true }), "alone, it still waited")
+    }
+}
