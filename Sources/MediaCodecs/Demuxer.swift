@@ -216,7 +216,7 @@ package final class Demuxer {
             defer { av_packet_unref(packet) }
             let index = Int(packet.pointee.stream_index)
             guard let stream = context.pointee.streams[index] else { continue }
-            return .packet(EncodedPacket(copying: packet, timeBase: stream.pointee.time_base), stream: index)
+            return .packet(EncodedPacket(referencing: packet, timeBase: stream.pointee.time_base), stream: index)
         }
     }
 }

@@ -13,8 +13,9 @@ import OpenCoreMedia
 ///
 /// The bytes are a copy of the `AVPacket`'s payload in a ``CMBlockBuffer`` of their own (compressed frames are
 /// small: about 40 kB for 1080p30 H.264 at 10 Mb/s, so the copy costs microseconds and no FFmpeg buffer outlives
-/// the codec that made it). Times are exact: FFmpeg's integer timestamps in the codec's or stream's time base,
-/// as `CMTime`s whose timescale is that time base's denominator.
+/// the codec that made it), except a demuxer's large packets (raw video: 3 MB a 1080p frame), whose reference-counted
+/// buffer the block buffer holds instead (see ``init(referencing:timeBase:)``). Times are exact: FFmpeg's integer
+/// timestamps in the codec's or stream's time base, as `CMTime`s whose timescale is that time base's denominator.
 ///
 /// Threading: a value; `Sendable` (the block buffer is never written after creation).
 package struct EncodedPacket: Sendable {
@@ -46,6 +47,39 @@ package struct EncodedPacket: Sendable {
         if size > 0, let source = packet.pointee.data {
             block.withUnsafeMutableBytes { $0.baseAddress?.copyMemory(from: source, byteCount: size) }
         }
+        self.init(block, timingOf: packet, timeBase: timeBase, fallbackDuration: fallbackDuration)
+    }
+
+    /// The payloads from this size up are referenced rather than copied: 256 KiB, above any compressed frame a
+    /// camera or a file at a sane bit rate carries, far below a raw frame (a 320x240 I420 frame is 112.5 KiB).
+    static let smallestReferencedPayload = 256 * 1024
+
+    /// `packet`'s payload and timing. A large payload (``smallestReferencedPayload`` and up) in a
+    /// reference-counted buffer is not copied: the block buffer holds a reference to the `AVBufferRef`
+    /// (`av_buffer_ref`) and drops it when it dies. A raw 1080p frame read from a y4m file is then copied once, from
+    /// libavformat's buffer into the device's pixel buffer, instead of twice. Smaller payloads are copied, so a small packet
+    /// never keeps a demuxer's larger buffer alive.
+    init(referencing packet: UnsafePointer<AVPacket>, timeBase: AVRational) {
+        let size = Int(packet.pointee.size)
+        guard size >= Self.smallestReferencedPayload, let data = packet.pointee.data,
+            let reference = av_buffer_ref(packet.pointee.buf)
+        else {
+            self.init(copying: packet, timeBase: timeBase)
+            return
+        }
+        // The closure must be Sendable; the reference is owned by the block buffer alone, released once.
+        let address = Int(bitPattern: reference)
+        let block = CMBlockBuffer(wrapping: UnsafeMutableRawPointer(data), length: size) { _ in
+            var owned = UnsafeMutablePointer<AVBufferRef>(bitPattern: address)
+            av_buffer_unref(&owned)
+        }
+        self.init(block, timingOf: packet, timeBase: timeBase, fallbackDuration: 0)
+    }
+
+    /// `block` with `packet`'s timing.
+    private init(
+        _ block: CMBlockBuffer, timingOf packet: UnsafePointer<AVPacket>, timeBase: AVRational, fallbackDuration: Int64
+    ) {
         let duration = packet.pointee.duration > 0 ? packet.pointee.duration : fallbackDuration
         self.init(
             data: block, presentationTime: CMTime(ffmpegTimestamp: packet.pointee.pts, timeBase: timeBase),

@@ -97,8 +97,9 @@ struct LongDriftTests {
         // The beeps move by −ppm µs per second of the session clock between the two measurements.
         let expected = -(last.time - first.time) * ppm * 1e-6
         let moved = last.offset - first.offset
-        // Offsets are between a flash and its nearest beep, so they compare modulo the one-second period.
-        let error = (moved - expected + 0.5).truncatingRemainder(dividingBy: 1) - 0.5
+        // Offsets are between a flash and its nearest beep, so they compare modulo the one-second period (the
+        // remainder nearest zero, in [−0.5, 0.5]).
+        let error = (moved - expected).remainder(dividingBy: 1)
         print(
             "long drift \(ppm) ppm: beep − flash \(first.offset * 1000) ms at \(first.time) s, \(last.offset * 1000) ms"
                 + " at \(last.time) s; moved \(moved * 1000) ms, the clocks say \(expected * 1000) ms")
