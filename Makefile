@@ -167,6 +167,14 @@ bench-side-by-side: deps
 	cd Benchmarks && $(SWIFT) run -c release SideBySide --avcapture $(CURDIR)/.build/release/avcapture \
 		--write $(CURDIR)/docs/performance.md
 
+## bench-floor: decoding alone plus libx264 alone on the side-by-side inputs, against the whole jobs of GStreamer,
+## ffmpeg and avcapture (the floor under the GStreamer goal; Benchmarks/Scripts/decode-encode-floor.sh).
+bench-floor: deps
+	@missing=$$(for p in $(SIDE_BY_SIDE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; fi
+	$(SWIFT) build -c release --product avcapture
+	sh Benchmarks/Scripts/decode-encode-floor.sh $(CURDIR)/.build/release/avcapture
+
 ## bench-encoder-scaling: libx264/libx265 CPU and wall time per frame by size, preset and cores (the figures
 ## EncoderThreadPlan's model comes from).
 bench-encoder-scaling: deps
