@@ -48,7 +48,9 @@ final class JFIFPlanes {
         let sourceLuma = source[0]
         let sourceChroma = source[1]
         reserve(width: sourceLuma.width, height: sourceLuma.height)
-        let passLuma = fullRange && matrix == .itu601
+        // In place only at even sizes: TurboJPEG reads the luma plane padded to whole 2x2 blocks (see `reserve`),
+        // which at an odd size is past the end of the camera's plane.
+        let passLuma = fullRange && matrix == .itu601 && width % 2 == 0 && height % 2 == 0
         let lumaIn = sourceLuma.baseAddress.assumingMemoryBound(to: UInt8.self)
         let chromaIn = sourceChroma.baseAddress.assumingMemoryBound(to: UInt8.self)
         if passLuma {
@@ -62,15 +64,25 @@ final class JFIFPlanes {
         convert(
             luma: lumaIn, lumaStride: sourceLuma.bytesPerRow, chroma: chromaIn, chromaStride: sourceChroma.bytesPerRow,
             tables: tables!)
+        if height % 2 == 1 {
+            // The padding row TurboJPEG reads below an odd height repeats the last row, as JPEG's edge extension.
+            (luma! + width * height).update(from: luma! + width * (height - 1), count: width)
+        }
         return try body(
             [UnsafePointer(luma!), UnsafePointer(cb!), UnsafePointer(cr!)],
             [Int32(width), Int32(chromaWidth), Int32(chromaWidth)])
     }
 
+    /// Makes room for a `width` x `height` picture. TurboJPEG (`tjCompressFromYUVPlanes`) reads 4:2:0 luma padded
+    /// to whole 2x2 blocks: at an odd height one more row, and at an odd width each row one byte longer (the last
+    /// row's extra byte past the plane). The luma plane has room for both, so an odd-sized still is never read past
+    /// its end.
     private func reserve(width: Int, height: Int) {
         self.width = width
         self.height = height
-        let lumaBytes = width * height
+        let paddedWidth = (width + 1) / 2 * 2
+        let paddedHeight = (height + 1) / 2 * 2
+        let lumaBytes = width * paddedHeight + (paddedWidth - width)
         let chromaBytes = chromaWidth * chromaHeight
         if capacity.luma < lumaBytes {
             luma?.deallocate()
