@@ -1,9 +1,10 @@
 // swift-tools-version:6.1
 //
 // libFuzzer targets for what OpenAVCapture reads from outside: media files (the demuxer and decoders behind
-// AVURLAsset, AVAssetReader and `file:` devices), a camera's MJPEG frames (TurboJPEG, as sessions decode them), the
-// photo outputs' still path (a camera's JPEG frame and the names and location that become EXIF), the HTTP
-// requests `avcapture serve` answers, and the V4L2 driver reading what a (simulated, lying) kernel answers.
+// AVURLAsset, AVAssetReader and `file:` devices), sound files played as a `file:` microphone into a session's audio
+// data output, a camera's MJPEG frames (TurboJPEG, as sessions decode them), the photo outputs' still path (a
+// camera's JPEG frame and the names and location that become EXIF), the HTTP requests `avcapture serve` answers,
+// and the V4L2 driver reading what a (simulated, lying) kernel answers.
 // A package of its own, like Benchmarks/, so the library never depends on it.
 //
 // Run: `make fuzz` from the repository root (each target for FUZZ_SECONDS, corpora in Corpus/). Built without
@@ -32,6 +33,13 @@ let package = Package(
             name: "DemuxerFuzzer",
             dependencies: ["CFuzzDriver", "FuzzSupport", .product(name: "OpenAVCapture", package: "OpenAVCapture")],
             path: "Targets/DemuxerFuzzer", swiftSettings: settings),
+        .executableTarget(
+            name: "AudioFileFuzzer",
+            dependencies: [
+                "CFuzzDriver", "FuzzSupport", .product(name: "OpenAVCapture", package: "OpenAVCapture"),
+                .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
+            ],
+            path: "Targets/AudioFileFuzzer", swiftSettings: settings),
         .executableTarget(
             name: "MJPEGFuzzer",
             dependencies: [

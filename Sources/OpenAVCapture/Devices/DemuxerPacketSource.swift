@@ -16,7 +16,8 @@ import Synchronization
 /// ProRes, VP8/VP9, AV1, and raw video in any container (y4m, NUT, Matroska, AVI) in the pixel formats
 /// OpenCoreVideo has (`'y420'`, `'f420'`, `'420v'`, `'yuvs'`, `'2vuy'`, `'L008'`, `'24RGB'`, `'24BG'`, the 32-bit
 /// RGB orders). Audio: AAC (`'aac '`, the AudioSpecificConfig as magic cookie), ALAC, MP3, Opus, FLAC, and
-/// little-endian linear PCM (wav) as it is. `unplayable` names the streams left out and why.
+/// little-endian linear PCM (wav) as it is, with 1 to 8 channels at 1 Hz to 768 kHz. `unplayable` names the streams
+/// left out and why.
 ///
 /// Threading: thread-bound, as the demuxer it holds.
 package final class DemuxerPacketSource: MoviePacketSource {
@@ -43,6 +44,14 @@ package final class DemuxerPacketSource: MoviePacketSource {
                 }
             case .audio:
                 guard !tracks.contains(where: { $0.media == .audio }) else { continue }
+                // The file's claim, checked before a session sizes anything from it (a level meter per channel: a
+                // fuzzed CAF claiming 8 323 072 channels made it allocate gigabytes), as AVAssetReader checks it.
+                guard (1...8).contains(stream.channelCount), (1...768_000).contains(stream.sampleRate) else {
+                    unplayable.append(
+                        "audio \(stream.codecName) claiming \(stream.channelCount) channels at \(stream.sampleRate) Hz "
+                            + "(played: 1 to 8 channels at 1 Hz to 768 kHz)")
+                    continue
+                }
                 if let track = Self.audioTrack(stream) {
                     tracks.append(track)
                 } else {
