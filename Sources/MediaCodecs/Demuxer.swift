@@ -58,6 +58,20 @@ package final class Demuxer {
         package var frameRate: Double
         /// The bit rate in bits per second, 0 when unknown.
         package var bitRate: Int
+
+        /// The channel counts and sample rates an audio stream may claim and still be decoded (a decoder's output
+        /// meets a converter of 1 to 8 channels). A file's claim is checked against them before anything is sized
+        /// from it: fuzzed files claiming 42 and 8 323 072 channels trapped a reader and made a session allocate
+        /// gigabytes.
+        package static let decodableChannelCounts = 1...8
+        package static let decodableSampleRates = 1...768_000
+        /// The limits in words, for messages: "1 to 8 channels at 1 Hz to 768 kHz".
+        package static let decodableAudioLimits = "1 to 8 channels at 1 Hz to 768 kHz"
+
+        /// Whether the stream's claimed channel count and sample rate are within the decodable limits.
+        package var claimsDecodableAudio: Bool {
+            Self.decodableChannelCounts.contains(channelCount) && Self.decodableSampleRates.contains(sampleRate)
+        }
         /// The display transform (the `tkhd` matrix), identity when the file has none.
         package var transform: Muxer.TrackTransform
         /// The stream's tags (`language`, `handler_name`, …).

@@ -114,13 +114,13 @@ final class TrackSampleReader {
             guard stream.mediaType == .audio else {
                 throw AVError(.unsupportedOutputSettings, "audio settings for a \(stream.mediaType) track")
             }
-            // The file's claim, checked before anything is sized from it: the decoder's output meets a converter
-            // of 1 to 8 channels (a fuzzed AAC track claiming 42 channels once reached a trap here).
-            guard (1...8).contains(stream.channelCount), (1...768_000).contains(stream.sampleRate) else {
+            // The file's claim, checked before anything is sized from it (a fuzzed AAC track claiming 42 channels
+            // once reached a trap here).
+            guard stream.claimsDecodableAudio else {
                 throw AVError(
                     .formatUnsupported,
                     "The \(stream.codecName) track claims \(stream.channelCount) channels at \(stream.sampleRate) Hz; "
-                        + "audio is read with 1 to 8 channels at 1 Hz to 768 kHz",
+                        + "audio is read with \(Demuxer.Stream.decodableAudioLimits)",
                     suggestion: "Check the file with ffprobe.")
             }
             audioDecoder = try AudioDecoder(

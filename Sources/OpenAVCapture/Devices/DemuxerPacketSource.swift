@@ -46,10 +46,10 @@ package final class DemuxerPacketSource: MoviePacketSource {
                 guard !tracks.contains(where: { $0.media == .audio }) else { continue }
                 // The file's claim, checked before a session sizes anything from it (a level meter per channel: a
                 // fuzzed CAF claiming 8 323 072 channels made it allocate gigabytes), as AVAssetReader checks it.
-                guard (1...8).contains(stream.channelCount), (1...768_000).contains(stream.sampleRate) else {
+                guard stream.claimsDecodableAudio else {
                     unplayable.append(
                         "audio \(stream.codecName) claiming \(stream.channelCount) channels at \(stream.sampleRate) Hz "
-                            + "(played: 1 to 8 channels at 1 Hz to 768 kHz)")
+                            + "(played: \(Demuxer.Stream.decodableAudioLimits))")
                     continue
                 }
                 if let track = Self.audioTrack(stream) {
