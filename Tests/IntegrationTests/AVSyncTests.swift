@@ -4,8 +4,8 @@
 import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
-import Testing
 import TestSupport
+import Testing
 
 @Suite("A/V sync of recorded movies", .serialized)
 struct AVSyncTests {
@@ -25,23 +25,31 @@ struct AVSyncTests {
             "-nostdin", "-v", "error", "-i", url.path, "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo",
             "-pix_fmt", "gray", "-",
         ])
-        let bytes = [UInt8](decoded.output)
-        let size = width * height
-        try #require(bytes.count == times.count * size, "\(bytes.count / size) frames decoded, \(times.count) timed")
-        let flashes = times.indices.filter { index in
-            VirtualFrameReader.isFlashFrame(
-                luma: Array(bytes[index * size..<(index + 1) * size]), width: width, height: height)
-        }.map { times[$0] }
+        let flashes = try flashFrameTimes(luma: [UInt8](decoded.output), times: times, width: width, height: height)
         return (flashes, times.count)
     }
 
-    /// The onset (seconds in the file) of every beep in the audio track, decoded as the player would.
-    static func beepTimes(_ url: URL) throws -> [Double] {
-        let decoded = try MediaTool.ffmpeg.run([
-            "-nostdin", "-v", "error", "-i", url.path, "-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "f32le", "-",
-        ])
+    /// The times of the flash frames among decoded 8-bit luma frames (`times[i]` is frame `i`'s).
+    static func flashFrameTimes(luma bytes: [UInt8], times: [Double], width: Int, height: Int) throws -> [Double] {
+        let size = width * height
+        try #require(bytes.count == times.count * size, "\(bytes.count / size) frames decoded, \(times.count) timed")
+        return times.indices.filter { index in
+            VirtualFrameReader.isFlashFrame(
+                luma: Array(bytes[index * size..<(index + 1) * size]), width: width, height: height)
+        }.map { times[$0] }
+    }
+
+    /// The onset (seconds in the file) of every beep in the audio track, decoded as the player would; with `start`,
+    /// only in the `seconds` from there.
+    static func beepTimes(_ url: URL, from start: Double? = nil, seconds: Double? = nil) throws -> [Double] {
+        let window = start.map { ["-ss", String(format: "%.3f", $0)] } ?? []
+        let length = seconds.map { ["-t", String(format: "%.3f", $0)] } ?? []
+        let decoded = try MediaTool.ffmpeg.run(
+            ["-nostdin", "-v", "error"] + window + length + [
+                "-i", url.path, "-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "f32le", "-",
+            ])
         let samples = decoded.output.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-        return VirtualAudioReader.findBeeps(samples: samples, sampleRate: 48_000)
+        return VirtualAudioReader.findBeeps(samples: samples, sampleRate: 48_000).map { (start ?? 0) + $0 }
     }
 
     @Test("Every flash frame and its beep are within 5 ms of each other in the file, and no frame is lost")

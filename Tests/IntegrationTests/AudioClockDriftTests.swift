@@ -125,17 +125,10 @@ struct LongDriftTests {
             guard line.contains("Parsed_showinfo"), let range = line.range(of: "pts_time:") else { return nil }
             return Double(line[range.upperBound...].prefix { !$0.isWhitespace })
         }
-        let bytes = [UInt8](shown.output)
-        let size = width * height
-        try #require(bytes.count == times.count * size, "\(bytes.count / size) frames decoded, \(times.count) timed")
-        let flashes = times.indices.filter { index in
-            VirtualFrameReader.isFlashFrame(
-                luma: Array(bytes[index * size..<(index + 1) * size]), width: width, height: height)
-        }.map { start + times[$0] }
-        let sound = try MediaTool.ffmpeg.run(
-            ["-nostdin", "-v", "error"] + window + ["-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "f32le", "-"])
-        let samples = sound.output.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-        let beeps = VirtualAudioReader.findBeeps(samples: samples, sampleRate: 48_000).map { start + $0 }
+        let flashes = try AVSyncTests.flashFrameTimes(
+            luma: [UInt8](shown.output), times: times, width: width, height: height
+        ).map { start + $0 }
+        let beeps = try AVSyncTests.beepTimes(url, from: start, seconds: seconds)
         try #require(flashes.count >= 3 && beeps.count >= 3, "flashes at \(flashes), beeps at \(beeps)")
         let offsets = flashes.compactMap { flash in beeps.min { abs($0 - flash) < abs($1 - flash) }.map { $0 - flash } }
         return (flashes[0], offsets.sorted()[offsets.count / 2])
