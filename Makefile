@@ -19,7 +19,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench bench-usb-webcam bench-side-by-side bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
+.PHONY: all build demo test test-kernel deps bench bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
 
 all: build
 
@@ -163,18 +163,19 @@ fuzz: deps
 ## bench-side-by-side: avcapture, ffmpeg and gst-launch-1.0 doing the same recording jobs (Benchmarks/Comparisons/
 ## SideBySide); writes the table into docs/performance.md.
 SIDE_BY_SIDE_PACKAGES := gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
-bench-side-by-side: deps
+## side-by-side-tools: the GStreamer plugins the comparisons run (x264enc, avdec_h264, avenc_aac, hlsdemux).
+side-by-side-tools: deps
 	@missing=$$(for p in $(SIDE_BY_SIDE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; fi
+
+bench-side-by-side: side-by-side-tools
 	$(SWIFT) build -c release --product avcapture
 	cd Benchmarks && $(SWIFT) run -c release SideBySide --avcapture $(CURDIR)/.build/release/avcapture \
 		--write $(CURDIR)/docs/performance.md
 
 ## bench-floor: decoding alone plus libx264 alone on the side-by-side inputs, against the whole jobs of GStreamer,
 ## ffmpeg and avcapture (the floor under the GStreamer goal; Benchmarks/Scripts/decode-encode-floor.sh).
-bench-floor: deps
-	@missing=$$(for p in $(SIDE_BY_SIDE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; fi
+bench-floor: side-by-side-tools
 	$(SWIFT) build -c release --product avcapture
 	sh Benchmarks/Scripts/decode-encode-floor.sh $(CURDIR)/.build/release/avcapture
 
