@@ -60,7 +60,7 @@ open class AVMetadataItem: NSObject, @unchecked Sendable {
         switch fields.value {
         case let string as NSString: String(string)
         case let number as NSNumber: number.stringValue
-        case let date as NSDate: ISO8601DateFormatter().string(from: date as Date)
+        case let date as NSDate: ISO8601Timestamp.string(from: date as Date)
         default: nil
         }
     }

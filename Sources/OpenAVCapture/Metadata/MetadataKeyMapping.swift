@@ -90,18 +90,13 @@ enum MetadataKeyMapping {
     /// The string a container stores for an item's value; dates in ISO 8601 with a time zone.
     static func tagValue(of item: AVMetadataItem) -> String? {
         if let date = item.value as? NSDate {
-            return ISO8601DateFormatter().string(from: date as Date)
+            return ISO8601Timestamp.string(from: date as Date)
         }
         return item.stringValue
     }
 
     /// A date in ISO 8601 (with or without fractional seconds), as files write creation dates.
-    static func parseDate(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.date(from: text)
-    }
+    static func parseDate(_ text: String) -> Date? { ISO8601Timestamp.date(from: text) }
 }
 
 /// An ISO 6709 location string (`+37.3349-122.0090/`), as QuickTime stores `©xyz` and Apple's location key.

@@ -294,7 +294,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     static func fileTags(for metadata: [AVMetadataItem]) -> [String: String] {
         var tags = MetadataKeyMapping.tags(for: metadata)
         if tags["creation_time"] == nil {
-            tags["creation_time"] = Date().formatted(.iso8601)
+            tags["creation_time"] = ISO8601Timestamp.string(from: Date())
         }
         return tags
     }
