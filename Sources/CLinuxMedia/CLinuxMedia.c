@@ -3,6 +3,7 @@
 #include <linux/netlink.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
@@ -82,4 +83,8 @@ int CLinuxMedia_uevent_socket(void) {
 
 long CLinuxMedia_recv(int descriptor, void *buffer, unsigned long length) {
     return recv(descriptor, buffer, length, 0);
+}
+
+int CLinuxMedia_disable_transparent_huge_pages(void) {
+    return prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
 }

@@ -81,6 +81,10 @@ struct AVCaptureToolTests {
         #expect(abs(duration - 1) <= 0.05, "\(duration) s")
         #expect(report.tags["com.apple.quicktime.title"] == "From the tool", "\(report.tags)")
         #expect(report.tags["com.apple.quicktime.location.ISO6709"] == "+48.8584+002.2945/", "\(report.tags)")
+        // The movie header's creation date is when recording started, as ffmpeg reads it back.
+        let created = try #require(report.tags["creation_time"]).replacing(/\.\d+Z$/, with: "Z")
+        let creationDate = try #require(ISO8601DateFormatter().date(from: created), "\(created)")
+        #expect(abs(creationDate.timeIntervalSinceNow) < 120, "\(created)")
         #expect(try ffmpegDecodeErrors(url).isEmpty)
 
         let probe = try avcapture(["probe", url.path, "--json"])
@@ -111,11 +115,21 @@ struct AVCaptureToolTests {
             guard !chunk.isEmpty else { break }
             seen += String(decoding: chunk, as: UTF8.self)
         }
+        // The tool runs without transparent huge pages (see AVCaptureTool.main); a kernel without them has no line.
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("THP_enabled:") }) {
+            #expect(line.hasSuffix("0"), "\(line)")
+        } else {
+            print("AVCaptureToolTests.interruptedRecording: no THP_enabled in /proc/PID/status; not checked")
+        }
         process.interrupt()
         let summary = String(decoding: outputPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(seen)")
         #expect(summary.contains("stopped: interrupted (Ctrl-C)"), "\(summary)")
+        // The file's size in the status line and the summary, in decimal units.
+        #expect(seen.contains(/\s\d+(\.\d)? (kB|MB)\s/), "\(seen)")
+        #expect(summary.contains(/, \d+(\.\d)? (kB|MB);/), "\(summary)")
         let report = try FFprobeReport(url)
         let duration = try #require(FFprobeReport.number(report.format["duration"]))
         #expect(duration >= 1, "\(duration) s")

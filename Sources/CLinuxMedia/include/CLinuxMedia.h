@@ -78,4 +78,8 @@ int CLinuxMedia_uevent_socket(void);
 /// recv(2) of one datagram from `descriptor` into `buffer`; returns its length or -1 (errno set).
 long CLinuxMedia_recv(int descriptor, void *buffer, unsigned long length);
 
+/// prctl(PR_SET_THP_DISABLE, 1): no transparent huge pages for this process and what it executes, whatever
+/// madvise(MADV_HUGEPAGE) its libraries ask for. Returns 0 or -1 (errno set).
+int CLinuxMedia_disable_transparent_huge_pages(void);
+
 #endif
