@@ -222,6 +222,18 @@ for round in 1...rounds {
     say("round \(round) passthrough: " + jobs.map { String(format: "%@ %.2f s", $0.0, passthrough[$0.0]!.last!.cpu) }.joined(separator: "; "))
 }
 
+// What each process costs before it does any work (loading its libraries, starting its runtime): the part of the
+// memory column no recording job changes.
+var startUp: [String: [Double]] = [:]
+for _ in 1...rounds {
+    for (tool, executable, arguments) in [
+        ("avcapture", avcapture, ["--help"]), ("ffmpeg", "/usr/bin/ffmpeg", ["-version"]),
+        ("gst-launch-1.0", "/usr/bin/gst-launch-1.0", ["--version"]),
+    ] {
+        startUp[tool, default: []].append(run(executable, arguments).peakMiB)
+    }
+}
+
 // MARK: Report
 
 func medians(_ costs: [Cost]) -> Cost {
@@ -267,6 +279,13 @@ let marginal =
 table += String(
     format: "\nPassthrough's CPU as a share of encoding the same camera (no sound): %.1f %% of the whole process, "
         + "%.1f %% per frame (the second half's CPU: fixed costs left out)\n", share * 100, marginal * 100)
+
+let startUpMiB = startUp.mapValues(median)
+table += String(
+    format: "\nStarted and doing nothing (`avcapture --help`, `ffmpeg -version`, `gst-launch-1.0 --version`), peak RSS: "
+        + "avcapture %.1f MiB, ffmpeg %.1f MiB, GStreamer %.1f MiB (avcapture %+.1f MiB over ffmpeg before any work)\n",
+    startUpMiB["avcapture"]!, startUpMiB["ffmpeg"]!, startUpMiB["gst-launch-1.0"]!,
+    startUpMiB["avcapture"]! - startUpMiB["ffmpeg"]!)
 
 let heading = "\(seconds) s of 1920x1080@30 + 48 kHz mono, medians of \(rounds) alternating rounds"
 say("\n" + heading + "\n\n" + table)
