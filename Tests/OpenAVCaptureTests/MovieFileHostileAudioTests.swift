@@ -13,15 +13,7 @@ import Testing
 struct MovieFileHostileAudioTests {
     /// A WAVE file of 16-bit PCM with `channels` channels at `sampleRate`, `frames` frames of silence.
     private func wave(channels: Int, sampleRate: Int, frames: Int, name: String) throws -> URL {
-        func le32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
-        func le16(_ value: Int) -> [UInt8] { (0..<2).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
-        let dataSize = frames * channels * 2
-        var bytes = Array("RIFF".utf8) + le32(36 + dataSize) + Array("WAVEfmt ".utf8) + le32(16)
-        bytes += le16(1) + le16(channels) + le32(sampleRate) + le32(sampleRate * channels * 2) + le16(channels * 2)
-        bytes += le16(16) + Array("data".utf8) + le32(dataSize) + [UInt8](repeating: 0, count: dataSize)
-        let url = try scratchURL(name, suite: "hostile-audio-tests")
-        try Data(bytes).write(to: url)
-        return url
+        try silentWave(channels: channels, sampleRate: sampleRate, frames: frames, name: name, suite: "hostile-audio-tests")
     }
 
     /// The error opening `url` as a movie-file device gives, nil when it opens.

@@ -113,6 +113,20 @@ public func ffmpegDecodeErrors(_ url: URL) throws -> String {
     return result.status == 0 ? result.error : "exit \(result.status): \(result.error)"
 }
 
+/// A WAVE file of 16-bit PCM silence written at a fresh scratch path (see ``scratchURL(_:suite:)``): `frames` frames of
+/// `channels` channels at `sampleRate`, whatever a decoder would make of such a claim.
+public func silentWave(channels: Int, sampleRate: Int, frames: Int, name: String, suite: String) throws -> URL {
+    func le32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+    func le16(_ value: Int) -> [UInt8] { (0..<2).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+    let dataSize = frames * channels * 2
+    var bytes = Array("RIFF".utf8) + le32(36 + dataSize) + Array("WAVEfmt ".utf8) + le32(16)
+    bytes += le16(1) + le16(channels) + le32(sampleRate) + le32(sampleRate * channels * 2) + le16(channels * 2)
+    bytes += le16(16) + Array("data".utf8) + le32(dataSize) + [UInt8](repeating: 0, count: dataSize)
+    let url = try scratchURL(name, suite: suite)
+    try Data(bytes).write(to: url)
+    return url
+}
+
 /// A fresh path in a per-process scratch directory named for `suite` (nothing is there yet).
 public func scratchURL(_ name: String, suite: String = "openav-tests") throws -> URL {
     let directory = NSTemporaryDirectory() + "\(suite)-\(getpid())"
