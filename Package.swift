@@ -134,7 +134,7 @@ let package = Package(
         .executableTarget(
             name: "avcapture",
             dependencies: [
-                "OpenAVCapture", "OpenAVCaptureUI", "OpenAVCaptureWeb", "CameraControllerExample", "CLinuxMedia",
+                "OpenAVCapture", "OpenAVCaptureUI", "OpenAVCaptureWeb", "CameraControllerExample",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,7 +1,6 @@
 // avcapture: the everyday capture jobs (list devices, record, take a photo) on OpenAVCapture's public API.
 
 import ArgumentParser
-import CLinuxMedia
 import Foundation
 import OpenAVCapture
 
@@ -27,12 +26,10 @@ struct AVCaptureTool: ParsableCommand {
     /// ArgumentParser's entry point, except that a usage error is one line on stderr (what is wrong and where to
     /// look), not the message followed by the whole usage text.
     static func main() {
-        // No transparent huge pages in this process: libx264 asks for them (madvise) for its frame buffers, and the
-        // kernel then zeroes and keeps whole 2 MB pages of which the encoder uses part. Measured recording 1080p30
-        // H.264 (docs/performance.md): about 10 MB less peak resident memory, and the encoder's first frames no
-        // longer spend some 90 ms clearing pages while the camera's frames wait. ffmpeg's encoding speed is the same
-        // either way. A failure (a kernel without THP) leaves things as they were.
-        _ = CLinuxMedia_disable_transparent_huge_pages()
+        // Memory before TLB hits, as the library's documentation explains: no transparent huge pages for libx264's
+        // frame buffers (docs/performance.md: about 10 MB less peak resident memory recording 1080p30 H.264, the
+        // same CPU). A kernel without them leaves things as they were.
+        OpenAVCaptureProcess.disableTransparentHugePages()
         let status: Int32
         LoggingOptions.applyFFmpegLogLevel(arguments: Array(CommandLine.arguments.dropFirst()))
         do {

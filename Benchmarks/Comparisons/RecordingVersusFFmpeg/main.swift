@@ -278,12 +278,7 @@ if minutes > 0 {
     if arguments.contains("--no-huge-pages") {
         // What an application that prefers memory to TLB hits can do (docs/architecture.md): libx264 then gets
         // no transparent huge pages.
-        // prctl(2) is variadic in C, so Swift's Glibc module leaves it out: call it through its address.
-        typealias Prctl = @convention(c) (Int32, UInt, UInt, UInt, UInt) -> Int32
-        let prSetTHPDisable: Int32 = 41  // PR_SET_THP_DISABLE, <linux/prctl.h>
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "prctl"),
-            unsafeBitCast(symbol, to: Prctl.self)(prSetTHPDisable, 1, 0, 0, 0) == 0
-        else { fatalError("prctl(PR_SET_THP_DISABLE) failed") }
+        guard OpenAVCaptureProcess.disableTransparentHugePages() else { fatalError("prctl(PR_SET_THP_DISABLE) failed") }
     }
     if arguments.contains("--free-running") {
         // The camera as fast as the recording takes it (frames the encoder cannot take are dropped as late).
