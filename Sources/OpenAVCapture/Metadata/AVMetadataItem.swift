@@ -78,7 +78,7 @@ open class AVMetadataItem: NSObject, @unchecked Sendable {
     public var dateValue: Date? {
         switch fields.value {
         case let date as NSDate: date as Date
-        case let string as NSString: MetadataKeyMapping.parseDate(String(string))
+        case let string as NSString: ISO8601Timestamp.date(from: String(string))
         default: nil
         }
     }

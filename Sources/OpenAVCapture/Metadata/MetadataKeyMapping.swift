@@ -67,7 +67,8 @@ enum MetadataKeyMapping {
             item.key = NSString(string: entry.quickTime?.rawValue ?? entry.tag)
             item.value =
                 entry.common == .commonKeyCreationDate
-                ? (parseDate(raw).map { NSDate(timeIntervalSince1970: $0.timeIntervalSince1970) } ?? NSString(string: raw))
+                ? (ISO8601Timestamp.date(from: raw).map { NSDate(timeIntervalSince1970: $0.timeIntervalSince1970) }
+                    ?? NSString(string: raw))
                 : NSString(string: raw)
             item.dataType =
                 entry.common == .commonKeyLocation ? kCMMetadataDataType_QuickTimeMetadataLocation_ISO6709 : kCMMetadataBaseDataType_UTF8
@@ -94,9 +95,6 @@ enum MetadataKeyMapping {
         }
         return item.stringValue
     }
-
-    /// A date in ISO 8601 (with or without fractional seconds), as files write creation dates.
-    static func parseDate(_ text: String) -> Date? { ISO8601Timestamp.date(from: text) }
 }
 
 /// An ISO 6709 location string (`+37.3349-122.0090/`), as QuickTime stores `©xyz` and Apple's location key.
