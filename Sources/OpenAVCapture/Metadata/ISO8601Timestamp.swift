@@ -57,20 +57,18 @@ enum ISO8601Timestamp {
             fraction = value
             rest = rest.dropFirst(digits.count)
         }
+        // Seconds east of UTC: none for `Z`.
         var offset = 0
-        if skip("Z") || skip("z") {
-        } else if let sign = rest.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
-            rest = rest.dropFirst()
-            guard let hours = number(2), hours <= 23 else { return nil }
+        if !(skip("Z") || skip("z")) {
+            let west = skip("-")
+            guard west || skip("+"), let hours = number(2), hours <= 23 else { return nil }
             var minutes = 0
             if !rest.isEmpty {
                 _ = skip(":")
                 guard let value = number(2), value <= 59 else { return nil }
                 minutes = value
             }
-            offset = (hours * 60 + minutes) * 60 * (sign == UInt8(ascii: "-") ? -1 : 1)
-        } else {
-            return nil
+            offset = (hours * 60 + minutes) * 60 * (west ? -1 : 1)
         }
         guard rest.isEmpty, (1...12).contains(month), (1...31).contains(day), hour <= 23, minute <= 59, second <= 60
         else { return nil }
