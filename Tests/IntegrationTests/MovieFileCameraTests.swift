@@ -8,8 +8,8 @@ import OpenAVCaptureTesting
 import OpenCoreMedia
 import OpenCoreVideo
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// What a video data output saw: frame indices read from the pixels, timestamps, formats, arrival times.
 final class MovieFrameCollector: NSObject, AVCaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
@@ -25,7 +25,9 @@ final class MovieFrameCollector: NSObject, AVCaptureVideoDataOutputSampleBufferD
     private let frames = Mutex<[Frame]>([])
     private let arrivals = DispatchSemaphore(value: 0)
 
-    func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+    func captureOutput(
+        _ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection
+    ) {
         guard let image = sampleBuffer.imageBuffer else { return }
         let frame = Frame(
             index: VirtualFrameReader.readFrameIndex(from: image), isFlash: VirtualFrameReader.isFlashFrame(image),
@@ -59,7 +61,9 @@ final class MovieSoundCollector: NSObject, AVCaptureAudioDataOutputSampleBufferD
     private let state = Mutex<(samples: [Float], rate: Double, times: [CMTime])>(([], 0, []))
     private let arrivals = DispatchSemaphore(value: 0)
 
-    func captureOutput(_ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
+    func captureOutput(
+        _ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection
+    ) {
         guard let asbd = sampleBuffer.formatDescription?.audioStreamBasicDescription else { return }
         let left = leftChannel(of: sampleBuffer)
         state.withLock { state in
@@ -85,6 +89,43 @@ final class MovieSoundCollector: NSObject, AVCaptureAudioDataOutputSampleBufferD
 /// The session's video data output.
 private func output(_ session: AVCaptureSession) -> AVCaptureVideoDataOutput? {
     session.outputs.lazy.compactMap { $0 as? AVCaptureVideoDataOutput }.first
+}
+
+/// A delegate that keeps every frame it is given until told to let them go, as a slow consumer does.
+private final class FrameHolder: NSObject, AVCaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
+    private let state = Mutex<(held: [CMSampleBuffer], holding: Bool, count: Int)>(([], true, 0))
+    private let arrived = DispatchSemaphore(value: 0)
+
+    func captureOutput(
+        _ output: AVCaptureOutput, didOutput sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection
+    ) {
+        state.withLock {
+            $0.count += 1
+            if $0.holding { $0.held.append(sampleBuffer) }
+        }
+        arrived.signal()
+    }
+
+    var count: Int { state.withLock { $0.count } }
+
+    /// The pixel buffers held now.
+    var heldBuffers: [CVPixelBuffer] { state.withLock { $0.held.compactMap(\.imageBuffer) } }
+
+    /// Drops every held frame and keeps none from now on.
+    func letGo() {
+        state.withLock {
+            $0.held.removeAll(); $0.holding = false
+        }
+    }
+
+    /// Waits until `count` frames have arrived in all; false when `timeout` seconds pass first.
+    func wait(for count: Int, timeout: Double) -> Bool {
+        let deadline = DispatchTime.now() + timeout
+        while self.count < count {
+            guard arrived.wait(timeout: deadline) == .success else { return false }
+        }
+        return true
+    }
 }
 
 @Suite("Movie files as cameras and microphones", .serialized)
@@ -182,7 +223,8 @@ struct MovieFileCameraTests {
     @Test("free running and looping: the file's frames again and again, timestamps running on one per frame")
     func loopsFreeRunning() async throws {
         let url = try writerScratchURL("movie-loop.mov")
-        try await writeMovie(to: url, MovieRecipe(fileType: .mov, frames: 20, width: 320, height: 240, audioFormat: nil))
+        try await writeMovie(
+            to: url, MovieRecipe(fileType: .mov, frames: 20, width: 320, height: 240, audioFormat: nil))
         let movie = try MovieFileDevice(url: url, loop: true, clock: .freeRunning)
         #expect(movie.microphone == nil, "no sound track, no microphone")
         let frames = MovieFrameCollector()
@@ -206,7 +248,8 @@ struct MovieFileCameraTests {
         #expect(zip(positions, positions.dropFirst()).allSatisfy { $0 < $1 }, "timestamps only go forward")
         #expect((positions.last ?? 0) >= 69, "at least three and a half passes: \(positions.last ?? 0)")
         let span = Double(received.last!.arrival - received.first!.arrival) / 1e9
-        #expect(span < Double(positions.last! - positions.first!) / 30, "free running: faster than real time (\(span) s)")
+        #expect(
+            span < Double(positions.last! - positions.first!) / 30, "free running: faster than real time (\(span) s)")
     }
 
     @Test("an MJPEG movie (a USB camera's format) plays through TurboJPEG into full-range NV12 with the indices")
@@ -252,7 +295,8 @@ struct MovieFileCameraTests {
         try #require(accounted, "\(statistics.deliveryStatistics)")
         let received = frames.received
         #expect(received.count >= 20, "\(statistics.deliveryStatistics)")
-        let base = try #require(received.first { $0.index != nil }).time
+        let base =
+            try #require(received.first { $0.index != nil }).time
             - CMTime(value: Int64(received.first { $0.index != nil }!.index!), timescale: 30)
         for frame in received {
             #expect(frame.pixelFormat == kCVPixelFormatType_420YpCbCr8BiPlanarFullRange, "JPEG decodes to 420f")
@@ -281,13 +325,61 @@ struct MovieFileCameraTests {
         #expect(frames.received.compactMap(\.index).first == 1, "frame 0 is a flash, then 1, 2, …")
     }
 
+    @Test("a raw file's frames are lent, not copied: a consumer that keeps them makes the file wait at 8, losing none")
+    func lentRawFramesWaitForTheConsumer() throws {
+        guard MediaTool.available(for: "MovieFileCameraTests.lentRawFramesWaitForTheConsumer") else { return }
+        let video = try writerScratchURL("held.y4m")
+        let made = try MediaTool.ffmpeg.run([
+            "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-frames:v", "24", "-pix_fmt",
+            "yuv420p", video.path,
+        ])
+        try #require(made.status == 0, "\(made.error)")
+        let movie = try MovieFileDevice(url: video)
+        let camera = try #require(movie.camera)
+        let session = AVCaptureSession()
+        session.beginConfiguration()
+        session.sessionPreset = .inputPriority
+        session.addInput(try AVCaptureDeviceInput(device: camera))
+        let output = AVCaptureVideoDataOutput()
+        output.alwaysDiscardsLateVideoFrames = false
+        let holder = FrameHolder()
+        output.setSampleBufferDelegate(holder, queue: DispatchQueue(label: "held frames"))
+        session.addOutput(output)
+        session.commitConfiguration()
+        session.startRunning()
+        defer { session.stopRunning() }
+
+        try #require(holder.wait(for: 8, timeout: 10), "\(holder.count) frames: \(output.deliveryStatistics)")
+        // 24 frames take 0.8 s at the file's rate; in 1.5 s a device that did not wait would have sent them all.
+        #expect(!holder.wait(for: 9, timeout: 1.5), "a 9th frame while 8 are held: \(output.deliveryStatistics)")
+        do {
+            let held = holder.heldBuffers
+            #expect(held.count == 8)
+            // The planes are the packet's bytes as y4m stores them: rows exactly as long as the picture (a pool's
+            // buffers pad rows to 64 bytes, 320 → 320 luma, 160 → 192 chroma), the chroma right after the luma.
+            for buffer in held {
+                CVPixelBufferLockBaseAddress(buffer, .readOnly)
+                defer { CVPixelBufferUnlockBaseAddress(buffer, .readOnly) }
+                #expect(CVPixelBufferGetBytesPerRowOfPlane(buffer, 1) == 160)
+                let luma = try #require(CVPixelBufferGetBaseAddressOfPlane(buffer, 0))
+                #expect(CVPixelBufferGetBaseAddressOfPlane(buffer, 1) == luma + 320 * 240)
+            }
+        }  // The test lets go of its own references too.
+        holder.letGo()
+        try #require(holder.wait(for: 24, timeout: 10), "\(holder.count) frames: \(output.deliveryStatistics)")
+        let statistics = output.deliveryStatistics
+        #expect(statistics.droppedOutOfBuffers == 0 && statistics.droppedDiscontinuity == 0, "\(statistics)")
+        #expect(statistics.droppedLate == 0, "\(statistics)")
+    }
+
     @Test("y4m and wav written by ffmpeg: raw frames and PCM played as they are")
     func rawFiles() throws {
         guard MediaTool.available(for: "MovieFileCameraTests.rawFiles") else { return }
         let video = try writerScratchURL("testsrc.y4m")
         let audio = try writerScratchURL("sine.wav")
         let made = try MediaTool.ffmpeg.run([
-            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-frames:v", "25", "-pix_fmt", "yuv420p",
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-frames:v", "25", "-pix_fmt",
+            "yuv420p",
             video.path,
         ])
         try #require(made.status == 0, "\(made.error)")
