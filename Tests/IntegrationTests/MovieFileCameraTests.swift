@@ -325,9 +325,9 @@ struct MovieFileCameraTests {
         #expect(frames.received.compactMap(\.index).first == 1, "frame 0 is a flash, then 1, 2, …")
     }
 
-    @Test("a raw file's frames are lent, not copied: a consumer that keeps them makes the file wait at 8, losing none")
-    func lentRawFramesWaitForTheConsumer() throws {
-        guard MediaTool.available(for: "MovieFileCameraTests.lentRawFramesWaitForTheConsumer") else { return }
+    @Test("a consumer that keeps a raw file's frames makes the file wait at 8 of them, losing none")
+    func heldRawFramesMakeTheFileWait() throws {
+        guard MediaTool.available(for: "MovieFileCameraTests.heldRawFramesMakeTheFileWait") else { return }
         let video = try writerScratchURL("held.y4m")
         let made = try MediaTool.ffmpeg.run([
             "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-frames:v", "24", "-pix_fmt",
@@ -352,19 +352,7 @@ struct MovieFileCameraTests {
         try #require(holder.wait(for: 8, timeout: 10), "\(holder.count) frames: \(output.deliveryStatistics)")
         // 24 frames take 0.8 s at the file's rate; in 1.5 s a device that did not wait would have sent them all.
         #expect(!holder.wait(for: 9, timeout: 1.5), "a 9th frame while 8 are held: \(output.deliveryStatistics)")
-        do {
-            let held = holder.heldBuffers
-            #expect(held.count == 8)
-            // The planes are the packet's bytes as y4m stores them: rows exactly as long as the picture (a pool's
-            // buffers pad rows to 64 bytes, 320 → 320 luma, 160 → 192 chroma), the chroma right after the luma.
-            for buffer in held {
-                CVPixelBufferLockBaseAddress(buffer, .readOnly)
-                defer { CVPixelBufferUnlockBaseAddress(buffer, .readOnly) }
-                #expect(CVPixelBufferGetBytesPerRowOfPlane(buffer, 1) == 160)
-                let luma = try #require(CVPixelBufferGetBaseAddressOfPlane(buffer, 0))
-                #expect(CVPixelBufferGetBaseAddressOfPlane(buffer, 1) == luma + 320 * 240)
-            }
-        }  // The test lets go of its own references too.
+        #expect(holder.heldBuffers.count == 8)
         holder.letGo()
         try #require(holder.wait(for: 24, timeout: 10), "\(holder.count) frames: \(output.deliveryStatistics)")
         let statistics = output.deliveryStatistics

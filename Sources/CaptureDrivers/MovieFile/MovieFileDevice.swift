@@ -79,7 +79,7 @@ final class MoviePlaybackClock: Sendable {
 ///
 /// The device delivers what the file holds, as a camera delivers what its sensor gives: compressed packets (H.264,
 /// HEVC, MJPEG, AAC, … with their codec configuration in the format description) for the graph to decode, raw
-/// frames (y4m) lent as pixel buffers without a copy, raw PCM (wav) as it is. File time t is host time anchor + t, the anchor
+/// frames (y4m) copied into pixel buffers, raw PCM (wav) as it is. File time t is host time anchor + t, the anchor
 /// shared by the file's camera and microphone (`MoviePlaybackClock`); in `.realTime` a packet is delivered when its
 /// decode time comes, in `.freeRunning` at once. With `loops`, the file starts again at its end, each pass the
 /// longest track's length later on the host clock.
@@ -134,8 +134,7 @@ package final class MovieFileDevice: CaptureBackend {
         let clock = MoviePlaybackClock()
         let base = "file:" + url.path
         let camera = source.tracks.first { $0.media == .video }.map {
-            MovieFileDevice(
-                url: url, track: $0, uniqueID: base, loops: loops, pacing: pacing, opener: opener, clock: clock)
+            MovieFileDevice(url: url, track: $0, uniqueID: base, loops: loops, pacing: pacing, opener: opener, clock: clock)
         }
         let microphone = source.tracks.first { $0.media == .audio }.map {
             MovieFileDevice(
@@ -190,8 +189,7 @@ package final class MovieFileDevice: CaptureBackend {
         guard case .video(let video) = configuration.format, !video.supports(frameDuration: configuration.frameDuration)
         else { return .valid }
         return .adjusted(
-            StreamConfiguration(
-                format: configuration.format, frameDuration: video.frameDurationRanges[0].minFrameDuration))
+            StreamConfiguration(format: configuration.format, frameDuration: video.frameDurationRanges[0].minFrameDuration))
     }
 
     /// Opens the file and plays the track. Throws `.disconnected` once the file has played to its end, `.io` when
@@ -252,7 +250,7 @@ private struct MovieTrackPlayer: Sendable {
         var passOffset = CMTime.zero
         var passEnd = CMTime.zero
         var sequence: UInt64 = 0
-        var frames = RawFrameMaker()
+        var frames = RawFrameCopier()
         while !thread.isInterrupted {
             let next: MoviePacket?
             do {
@@ -276,8 +274,7 @@ private struct MovieTrackPlayer: Sendable {
                 // One period for every track of the file (the longest track's exact length, else the container's),
                 // so a looping camera and microphone stay in sync pass after pass.
                 let lengths = source.tracks.map(\.duration).filter { $0.isNumeric && $0 > .zero }
-                let length =
-                    lengths.max() ?? (source.duration.isNumeric && source.duration > .zero ? source.duration : passEnd)
+                let length = lengths.max() ?? (source.duration.isNumeric && source.duration > .zero ? source.duration : passEnd)
                 passOffset = passOffset + length
                 passEnd = .zero
                 continue
@@ -338,14 +335,14 @@ private struct MovieTrackPlayer: Sendable {
     }
 
     private func makeSample(
-        _ packet: MoviePacket, presentation: CMTime, decode: CMTime, frames: inout RawFrameMaker,
+        _ packet: MoviePacket, presentation: CMTime, decode: CMTime, frames: inout RawFrameCopier,
         on thread: VirtualCaptureThread
     ) -> Made {
         let description = track.formatDescription
         if track.media == .video, let layout = track.rawLayout {
             let timing = CMSampleTimingInfo(
                 duration: packet.duration, presentationTimeStamp: presentation, decodeTimeStamp: .invalid)
-            // A file can wait: while the frames it may lend are all held downstream, wait for one instead of dropping.
+            // A file can wait: while every pool buffer is held downstream, wait for one instead of dropping.
             while true {
                 switch frames.sample(of: packet.data, layout: layout, size: description.dimensions, timing: timing) {
                 case .sample(let sample): return .sample(sample)
@@ -385,24 +382,17 @@ private struct MovieTrackPlayer: Sendable {
     }
 }
 
-/// Raw frames made into pixel buffers, one description for all. A packet holds the planes back to back, each row
-/// `minimumBytesPerRow` long (y4m, NUT, Matroska) or padded to 4 bytes (AVI); AVI's RGB rows may run bottom to top.
-///
-/// An unpadded, top-down packet (y4m, NUT, Matroska: every raw file but AVI) is lent as it is: the pixel buffer's
-/// planes are the packet's bytes, and the buffer holds the packet until it dies. The packet is the device's alone
-/// (the demuxer handed over its buffer), so a consumer that draws into the picture disturbs nobody. A 1080p frame
-/// is 3 MB, and copying it cost as much CPU as the whole framework's hand-offs (`memmove` 1.8 % of a y4m
-/// recording's samples). Other layouts are copied row by row into buffers of a pool.
-///
-/// Either way at most ``bufferLimit`` frames are downstream at once; the device waits for one to come back.
+/// Raw frames copied from packets into pixel buffers of a pool, one description for all. A packet holds the planes
+/// back to back, each row `minimumBytesPerRow` long (y4m, NUT, Matroska) or padded to 4 bytes (AVI); AVI's RGB rows
+/// may run bottom to top.
 ///
 /// Not `Sendable`: lives on the capture thread.
-private struct RawFrameMaker {
+private struct RawFrameCopier {
     enum Outcome {
         case sample(CMSampleBuffer)
         /// The packet's size fits no layout of the format, or the buffer could not be wrapped.
         case damaged
-        /// ``bufferLimit`` frames are held downstream.
+        /// Every pool buffer is held downstream.
         case noBuffer
     }
 
@@ -411,8 +401,6 @@ private struct RawFrameMaker {
 
     private var pool: CVPixelBufferPool?
     private var description: CMFormatDescription?
-    /// Lent packets whose pixel buffers are still alive; each buffer's release counts itself back.
-    private let lentFrames = LentFrameCount()
 
     mutating func sample(
         of data: CMBlockBuffer, layout: RawVideoLayout, size: CMVideoDimensions, timing: CMSampleTimingInfo
@@ -422,19 +410,11 @@ private struct RawFrameMaker {
         guard let format = PixelFormatDescription.describing(layout.pixelFormat) else { return .damaged }
         // (bytes per row, rows) of each plane as the packet stores it: unpadded, else rows padded to 4 bytes.
         let planes = format.planes.map { plane -> (row: Int, rows: Int) in
-            (
-                plane.minimumBytesPerRow(forPlaneWidth: plane.width(forImageWidth: width)) ?? 0,
-                plane.height(forImageHeight: height)
-            )
+            (plane.minimumBytesPerRow(forPlaneWidth: plane.width(forImageWidth: width)) ?? 0,
+                plane.height(forImageHeight: height))
         }
         let unpadded = planes.reduce(0) { $0 + $1.row * $1.rows }
         let padded = planes.reduce(0) { $0 + ($1.row + 3) / 4 * 4 * $1.rows }
-        if data.dataLength == unpadded, !layout.isBottomUp {
-            guard lentFrames.count.load(ordering: .acquiring) < Self.bufferLimit else { return .noBuffer }
-            guard let buffer = lend(data, planes: planes, width: width, height: height, format: layout.pixelFormat)
-            else { return .damaged }
-            return sample(of: buffer, timing: timing)
-        }
         let stride: (Int) -> Int
         if data.dataLength == unpadded {
             stride = { $0 }
@@ -466,50 +446,10 @@ private struct RawFrameMaker {
                 }
             }
         }
-        return sample(of: buffer, timing: timing)
-    }
-
-    /// A pixel buffer whose planes are `data`'s bytes, holding `data` until it dies; nil when the planes do not fit.
-    private func lend(
-        _ data: CMBlockBuffer, planes: [(row: Int, rows: Int)], width: Int, height: Int, format: OSType
-    ) -> CVPixelBuffer? {
-        var start: UnsafeMutablePointer<CChar>?
-        guard
-            CMBlockBufferGetDataPointer(
-                data, atOffset: 0, lengthAtOffsetOut: nil, totalLengthOut: nil, dataPointerOut: &start)
-                == kCMBlockBufferNoErr,
-            let start
-        else { return nil }
-        var offset = 0
-        let wrapped = planes.map { plane -> WrappedPlane in
-            defer { offset += plane.row * plane.rows }
-            return WrappedPlane(baseAddress: UnsafeMutableRawPointer(start) + offset, bytesPerRow: plane.row)
-        }
-        let lentFrames = lentFrames
-        lentFrames.count.add(1, ordering: .relaxed)
-        do {
-            // The closure keeps the packet's bytes alive as long as the picture, and counts the frame back.
-            return try CVPixelBuffer(width: width, height: height, pixelFormatType: format, planes: wrapped) {
-                withExtendedLifetime(data) {}
-                lentFrames.count.subtract(1, ordering: .releasing)
-            }
-        } catch {
-            lentFrames.count.subtract(1, ordering: .relaxed)
-            return nil
-        }
-    }
-
-    /// `buffer` as a sample with the description every frame of the stream shares.
-    private mutating func sample(of buffer: CVPixelBuffer, timing: CMSampleTimingInfo) -> Outcome {
         if description == nil { description = try? CMFormatDescription(imageBuffer: buffer) }
         guard let description,
             let sample = try? CMSampleBuffer(imageBuffer: buffer, formatDescription: description, sampleTiming: timing)
         else { return .damaged }
         return .sample(sample)
     }
-}
-
-/// How many lent raw frames are alive; shared by the capture thread and whichever thread drops a frame last.
-private final class LentFrameCount: Sendable {
-    let count = Atomic<Int>(0)
 }
