@@ -84,7 +84,8 @@ package final class MJPEGDecoder {
         let sampling = TJSAMP(UInt32(subsampling))
         guard sampling == TJSAMP_420 || sampling == TJSAMP_422 || sampling == TJSAMP_GRAY else {
             throw MediaCodecsError(
-                .unsupportedConversion, while: operation, message: "TurboJPEG subsampling \(subsampling) is not 4:2:0, 4:2:2 or grey")
+                .unsupportedConversion, while: operation,
+                message: "TurboJPEG subsampling \(subsampling) is not 4:2:0, 4:2:2 or grey")
         }
         let output = try takeBuffer(width: Int(width), height: Int(height))
         // JPEG (JFIF) numbers are BT.601, full range, whatever the size.
@@ -111,26 +112,22 @@ package final class MJPEGDecoder {
                 let cr = cb + chromaWidth * chromaHeight
                 var destinations: [UnsafeMutablePointer<UInt8>?] = [luma, cb, cr]
                 var strides: [Int32] = [Int32(planes[0].bytesPerRow), Int32(chromaWidth), Int32(chromaWidth)]
-                let status = tjDecompressToYUVPlanes(handle, jpeg, UInt(size), &destinations, width, &strides, height, 0)
+                let status = tjDecompressToYUVPlanes(
+                    handle, jpeg, UInt(size), &destinations, width, &strides, height, 0)
                 guard status == 0 else { return status }
                 let pairs = min(outputPairs, chromaWidth)
                 for row in 0..<outputRows {
                     let target = interleaved.baseAddress.advanced(by: row * interleaved.bytesPerRow)
-                        .assumingMemoryBound(to: UInt8.self)
                     if sampling == TJSAMP_420 {
                         let source = min(row, chromaHeight - 1) * chromaWidth
-                        for x in 0..<pairs {
-                            target[2 * x] = cb[source + x]
-                            target[2 * x + 1] = cr[source + x]
-                        }
+                        Self.interleave(cb + source, cr + source, into: target, pairs: pairs)
                     } else {
                         // 4:2:2: two chroma rows per output row, averaged (rounded).
                         let first = min(2 * row, chromaHeight - 1) * chromaWidth
                         let second = min(2 * row + 1, chromaHeight - 1) * chromaWidth
-                        for x in 0..<pairs {
-                            target[2 * x] = UInt8((UInt16(cb[first + x]) + UInt16(cb[second + x]) + 1) >> 1)
-                            target[2 * x + 1] = UInt8((UInt16(cr[first + x]) + UInt16(cr[second + x]) + 1) >> 1)
-                        }
+                        Self.interleaveAveraging(
+                            (UnsafePointer(cb + first), UnsafePointer(cb + second)),
+                            (UnsafePointer(cr + first), UnsafePointer(cr + second)), into: target, pairs: pairs)
                     }
                 }
                 return 0
@@ -158,10 +155,68 @@ package final class MJPEGDecoder {
         case .success(let buffer): return buffer
         case .failure(let error):
             if error.status == kCVReturnWouldExceedAllocationThreshold {
-                throw MediaCodecsError(.outOfBuffers, while: operation, message: "\(bufferLimit) buffers are held downstream")
+                throw MediaCodecsError(
+                    .outOfBuffers, while: operation, message: "\(bufferLimit) buffers are held downstream")
             }
             throw MediaCodecsError(.allocationFailed, while: operation, message: "CVReturn \(error.status)")
         }
+    }
+
+    // The chroma rows are written 16 pairs at a time with SIMD vectors: byte by byte, this loop was 2.5 % of a
+    // 1080p MJPEG recording's CPU (perf, the side-by-side job), as much as the framework's own Swift. A Cb, Cr pair
+    // is one little-endian UInt16, Cb in the low byte, so widening Cb and shifting Cr up interleaves them.
+
+    /// Writes `pairs` Cb, Cr pairs from the two planes' rows into `target`, interleaved.
+    private static func interleave(
+        _ cb: UnsafePointer<UInt8>, _ cr: UnsafePointer<UInt8>, into target: UnsafeMutableRawPointer, pairs: Int
+    ) {
+        var x = 0
+        while x + 16 <= pairs {
+            let blue = UnsafeRawPointer(cb + x).loadUnaligned(as: SIMD16<UInt8>.self)
+            let red = UnsafeRawPointer(cr + x).loadUnaligned(as: SIMD16<UInt8>.self)
+            target.storeBytes(of: pairsOf(blue, red), toByteOffset: 2 * x, as: SIMD16<UInt16>.self)
+            x += 16
+        }
+        let bytes = target.assumingMemoryBound(to: UInt8.self)
+        while x < pairs {
+            bytes[2 * x] = cb[x]
+            bytes[2 * x + 1] = cr[x]
+            x += 1
+        }
+    }
+
+    /// Like ``interleave(_:_:into:pairs:)``, each of Cb and Cr the rounded mean of two rows (4:2:2 to 4:2:0).
+    private static func interleaveAveraging(
+        _ cb: (UnsafePointer<UInt8>, UnsafePointer<UInt8>), _ cr: (UnsafePointer<UInt8>, UnsafePointer<UInt8>),
+        into target: UnsafeMutableRawPointer, pairs: Int
+    ) {
+        var x = 0
+        while x + 16 <= pairs {
+            let blue = mean(
+                UnsafeRawPointer(cb.0 + x).loadUnaligned(as: SIMD16<UInt8>.self),
+                UnsafeRawPointer(cb.1 + x).loadUnaligned(as: SIMD16<UInt8>.self))
+            let red = mean(
+                UnsafeRawPointer(cr.0 + x).loadUnaligned(as: SIMD16<UInt8>.self),
+                UnsafeRawPointer(cr.1 + x).loadUnaligned(as: SIMD16<UInt8>.self))
+            target.storeBytes(of: pairsOf(blue, red), toByteOffset: 2 * x, as: SIMD16<UInt16>.self)
+            x += 16
+        }
+        let bytes = target.assumingMemoryBound(to: UInt8.self)
+        while x < pairs {
+            bytes[2 * x] = UInt8((UInt16(cb.0[x]) + UInt16(cb.1[x]) + 1) >> 1)
+            bytes[2 * x + 1] = UInt8((UInt16(cr.0[x]) + UInt16(cr.1[x]) + 1) >> 1)
+            x += 1
+        }
+    }
+
+    /// (a + b + 1) / 2 in each lane, without widening: a | b is the sum less the bits both carry, once.
+    private static func mean(_ a: SIMD16<UInt8>, _ b: SIMD16<UInt8>) -> SIMD16<UInt8> {
+        (a | b) &- ((a ^ b) &>> 1)
+    }
+
+    /// Each lane's Cb, Cr as the two bytes of a little-endian UInt16: the pairs in memory order.
+    private static func pairsOf(_ cb: SIMD16<UInt8>, _ cr: SIMD16<UInt8>) -> SIMD16<UInt16> {
+        SIMD16<UInt16>(truncatingIfNeeded: cb) | (SIMD16<UInt16>(truncatingIfNeeded: cr) &<< 8)
     }
 
     private func errorMessage() -> String {

@@ -150,6 +150,65 @@ struct DecoderTests {
         }
     }
 
+    @Test(
+        "MJPEG chroma into NV12 exactly: 4:2:0 as it is, 4:2:2 rows averaged, widths 16-pair vectors do not divide",
+        arguments: [(TJSAMP_420, 362), (TJSAMP_422, 362), (TJSAMP_422, 34)])
+    func mjpegChromaExactly(sampling: TJSAMP, width: Int) throws {
+        // Noise in every channel, so each pair differs from its neighbours and a misplaced byte shows.
+        let height = 22
+        var generator = SystemRandomNumberGenerator()
+        let rgb = (0..<(width * height * 3)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let compressor = try #require(tjInitCompress())
+        defer { tjDestroy(compressor) }
+        var jpeg: UnsafeMutablePointer<UInt8>?
+        var size: UInt = 0
+        try #require(
+            tjCompress2(
+                compressor, rgb, Int32(width), 0, Int32(height), Int32(TJPF_RGB.rawValue), &jpeg, &size,
+                Int32(sampling.rawValue), 90, 0) == 0)
+        defer { tjFree(jpeg) }
+
+        // TurboJPEG's own Cb and Cr planes, and the NV12 rows they must make, computed byte by byte here.
+        let decompressor = try #require(tjInitDecompress())
+        defer { tjDestroy(decompressor) }
+        let chromaWidth = Int(tjPlaneWidth(1, Int32(width), Int32(sampling.rawValue)))
+        let chromaHeight = Int(tjPlaneHeight(1, Int32(height), Int32(sampling.rawValue)))
+        var luma = [UInt8](repeating: 0, count: width * height)
+        var cb = [UInt8](repeating: 0, count: chromaWidth * chromaHeight)
+        var cr = cb
+        let status = luma.withUnsafeMutableBufferPointer { y in
+            cb.withUnsafeMutableBufferPointer { u in
+                cr.withUnsafeMutableBufferPointer { v in
+                    var planes: [UnsafeMutablePointer<UInt8>?] = [y.baseAddress, u.baseAddress, v.baseAddress]
+                    var strides = [Int32(width), Int32(chromaWidth), Int32(chromaWidth)]
+                    return tjDecompressToYUVPlanes(
+                        decompressor, jpeg, size, &planes, Int32(width), &strides, Int32(height), 0)
+                }
+            }
+        }
+        try #require(status == 0)
+        var expected: [UInt8] = []
+        for row in 0..<(height / 2) {
+            let rows = sampling == TJSAMP_420 ? [row, row] : [2 * row, 2 * row + 1]
+            for x in 0..<(width / 2) {
+                for plane in [cb, cr] {
+                    let a = Int(plane[rows[0] * chromaWidth + x])
+                    let b = Int(plane[rows[1] * chromaWidth + x])
+                    expected.append(UInt8((a + b + 1) / 2))
+                }
+            }
+        }
+
+        let block = CMBlockBuffer(copying: Data(bytes: jpeg!, count: Int(size)))
+        let decoded = try MJPEGDecoder().decode(block)
+        #expect(planeBytes(decoded, 0).bytes == luma)
+        let chroma = planeBytes(decoded, 1).bytes
+        #expect(chroma.count == expected.count)
+        let wrong = zip(chroma, expected).enumerated().filter { $0.element.0 != $0.element.1 }.map(\.offset)
+        let differing = wrong.count
+        #expect(differing == 0, "chroma bytes differ, the first at offsets \(wrong.prefix(4))")
+    }
+
     @Test("a damaged JPEG is an error value, and the next image decodes")
     func damagedJPEG() throws {
         let decoder = try MJPEGDecoder()
