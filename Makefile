@@ -19,7 +19,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
+.PHONY: all build demo test test-kernel deps bench bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
 
 all: build
 
@@ -178,6 +178,14 @@ bench-side-by-side: side-by-side-tools
 bench-floor: side-by-side-tools
 	$(SWIFT) build -c release --product avcapture
 	sh Benchmarks/Scripts/decode-encode-floor.sh $(CURDIR)/.build/release/avcapture
+
+## bench-gap-profile: the side-by-side job on one input (INPUT=mjpeg, h264 or y4m) by avcapture, ffmpeg -re and
+## GStreamer under perf, CPU samples by library side by side (Benchmarks/Scripts/gap-profile.sh).
+INPUT ?= mjpeg
+bench-gap-profile: side-by-side-tools
+	@command -v perf >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq linux-perf; }
+	$(SWIFT) build -c release --product avcapture
+	sh Benchmarks/Scripts/gap-profile.sh .build/release/avcapture $(INPUT)
 
 ## bench-encoder-scaling: libx264/libx265 CPU and wall time per frame by size, preset and cores (the figures
 ## EncoderThreadPlan's model comes from).

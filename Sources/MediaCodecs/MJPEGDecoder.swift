@@ -210,11 +210,13 @@ package final class MJPEGDecoder {
     }
 
     /// (a + b + 1) / 2 in each lane, without widening: a | b is the sum less the bits both carry, once.
+    @inline(__always)
     private static func mean(_ a: SIMD16<UInt8>, _ b: SIMD16<UInt8>) -> SIMD16<UInt8> {
         (a | b) &- ((a ^ b) &>> 1)
     }
 
     /// Each lane's Cb, Cr as the two bytes of a little-endian UInt16: the pairs in memory order.
+    @inline(__always)
     private static func pairsOf(_ cb: SIMD16<UInt8>, _ cr: SIMD16<UInt8>) -> SIMD16<UInt16> {
         SIMD16<UInt16>(truncatingIfNeeded: cb) | (SIMD16<UInt16>(truncatingIfNeeded: cr) &<< 8)
     }
