@@ -15,7 +15,7 @@
 #
 #   make bench-floor        (or: sh Benchmarks/Scripts/decode-encode-floor.sh AVCAPTURE [SCRATCH_DIR])
 set -eu
-avcapture=$1
+avcapture=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 dir=${2:-${TMPDIR:-/tmp}/openav-floor}
 rounds=${ROUNDS:-3}
 scripts=$(cd "$(dirname "$0")" && pwd)
