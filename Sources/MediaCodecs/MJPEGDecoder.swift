@@ -118,17 +118,16 @@ package final class MJPEGDecoder {
                 let pairs = min(outputPairs, chromaWidth)
                 for row in 0..<outputRows {
                     let target = interleaved.baseAddress.advanced(by: row * interleaved.bytesPerRow)
-                    if sampling == TJSAMP_420 {
-                        let source = min(row, chromaHeight - 1) * chromaWidth
-                        Self.interleave(cb + source, cr + source, into: target, pairs: pairs)
-                    } else {
-                        // 4:2:2: two chroma rows per output row, averaged (rounded).
-                        let first = min(2 * row, chromaHeight - 1) * chromaWidth
-                        let second = min(2 * row + 1, chromaHeight - 1) * chromaWidth
-                        Self.interleaveAveraging(
-                            (UnsafePointer(cb + first), UnsafePointer(cb + second)),
-                            (UnsafePointer(cr + first), UnsafePointer(cr + second)), into: target, pairs: pairs)
-                    }
+                    // 4:2:2: two chroma rows per output row, averaged (rounded); 4:2:0: its one row, which is its
+                    // own mean.
+                    let (first, second) =
+                        sampling == TJSAMP_420
+                        ? (min(row, chromaHeight - 1), min(row, chromaHeight - 1))
+                        : (min(2 * row, chromaHeight - 1), min(2 * row + 1, chromaHeight - 1))
+                    Self.interleaveAveraging(
+                        (UnsafePointer(cb + first * chromaWidth), UnsafePointer(cb + second * chromaWidth)),
+                        (UnsafePointer(cr + first * chromaWidth), UnsafePointer(cr + second * chromaWidth)),
+                        into: target, pairs: pairs)
                 }
                 return 0
             }
@@ -166,26 +165,8 @@ package final class MJPEGDecoder {
     // 1080p MJPEG recording's CPU (perf, the side-by-side job), as much as the framework's own Swift. A Cb, Cr pair
     // is one little-endian UInt16, Cb in the low byte, so widening Cb and shifting Cr up interleaves them.
 
-    /// Writes `pairs` Cb, Cr pairs from the two planes' rows into `target`, interleaved.
-    private static func interleave(
-        _ cb: UnsafePointer<UInt8>, _ cr: UnsafePointer<UInt8>, into target: UnsafeMutableRawPointer, pairs: Int
-    ) {
-        var x = 0
-        while x + 16 <= pairs {
-            let blue = UnsafeRawPointer(cb + x).loadUnaligned(as: SIMD16<UInt8>.self)
-            let red = UnsafeRawPointer(cr + x).loadUnaligned(as: SIMD16<UInt8>.self)
-            target.storeBytes(of: pairsOf(blue, red), toByteOffset: 2 * x, as: SIMD16<UInt16>.self)
-            x += 16
-        }
-        let bytes = target.assumingMemoryBound(to: UInt8.self)
-        while x < pairs {
-            bytes[2 * x] = cb[x]
-            bytes[2 * x + 1] = cr[x]
-            x += 1
-        }
-    }
-
-    /// Like ``interleave(_:_:into:pairs:)``, each of Cb and Cr the rounded mean of two rows (4:2:2 to 4:2:0).
+    /// Writes `pairs` Cb, Cr pairs into `target`, interleaved, each the rounded mean of the same sample in two rows
+    /// of its plane (4:2:2 to 4:2:0; the same row twice copies it).
     private static func interleaveAveraging(
         _ cb: (UnsafePointer<UInt8>, UnsafePointer<UInt8>), _ cr: (UnsafePointer<UInt8>, UnsafePointer<UInt8>),
         into target: UnsafeMutableRawPointer, pairs: Int
