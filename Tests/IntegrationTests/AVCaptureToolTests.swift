@@ -242,11 +242,7 @@ struct AVCaptureToolTests {
     func framesFromMovieFile() throws {
         guard MediaTool.available(for: "AVCaptureToolTests.framesFromMovieFile") else { return }
         let source = try toolScratch("frames-source.y4m")
-        let made = try MediaTool.ffmpeg.run([
-            "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-frames:v", "20",
-            "-pix_fmt", "yuv420p", source.path,
-        ])
-        try #require(made.status == 0, "\(made.error)")
+        try testPatternY4M(at: source, rate: 30, frames: 20)
         let copy = try toolScratch("frames-copy.y4m")
         _ = FileManager.default.createFile(atPath: copy.path, contents: nil)
         let handle = try FileHandle(forWritingTo: copy)

@@ -341,11 +341,7 @@ struct MovieFileCameraTests {
     func heldRawFramesMakeTheFileWait() throws {
         guard MediaTool.available(for: "MovieFileCameraTests.heldRawFramesMakeTheFileWait") else { return }
         let video = try writerScratchURL("held.y4m")
-        let made = try MediaTool.ffmpeg.run([
-            "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-frames:v", "24", "-pix_fmt",
-            "yuv420p", video.path,
-        ])
-        try #require(made.status == 0, "\(made.error)")
+        try testPatternY4M(at: video, rate: 30, frames: 24)
         let movie = try MovieFileDevice(url: video)
         let camera = try #require(movie.camera)
         let session = AVCaptureSession()
@@ -381,12 +377,7 @@ struct MovieFileCameraTests {
         guard MediaTool.available(for: "MovieFileCameraTests.rawFiles") else { return }
         let video = try writerScratchURL("testsrc.y4m")
         let audio = try writerScratchURL("sine.wav")
-        let made = try MediaTool.ffmpeg.run([
-            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-frames:v", "25", "-pix_fmt",
-            "yuv420p",
-            video.path,
-        ])
-        try #require(made.status == 0, "\(made.error)")
+        try testPatternY4M(at: video, rate: 25, frames: 25)
         let tone = try MediaTool.ffmpeg.run([
             "-v", "error", "-f", "lavfi", "-i", "sine=frequency=1000:sample_rate=44100:duration=1", "-c:a", "pcm_s16le",
             audio.path,

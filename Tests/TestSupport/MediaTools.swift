@@ -18,7 +18,9 @@ public enum MediaTool: String, CaseIterable, Sendable {
     public static func available(_ tools: [MediaTool] = [.ffprobe, .ffmpeg], for test: String) -> Bool {
         let missing = tools.filter { !$0.isInstalled }
         if !missing.isEmpty {
-            print("Skipping \(test): \(missing.map(\.path).joined(separator: ", ")) not installed (make test installs them)")
+            print(
+                "Skipping \(test): \(missing.map(\.path).joined(separator: ", ")) not installed (make test installs them)"
+            )
         }
         return missing.isEmpty
     }
@@ -37,7 +39,9 @@ public struct ToolResult: Sendable {
     public var outputText: String { String(decoding: output, as: UTF8.self) }
 
     /// Runs `executable` to completion, reading both pipes as it goes (so a chatty tool cannot block on a full pipe).
-    public static func run(executable: String, _ arguments: [String], environment: [String: String]? = nil) throws
+    public static func run(
+        executable: String, _ arguments: [String], environment: [String: String]? = nil
+    ) throws
         -> ToolResult
     {
         let process = Process()
@@ -125,6 +129,18 @@ public func silentWave(channels: Int, sampleRate: Int, frames: Int, name: String
     let url = try scratchURL(name, suite: suite)
     try Data(bytes).write(to: url)
     return url
+}
+
+/// ffmpeg's moving test pattern (`testsrc2`) as raw 4:2:0 in a YUV4MPEG2 file at `url`: `frames` frames of `width`
+/// x `height` at `rate` frames a second, as a tool's raw export holds them.
+public func testPatternY4M(at url: URL, width: Int = 320, height: Int = 240, rate: Int, frames: Int) throws {
+    let result = try MediaTool.ffmpeg.run([
+        "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(width)x\(height):rate=\(rate)",
+        "-frames:v", "\(frames)", "-pix_fmt", "yuv420p", url.path,
+    ])
+    guard result.status == 0 else {
+        throw MediaToolFailure(description: "ffmpeg could not write \(url.lastPathComponent): \(result.error)")
+    }
 }
 
 /// A fresh path in a per-process scratch directory named for `suite` (nothing is there yet).
