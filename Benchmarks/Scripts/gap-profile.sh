@@ -40,16 +40,18 @@ echo
 echo "| library | avcapture | ffmpeg -re | GStreamer |"
 echo "|---|---|---|---|"
 # Libraries with at least 10 samples in any tool, the most first, then the totals.
+dso="avcapture.dso ffmpeg-re.dso gstreamer.dso"
+# shellcheck disable=SC2086 # the file list is a word list
 awk '
     FNR == 1 { tool++ }
-    { sub(/\.so.*/, "", $1); n[$1, tool] += $2; if ($1 !~ /^\[hand/) total[tool] += $2; seen[$1] = 1 }
+    { sub(/\.so.*/, "", $1); n[$1, tool] += $2; seen[$1] = 1 }
     END {
-        for (lib in seen) { top = 0; for (t = 1; t <= 3; t++) if (n[lib, t] > top) top = n[lib, t]; if (top >= 10) print top, lib }
-        printf "~ %d %d %d\n", total[1], total[2], total[3] > "/dev/stderr"
-    }' avcapture.dso ffmpeg-re.dso gstreamer.dso 2>totals.txt | sort -rn | while read -r _ lib; do
-    awk -v lib="$lib" '
-        FNR == 1 { tool++ }
-        { sub(/\.so.*/, "", $1); if ($1 == lib) n[tool] += $2 }
-        END { printf "| %s | %d | %d | %d |\n", lib, n[1], n[2], n[3] }' avcapture.dso ffmpeg-re.dso gstreamer.dso
-done
-awk '{printf "| all | %d | %d | %d |\n", $2, $3, $4}' totals.txt
+        for (lib in seen) {
+            top = 0
+            for (t = 1; t <= 3; t++) if (n[lib, t] > top) top = n[lib, t]
+            if (top >= 10) printf "%d\t| %s | %d | %d | %d |\n", top, lib, n[lib, 1], n[lib, 2], n[lib, 3]
+        }
+    }' $dso | sort -rn | cut -f2-
+# shellcheck disable=SC2086
+awk 'FNR == 1 { tool++ } $1 !~ /^\[hand/ { total[tool] += $2 }
+    END { printf "| all | %d | %d | %d |\n", total[1], total[2], total[3] }' $dso
