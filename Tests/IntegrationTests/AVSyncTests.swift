@@ -48,6 +48,11 @@ struct AVSyncTests {
             ["-nostdin", "-v", "error"] + window + length + [
                 "-i", url.path, "-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "f32le", "-",
             ])
+        // A file ffmpeg cannot decode is that error, not a file without beeps.
+        guard decoded.status == 0 else {
+            throw MediaToolFailure(
+                description: "ffmpeg could not decode \(url.lastPathComponent)'s sound: \(decoded.error)")
+        }
         let samples = decoded.output.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
         return VirtualAudioReader.findBeeps(samples: samples, sampleRate: 48_000).map { (start ?? 0) + $0 }
     }

@@ -26,10 +26,19 @@ struct AudioClockDriftTests {
         #expect(delegate.error == nil, "\(String(describing: delegate.error))")
         let measured = try #require(output.recordingStatistics.audioClockDriftPPM, "no drift was measured")
         #expect(abs(measured - ppm) < abs(ppm) * 0.1, "measured \(measured) ppm of \(ppm)")
-        let beeps = try AVSyncTests.beepTimes(url)
-        try #require(beeps.count >= 4, "beeps at \(beeps)")
+        let found = try AVSyncTests.beepTimes(url)
+        guard found.count >= 4 else {
+            let sound = try? FFprobeReport(url).stream("audio")
+            Issue.record("beeps at \(found); the file's sound: \(String(describing: sound))")
+            return
+        }
+        // The follower leaves the sound as it comes until it is 2 ms off (0.4 s at 5000 ppm), then absorbs the
+        // difference over the next second (AudioClockFollower): a beep before 1.5 s can sit up to a few ms from where
+        // the clock heard it, by design. The beeps from there on are where it promises them.
+        let beeps = found.filter { $0 >= 1.5 }
+        try #require(beeps.count >= 3, "beeps at \(found)")
         let span = beeps[beeps.count - 1] - beeps[0]
-        // Whole seconds of the microphone's clock between the first and the last beep found (one at the edge of a
+        // Whole seconds of the microphone's clock between the first and the last of them (one at the edge of a
         // buffer may be missed).
         let intervals = span.rounded()
         let expected = intervals / (1 + ppm * 1e-6)
