@@ -46,7 +46,8 @@ package enum DecoderOutput {
 /// frame the decoder made in the configured format and range already (4:2:0 planar or NV12, 8-bit) is lent
 /// instead, with no copy: the pixel buffer holds a reference to libavcodec's frame and drops it when it dies
 /// (`av_frame_clone`, `av_frame_free`); at most ``Configuration/bufferLimit`` are lent at once, later frames are
-/// copied into the pool.
+/// copied into the pool. ``lendsPlanarFrames`` does the same for a caller whose consumers change while it decodes
+/// (the session's decode stage), switched between frames.
 ///
 /// Timestamps pass through libavcodec in the time scale of the first packet sent, so a frame comes back with its
 /// packet's exact time; the duration is the packet's.
@@ -115,6 +116,14 @@ package final class VideoDecoder {
     }
 
     package let configuration: Configuration
+
+    /// Whether frames come out as 4:2:0 planar in the stream's own range (`'y420'`, or `'f420'` for full range),
+    /// lent with no copy when the decoder made them so (8-bit 4:2:0 H.264 and HEVC do), instead of copied into
+    /// NV12 buffers. Only with no ``Configuration/pixelFormat`` configured, and only for a caller whose every
+    /// consumer just reads the pictures (an encoder), as for ``Configuration/lendsFrames``. It may change between
+    /// any two frames, key frame or not: only what is done with a picture after decoding changes, and frames lent
+    /// already stay valid until their buffers die.
+    package var lendsPlanarFrames = false
 
     private var context: UnsafeMutablePointer<AVCodecContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -253,8 +262,13 @@ package final class VideoDecoder {
         if status == CFFmpeg_AVERROR_EOF() { return .endOfStream }
         guard status >= 0 else { throw .ffmpeg(status, while: "receiving a \(configuration.codecName) frame") }
         defer { av_frame_unref(frame) }
+        let (target, lends) = output(for: frame)
         let buffer: CVPixelBuffer
-        if let lentBuffer = lend(frame) { buffer = lentBuffer } else { buffer = try convert(frame) }
+        if lends, let lentBuffer = lend(frame, as: target) {
+            buffer = lentBuffer
+        } else {
+            buffer = try convert(frame, to: target)
+        }
         let scale = timescale ?? 90_000
         let timeBase = AVRational(num: 1, den: scale)
         let pts = frame.pointee.best_effort_timestamp
@@ -265,17 +279,36 @@ package final class VideoDecoder {
                 duration: ticks > 0 ? CMTime(value: ticks, timescale: scale) : .invalid))
     }
 
-    /// The frame in the configured pixel format, through libswscale, in a buffer of the pool.
-    private func convert(_ frame: UnsafeMutablePointer<AVFrame>) throws(MediaCodecsError) -> CVPixelBuffer {
+    /// The pixel format `frame` is given in (the configured one, else NV12 or, with ``lendsPlanarFrames``, 4:2:0
+    /// planar, in the frame's range), and whether it may be lent rather than copied.
+    private func output(for frame: UnsafeMutablePointer<AVFrame>) -> (format: OSType, lends: Bool) {
+        if let format = configuration.pixelFormat { return (format, configuration.lendsFrames) }
+        let fullRange = Self.isFullRange(frame)
+        return lendsPlanarFrames
+            ? (fullRange ? kCVPixelFormatType_420YpCbCr8PlanarFullRange : kCVPixelFormatType_420YpCbCr8Planar, true)
+            : (
+                fullRange
+                    ? kCVPixelFormatType_420YpCbCr8BiPlanarFullRange : kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange,
+                false
+            )
+    }
+
+    /// Whether the frame's samples are full range (a `yuvj…` format or `AVCOL_RANGE_JPEG`).
+    private static func isFullRange(_ frame: UnsafeMutablePointer<AVFrame>) -> Bool {
+        unJPEG(AVPixelFormat(frame.pointee.format)).fullRange || frame.pointee.color_range == AVCOL_RANGE_JPEG
+    }
+
+    /// The frame in pixel format `target`, through libswscale, in a buffer of the pool.
+    private func convert(
+        _ frame: UnsafeMutablePointer<AVFrame>, to target: OSType
+    ) throws(MediaCodecsError)
+        -> CVPixelBuffer
+    {
         let operation = "converting a decoded \(configuration.codecName) frame"
         let width = Int(frame.pointee.width)
         let height = Int(frame.pointee.height)
-        let (sourceFormat, jpegRange) = Self.unJPEG(AVPixelFormat(frame.pointee.format))
-        let fullRange = jpegRange || frame.pointee.color_range == AVCOL_RANGE_JPEG
-        let target =
-            configuration.pixelFormat
-            ?? (fullRange
-                ? kCVPixelFormatType_420YpCbCr8BiPlanarFullRange : kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange)
+        let sourceFormat = Self.unJPEG(AVPixelFormat(frame.pointee.format)).0
+        let fullRange = Self.isFullRange(frame)
         guard let mapping = FFmpegPixelFormat(target) else {
             throw MediaCodecsError(.unsupportedConversion, while: operation, message: pixelFormatName(target))
         }
@@ -351,14 +384,14 @@ package final class VideoDecoder {
     /// The matrix a pixel buffer is tagged with for libswscale's colour space `space`.
     private static func matrix(_ space: Int32) -> YCbCrMatrix { space == SWS_CS_ITU709 ? .itu709 : .itu601 }
 
-    /// The decoded frame itself as a pixel buffer, no copy, when it is in the configured format and range already
-    /// (8-bit 4:2:0, planar or NV12) and fewer than ``Configuration/bufferLimit`` frames are lent; nil otherwise.
-    private func lend(_ frame: UnsafeMutablePointer<AVFrame>) -> CVPixelBuffer? {
-        guard configuration.lendsFrames, let target = configuration.pixelFormat,
-            let mapping = FFmpegPixelFormat(target),
+    /// The decoded frame itself as a pixel buffer of format `target`, no copy, when it is in that format and range
+    /// already (8-bit 4:2:0, planar or NV12) and fewer than ``Configuration/bufferLimit`` frames are lent; nil
+    /// otherwise.
+    private func lend(_ frame: UnsafeMutablePointer<AVFrame>, as target: OSType) -> CVPixelBuffer? {
+        guard let mapping = FFmpegPixelFormat(target),
             mapping.format == AV_PIX_FMT_YUV420P || mapping.format == AV_PIX_FMT_NV12,
-            AVPixelFormat(frame.pointee.format) == mapping.format,
-            (frame.pointee.color_range == AVCOL_RANGE_JPEG) == mapping.isFullRange,
+            Self.unJPEG(AVPixelFormat(frame.pointee.format)).0 == mapping.format,
+            Self.isFullRange(frame) == mapping.isFullRange,
             frame.pointee.buf.0 != nil, lent.take(upTo: configuration.bufferLimit)
         else { return nil }
         guard let reference = av_frame_clone(frame) else {

@@ -270,8 +270,8 @@ struct DecoderTests {
         }
     }
 
-    @Test("H.264 lent without a copy: the same pictures as copied, valid after the decoder is gone, bounded, freed")
-    func lentFrames() throws {
+    /// 30 frames of the moving gradient as H.264 (one key frame, then P-frames), and the encoder's `avcC`.
+    private func h264Packets() throws -> (packets: [EncodedPacket], extradata: [UInt8]) {
         let encoder = try VideoEncoder(VideoEncoder.Configuration(codec: .h264, width: 320, height: 240))
         var packets: [EncodedPacket] = []
         for index in 0..<30 {
@@ -283,9 +283,15 @@ struct DecoderTests {
         }
         try encoder.finish()
         while case .packet(let packet) = try encoder.receivePacket() { packets.append(packet) }
+        return (packets, encoder.extradata)
+    }
+
+    @Test("H.264 lent without a copy: the same pictures as copied, valid after the decoder is gone, bounded, freed")
+    func lentFrames() throws {
+        let (packets, extradata) = try h264Packets()
         func decodeAll(lending: Bool) throws -> (frames: [DecodedFrame], decoder: VideoDecoder) {
             var configuration = VideoDecoder.Configuration(
-                codecName: "h264", extradata: encoder.extradata, pixelFormat: kCVPixelFormatType_420YpCbCr8Planar,
+                codecName: "h264", extradata: extradata, pixelFormat: kCVPixelFormatType_420YpCbCr8Planar,
                 bufferLimit: lending ? 16 : 30)
             configuration.lendsFrames = lending
             let decoder = try VideoDecoder(configuration)
@@ -318,6 +324,49 @@ struct DecoderTests {
             }
             #expect(decodedIndex(mine.pixelBuffer) == index, "frame \(index)")
         }
+    }
+
+    @Test("H.264 switched between lent planar pictures and NV12 copies at P-frames: the same pictures throughout")
+    func lendingSwitchedBetweenFrames() throws {
+        let (packets, extradata) = try h264Packets()
+        let configuration = VideoDecoder.Configuration(codecName: "h264", extradata: extradata, bufferLimit: 30)
+        let reference = try VideoDecoder(configuration)
+        let switching = try VideoDecoder(configuration)
+        var expected: [DecodedFrame] = []
+        var frames: [(frame: DecodedFrame, lending: Bool)] = []
+        for (index, packet) in packets.enumerated() {
+            // Lent for frames 0–9 and 20–29, copied for 10–19; only frame 0 is a key frame.
+            let lending = (index / 10) % 2 == 0
+            switching.lendsPlanarFrames = lending
+            for decoder in [reference, switching] {
+                try decoder.send(packet.data, presentationTime: packet.presentationTime, duration: packet.duration)
+            }
+            expected += try drainFrames(reference)
+            frames += try drainFrames(switching).map { ($0, lending) }
+        }
+        try #require(frames.count == 30 && expected.count == 30)
+        #expect(switching.lentFrameCount == frames.filter(\.lending).count)
+        for (index, ((frame, lending), theirs)) in zip(frames, expected).enumerated() {
+            let format = CVPixelBufferGetPixelFormatType(frame.pixelBuffer)
+            #expect(
+                format
+                    == (lending
+                        ? kCVPixelFormatType_420YpCbCr8Planar : kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange),
+                "frame \(index)")
+            #expect(
+                planeBytes(frame.pixelBuffer, 0).bytes == planeBytes(theirs.pixelBuffer, 0).bytes, "frame \(index) luma"
+            )
+            let pairs = planeBytes(theirs.pixelBuffer, 1).bytes
+            let chroma =
+                lending
+                ? zip(planeBytes(frame.pixelBuffer, 1).bytes, planeBytes(frame.pixelBuffer, 2).bytes).flatMap {
+                    [$0, $1]
+                }
+                : planeBytes(frame.pixelBuffer, 1).bytes
+            #expect(chroma == pairs, "frame \(index) chroma")
+        }
+        frames.removeAll()
+        #expect(switching.lentFrameCount == 0, "every lent frame is given back when its buffer dies")
     }
 
     @Test("H.264 and AAC from a QuickTime movie (AVCC with avcC, AudioSpecificConfig): frames and tone back")

@@ -17,7 +17,8 @@ struct SampleDecodeStageTests {
             image.withLockedPlanes { planes in
                 for (plane, layout) in planes.enumerated() {
                     for y in 0..<layout.height {
-                        layout.row(y).initializeMemory(as: UInt8.self, repeating: plane == 0 ? UInt8(40 + index * 20) : 128)
+                        layout.row(y).initializeMemory(
+                            as: UInt8.self, repeating: plane == 0 ? UInt8(40 + index * 20) : 128)
                     }
                 }
             }
@@ -74,7 +75,10 @@ struct SampleDecodeStageTests {
                 }
                 for buffer in buffers {
                     decoded.append(
-                        (buffer.presentationTimeStamp, try #require(buffer.imageBuffer).pixelFormatType, try meanLuma(buffer)))
+                        (
+                            buffer.presentationTimeStamp, try #require(buffer.imageBuffer).pixelFormatType,
+                            try meanLuma(buffer)
+                        ))
                 }
             }
             try #require(decoded.count == 8, "\(codec): \(decoded.count) frames")
@@ -83,7 +87,8 @@ struct SampleDecodeStageTests {
                 #expect(
                     frame.format
                         == (codec == .jpeg
-                            ? kCVPixelFormatType_420YpCbCr8BiPlanarFullRange : kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange))
+                            ? kCVPixelFormatType_420YpCbCr8BiPlanarFullRange
+                            : kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange))
                 // Video range grey 40 + 20·index, as full range for JPEG.
                 let expected = Double(40 + index * 20)
                 let videoRange = codec == .jpeg ? frame.luma * 219 / 255 + 16 : frame.luma
@@ -93,11 +98,45 @@ struct SampleDecodeStageTests {
         let raw = try nv12(width: 16, height: 16)
         let sample = try CMSampleBuffer(
             imageBuffer: raw, formatDescription: try CMFormatDescription(imageBuffer: raw),
-            sampleTiming: CMSampleTimingInfo(duration: .invalid, presentationTimeStamp: .zero, decodeTimeStamp: .invalid))
+            sampleTiming: CMSampleTimingInfo(
+                duration: .invalid, presentationTimeStamp: .zero, decodeTimeStamp: .invalid))
         #expect(!SampleDecodeStage.needsDecoding(sample))
         guard case .passThrough = SampleDecodeStage().process(sample) else {
             Issue.record("a raw frame was not passed through")
             return
+        }
+    }
+
+    @Test("for readers only, H.264 comes out as the decoder's own 4:2:0 planar pictures, else NV12, switched per frame")
+    func readersOnly() throws {
+        let stage = SampleDecodeStage()
+        var decoded: [(format: OSType, luma: Double, readersOnly: Bool)] = []
+        for (index, sample) in try compressed(.h264, frames: 8).enumerated() {
+            let readersOnly = index < 3 || index >= 6
+            guard case .decoded(let buffers) = stage.process(sample, forReadersOnly: readersOnly) else {
+                Issue.record("frame \(index) not decoded")
+                continue
+            }
+            for buffer in buffers {
+                decoded.append((try #require(buffer.imageBuffer).pixelFormatType, try meanLuma(buffer), readersOnly))
+            }
+        }
+        try #require(decoded.count == 8)
+        for (index, frame) in decoded.enumerated() {
+            let expected =
+                frame.readersOnly
+                ? kCVPixelFormatType_420YpCbCr8Planar : kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+            #expect(frame.format == expected, "frame \(index)")
+            #expect(abs(frame.luma - Double(40 + index * 20)) < 3, "frame \(index): \(frame.luma)")
+        }
+        // MJPEG is TurboJPEG's NV12 either way: nothing of the decoder's is lent.
+        let jpeg = SampleDecodeStage()
+        for sample in try compressed(.jpeg, frames: 2) {
+            guard case .decoded(let buffers) = jpeg.process(sample, forReadersOnly: true) else {
+                Issue.record("JPEG not decoded")
+                continue
+            }
+            #expect(buffers.map { $0.imageBuffer?.pixelFormatType } == [kCVPixelFormatType_420YpCbCr8BiPlanarFullRange])
         }
     }
 
@@ -109,7 +148,9 @@ struct SampleDecodeStageTests {
         let garbage = try CMSampleBuffer(
             dataBuffer: CMBlockBuffer(copying: Data([0xFF, 0xD8, 1, 2, 3])), formatDescription: description,
             numSamples: 1,
-            sampleTimings: [CMSampleTimingInfo(duration: .invalid, presentationTimeStamp: .zero, decodeTimeStamp: .invalid)],
+            sampleTimings: [
+                CMSampleTimingInfo(duration: .invalid, presentationTimeStamp: .zero, decodeTimeStamp: .invalid)
+            ],
             sampleSizes: [5])
         guard case .dropped(.discontinuity) = stage.process(garbage) else {
             Issue.record("a damaged JPEG was not a discontinuity")

@@ -261,7 +261,9 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
                 minFreeDiskSpace: state.minFreeDiskSpaceLimit)
             return (limits, state.survivesDisconnection)
         }
-        if !isActive.load(ordering: .sequentiallyConsistent) { statistics.withLock { $0 = AVCaptureRecordingStatistics() } }
+        if !isActive.load(ordering: .sequentiallyConsistent) {
+            statistics.withLock { $0 = AVCaptureRecordingStatistics() }
+        }
         isActive.store(true, ordering: .sequentiallyConsistent)
         submit(
             .start(
@@ -325,7 +327,8 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         // The decoded picture of a frame the file takes compressed: only at the instant recording starts, when the
         // frame was offered compressed a moment before it was active. Its compressed twin brings the next one.
         if sampleBuffer.imageBuffer != nil, let device = connection.inputPorts.first?.formatDescription,
-            device.mediaType == .video, SampleDecodeStage.decodedPixelFormat(forCodec: device.mediaSubType.rawValue) != nil,
+            device.mediaType == .video,
+            SampleDecodeStage.decodedPixelFormat(forCodec: device.mediaSubType.rawValue) != nil,
             takesCompressedVideo(device, from: connection)
         {
             return
@@ -340,7 +343,8 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
             }
         }
         let recorded =
-            !isVideo ? AudioChannelGain.apply(to: sampleBuffer, channels: connection.audioChannels)
+            !isVideo
+            ? AudioChannelGain.apply(to: sampleBuffer, channels: connection.audioChannels)
             : sampleBuffer.imageBuffer == nil ? compressedFrames.copy(sampleBuffer) : sampleBuffer
         if mailbox.post(.sample(recorded, connection, isVideo: isVideo)) {
             statistics.withLock { isVideo ? ($0.videoFramesReceived += 1) : ($0.audioBuffersReceived += 1) }
@@ -356,12 +360,21 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         return encoderDemand(for: connection)
     }
 
+    /// Frames go to the encoder only, unless a file output delegate is shown them; the H.264 and HEVC encoders
+    /// take 4:2:0 planar as it is.
+    override package func takesLentPictures(from connection: AVCaptureConnection) -> Bool {
+        guard !hasFileDelegate.load(ordering: .relaxed) else { return false }
+        return videoDemand(for: connection)?.pixelFormats.contains(kCVPixelFormatType_420YpCbCr8Planar) ?? true
+    }
+
     /// The pixel formats the encoder of `connection`'s media takes as they are; nil takes any (subclasses).
     func encoderDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? { nil }
 
     /// While recording, compressed frames the file takes as they are (see ``writesAsItComes(_:for:)``); not while
     /// a file output delegate watches, since it is shown decoded frames.
-    override package func takesCompressedVideo(_ format: CMFormatDescription, from connection: AVCaptureConnection)
+    override package func takesCompressedVideo(
+        _ format: CMFormatDescription, from connection: AVCaptureConnection
+    )
         -> Bool
     {
         isActive.load(ordering: .relaxed) && !hasFileDelegate.load(ordering: .relaxed)

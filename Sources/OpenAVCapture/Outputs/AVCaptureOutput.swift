@@ -27,7 +27,9 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
     /// frame as the device delivers it) turned by the connection's `videoRotationAngle` (clockwise, in quarter turns)
     /// and mirrored if `isVideoMirrored`, as a data output on that connection delivers its frames. Nil when the
     /// connection is not one of this output's.
-    open func transformedMetadataObject(for metadataObject: AVMetadataObject, connection: AVCaptureConnection)
+    open func transformedMetadataObject(
+        for metadataObject: AVMetadataObject, connection: AVCaptureConnection
+    )
         -> AVMetadataObject?
     {
         guard connections.contains(where: { $0 === connection }) else { return nil }
@@ -82,6 +84,12 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
     package func takesCompressedVideo(_ format: CMFormatDescription, from connection: AVCaptureConnection) -> Bool {
         false
     }
+
+    /// Whether the output may be given a decoder's own 4:2:0 planar pictures from `connection`, which the decoder
+    /// predicts later pictures from, instead of copies: it only reads the frames it takes (an encoder's input), lets
+    /// no code that may draw on them see them, and takes `'y420'` as it is (or takes nothing now). Read on the
+    /// capture thread for every compressed frame. Must not block.
+    package func takesLentPictures(from connection: AVCaptureConnection) -> Bool { false }
 
     /// A frame the device dropped, on the capture thread. Must not block.
     package func receiveDrop(

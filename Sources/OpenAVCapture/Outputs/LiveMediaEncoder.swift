@@ -4,7 +4,8 @@ import MediaCodecs
 /// Encodes a session's pictures and sound once, continuously, for the outputs that keep or send encoded media
 /// rather than write one file (the pre-event output's ring; its files take the packets as they are).
 ///
-/// The video encoder is made for the first picture (its size and pixel format, the frame rate its duration says):
+/// The video encoder is made for the first picture (its size and pixel format, the frame rate its duration says;
+/// later pictures in another format or size are converted to those, see ``EncoderPictureConverter``):
 /// H.264 with the defaults of ``VideoEncoder`` (a key frame every second) unless the settings say otherwise; the
 /// audio encoder for the first sound buffer (AAC at its rate and channel count).
 ///
@@ -20,6 +21,7 @@ final class LiveMediaEncoder {
     let settings: Settings
     private(set) var video: VideoEncoder?
     private(set) var audio: AudioEncoder?
+    private var pictures = EncoderPictureConverter()
     /// Sound in a rate AAC does not take is resampled to 48 kHz first.
     private var resampler: AudioConverter?
 
@@ -39,7 +41,8 @@ final class LiveMediaEncoder {
             video = try VideoEncoder(configuration)
         }
         guard let video else { return [] }
-        try video.send(image, presentationTime: buffer.presentationTimeStamp)
+        try video.send(
+            try pictures.picture(image, for: video.configuration), presentationTime: buffer.presentationTimeStamp)
         var packets: [EncodedPacket] = []
         while case .packet(let packet) = try video.receivePacket() { packets.append(packet) }
         return packets
@@ -51,7 +54,8 @@ final class LiveMediaEncoder {
         guard let description = buffer.formatDescription?.audioStreamBasicDescription else { return [] }
         var buffers = [buffer]
         let rate = Int(description.mSampleRate.rounded())
-        let takesRate = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000].contains(rate)
+        let takesRate = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000].contains(
+            rate)
         if !takesRate {
             if resampler == nil {
                 let target = AudioConverter.Format(

@@ -302,7 +302,9 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
                 let old = preset
                 preset = newValue
                 for case let input as AVCaptureDeviceInput in inputList { applyPreset(to: input.device) }
-                if old != newValue { keyValueObservers.notifyChange(\AVCaptureSession.sessionPreset, of: self, from: old, to: newValue) }
+                if old != newValue {
+                    keyValueObservers.notifyChange(\AVCaptureSession.sessionPreset, of: self, from: old, to: newValue)
+                }
             }
         }
     }
@@ -519,7 +521,10 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
             } catch {
                 stream.isInterrupted = true
                 if error.kind == .busy {
-                    interrupt(for: device, reason: device.hasMediaType(.video) ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
+                    interrupt(
+                        for: device,
+                        reason: device.hasMediaType(.video)
+                            ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
                 } else {
                     failure = failure ?? error.avError(for: device)
                     interrupt(for: device, reason: nil)
@@ -543,19 +548,22 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
             guard let self else { return }
             switch event {
             case .output(let sampleBuffer, _):
+                // One look at the routes per buffer: the decoder's choice to lend its pictures holds only for the
+                // outputs it was made for.
+                let routes = slot.routes.withLock { $0 }
                 // Outputs that write the device's compressed frames as they are get them first; a frame every
                 // output took that way is not decoded.
-                let (takers, everyoneTookIt) = self.routeCompressed(sampleBuffer, through: slot)
-                if everyoneTookIt {
+                let offer = self.offerCompressed(sampleBuffer, to: routes)
+                if offer.everyoneTookIt {
                     decodeStage.skip(sampleBuffer)
                     break
                 }
-                switch decodeStage.process(sampleBuffer) {
+                switch decodeStage.process(sampleBuffer, forReadersOnly: offer.othersOnlyRead) {
                 case .passThrough:
-                    self.route(sampleBuffer, through: slot, converting: conversionStage, skipping: takers)
+                    self.route(sampleBuffer, to: routes, converting: conversionStage, skipping: offer.takers)
                 case .decoded(let buffers):
                     for buffer in buffers {
-                        self.route(buffer, through: slot, converting: conversionStage, skipping: takers)
+                        self.route(buffer, to: routes, converting: conversionStage, skipping: offer.takers)
                     }
                 case .dropped(let reason):
                     self.routeDrop(at: sampleBuffer.presentationTimeStamp, reason: reason, through: slot)
@@ -564,7 +572,8 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
                 self.routeDrop(at: time, reason: reason, through: slot)
             case .fault(let fault):
                 // The device's last words: frames its decoder held back (a movie file's end) go out before the fault.
-                for buffer in decodeStage.drain() { self.route(buffer, through: slot, converting: conversionStage) }
+                let routes = slot.routes.withLock { $0 }
+                for buffer in decodeStage.drain() { self.route(buffer, to: routes, converting: conversionStage) }
                 self.eventQueue.async { self.deviceDidFault(key, fault) }
             }
         }
@@ -579,39 +588,53 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         }
     }
 
-    /// Hands a compressed video frame to the enabled connections whose outputs take it as it is
-    /// (`takesCompressedVideo`); returns those connections, and whether they are all the enabled ones. When they
-    /// are, the frame is not decoded (an inter-frame codec's decoder then waits for the next key frame).
-    /// Runs on the capture thread; allocates only when an output takes the frame.
-    private func routeCompressed(_ sampleBuffer: CMSampleBuffer, through slot: RouteSlot)
-        -> (takers: [ObjectIdentifier], everyone: Bool)
-    {
-        guard sampleBuffer.imageBuffer == nil, let format = sampleBuffer.formatDescription, format.mediaType == .video
-        else { return ([], false) }
-        let routes = slot.routes.withLock { $0 }
+    /// What the enabled connections of a device made of one compressed video frame offered as it is.
+    private struct CompressedOffer {
+        /// The connections whose outputs took it as it is (`takesCompressedVideo`).
         var takers: [ObjectIdentifier] = []
+        /// Whether the takers are all the enabled connections: the frame is not decoded (an inter-frame codec's
+        /// decoder then waits for the next key frame).
+        var everyoneTookIt = false
+        /// Whether every other output may be given the decoder's own pictures instead of copies
+        /// (`takesLentPictures`).
+        var othersOnlyRead = false
+    }
+
+    /// Hands a compressed video frame to the enabled connections whose outputs take it as it is, and says what the
+    /// others need of its decoded picture. Runs on the capture thread; allocates only when an output takes the
+    /// frame.
+    private func offerCompressed(_ sampleBuffer: CMSampleBuffer, to routes: [Route]) -> CompressedOffer {
+        guard sampleBuffer.imageBuffer == nil, let format = sampleBuffer.formatDescription, format.mediaType == .video
+        else { return CompressedOffer() }
+        var offer = CompressedOffer(othersOnlyRead: true)
         var enabled = 0
         for route in routes where route.connection.isEnabled {
             enabled += 1
-            guard let output = route.output, output.takesCompressedVideo(format, from: route.connection) else { continue }
-            output.receive(sampleBuffer, from: route.connection)
-            takers.append(ObjectIdentifier(route.connection))
+            guard let output = route.output else { continue }
+            if output.takesCompressedVideo(format, from: route.connection) {
+                output.receive(sampleBuffer, from: route.connection)
+                offer.takers.append(ObjectIdentifier(route.connection))
+            } else if offer.othersOnlyRead {
+                offer.othersOnlyRead = output.takesLentPictures(from: route.connection)
+            }
         }
-        return (takers, !takers.isEmpty && takers.count == enabled)
+        offer.everyoneTookIt = !offer.takers.isEmpty && offer.takers.count == enabled
+        return offer
     }
 
-    /// Hands one buffer to every enabled connection of its device but `skipped` ones, each frame in the format its
+    /// Hands one buffer to every enabled connection in `targets` but `skipped` ones, each frame in the format its
     /// output takes. Runs on the capture thread.
     private func route(
-        _ sampleBuffer: CMSampleBuffer, through slot: RouteSlot, converting stage: FrameConversionStage,
+        _ sampleBuffer: CMSampleBuffer, to targets: [Route], converting stage: FrameConversionStage,
         skipping skipped: [ObjectIdentifier] = []
     ) {
-        let targets = slot.routes.withLock { $0 }
         let isVideo = sampleBuffer.imageBuffer != nil
         defer { if isVideo { stage.endFrame() } }
         for route in targets where route.connection.isEnabled && !skipped.contains(ObjectIdentifier(route.connection)) {
             guard let output = route.output else { continue }
-            if !route.connection.audioChannels.isEmpty { AudioLevels.measure(sampleBuffer, into: route.connection.audioChannels) }
+            if !route.connection.audioChannels.isEmpty {
+                AudioLevels.measure(sampleBuffer, into: route.connection.audioChannels)
+            }
             guard isVideo, let demand = output.videoDemand(for: route.connection) else {
                 output.receive(sampleBuffer, from: route.connection)
                 continue
@@ -635,7 +658,8 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
             streams[key] = stream
             let reason: InterruptionReason? =
                 fault.kind == .busy
-                ? (stream.device.hasMediaType(.video) ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
+                ? (stream.device.hasMediaType(.video)
+                    ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
                 : nil
             interrupt(for: stream.device, reason: reason)
             return (stream.input, stream.device, fault.kind == .busy ? nil : fault.avError(for: stream.device))
@@ -749,7 +773,8 @@ extension DeviceFault {
         case .io(.noSpace):
             return AVError(
                 .unknown, "\(name) cannot stream this format: not enough USB bandwidth",
-                suggestion: advice ?? "Choose a compressed (MJPEG) or smaller format, or move the camera to another USB controller.",
+                suggestion: advice
+                    ?? "Choose a compressed (MJPEG) or smaller format, or move the camera to another USB controller.",
                 extra: extra)
         case .io(let errno):
             return AVError(

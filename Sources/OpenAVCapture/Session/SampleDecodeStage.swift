@@ -17,6 +17,12 @@ import MediaCodecs
 /// outputs convert from there as they would from a camera's NV12. A new format description (another format, new
 /// parameter sets) makes new decoders.
 ///
+/// When every consumer of a frame only reads it (`forReadersOnly`: the session's outputs are encoders, such as a
+/// movie file output recording), FFmpeg-decoded video comes out as the decoder's own 4:2:0 planar pictures
+/// (`'y420'`/`'f420'`), lent with no copy, which the H.264 and HEVC encoders take as they are. A decoder predicts
+/// later pictures from the ones it lent, so they must never be drawn on: as soon as a consumer that may write joins,
+/// frames are copied into NV12 again, from the next frame on (no key frame is needed for the switch).
+///
 /// Threading: thread-bound to the capture thread of the device whose sink owns it (`@unchecked Sendable` because the
 /// sink closure that holds it is `Sendable`; only that thread calls it).
 package final class SampleDecodeStage: @unchecked Sendable {
@@ -89,7 +95,9 @@ package final class SampleDecodeStage: @unchecked Sendable {
             try video.finish()
             while case .frame(let frame) = try video.receiveFrame() {
                 let duration = frame.duration.isValid ? frame.duration : like.duration
-                if let wrapped = wrapper.wrap(frame.pixelBuffer, like: like, time: frame.presentationTime, duration: duration) {
+                if let wrapped = wrapper.wrap(
+                    frame.pixelBuffer, like: like, time: frame.presentationTime, duration: duration)
+                {
                     drained.append(wrapped)
                 }
             }
@@ -111,24 +119,25 @@ package final class SampleDecodeStage: @unchecked Sendable {
         lastVideoSample = nil
     }
 
-    /// Decodes `sample` if it is compressed.
-    package func process(_ sample: CMSampleBuffer) -> Outcome {
+    /// Decodes `sample` if it is compressed. `forReadersOnly` says every consumer of the frames only reads them
+    /// (see the type's notes).
+    package func process(_ sample: CMSampleBuffer, forReadersOnly: Bool = false) -> Outcome {
         guard Self.needsDecoding(sample), let format = sample.formatDescription, let data = sample.dataBuffer else {
             return .passThrough
         }
         do {
             return .decoded(
                 format.mediaType == .video
-                    ? try decodeVideo(sample, data: data, format: format)
+                    ? try decodeVideo(sample, data: data, format: format, forReadersOnly: forReadersOnly)
                     : try decodeAudio(sample, data: data, format: format))
         } catch {
             return .dropped(error.kind == .outOfBuffers ? .outOfBuffers : .discontinuity)
         }
     }
 
-    private func decodeVideo(_ sample: CMSampleBuffer, data: CMBlockBuffer, format: CMFormatDescription)
-        throws(MediaCodecsError) -> [CMSampleBuffer]
-    {
+    private func decodeVideo(
+        _ sample: CMSampleBuffer, data: CMBlockBuffer, format: CMFormatDescription, forReadersOnly: Bool
+    ) throws(MediaCodecsError) -> [CMSampleBuffer] {
         if videoFormat != format {
             videoFormat = format
             jpeg = nil
@@ -147,7 +156,7 @@ package final class SampleDecodeStage: @unchecked Sendable {
                 let image = try jpeg.decode(data)
                 return wrapper.wrap(image, like: sample, time: sample.presentationTimeStamp, duration: sample.duration)
                     .map { [$0] } ?? []
-            } catch where error.kind == .unsupportedConversion {
+            } catch  where error.kind == .unsupportedConversion {
                 // A subsampling TurboJPEG's path does not take: FFmpeg's decoder from now on.
                 self.jpeg = nil
             }
@@ -158,6 +167,7 @@ package final class SampleDecodeStage: @unchecked Sendable {
             video = try VideoDecoder(configuration)
         }
         guard let video else { return [] }
+        video.lendsPlanarFrames = forReadersOnly
         lastVideoSample = sample
         try video.send(
             data, presentationTime: sample.presentationTimeStamp, decodeTime: sample.decodeTimeStamp,
@@ -165,14 +175,18 @@ package final class SampleDecodeStage: @unchecked Sendable {
         var decoded: [CMSampleBuffer] = []
         while case .frame(let frame) = try video.receiveFrame() {
             let duration = frame.duration.isValid ? frame.duration : sample.duration
-            if let wrapped = wrapper.wrap(frame.pixelBuffer, like: sample, time: frame.presentationTime, duration: duration) {
+            if let wrapped = wrapper.wrap(
+                frame.pixelBuffer, like: sample, time: frame.presentationTime, duration: duration)
+            {
                 decoded.append(wrapped)
             }
         }
         return decoded
     }
 
-    private func decodeAudio(_ sample: CMSampleBuffer, data: CMBlockBuffer, format: CMFormatDescription)
+    private func decodeAudio(
+        _ sample: CMSampleBuffer, data: CMBlockBuffer, format: CMFormatDescription
+    )
         throws(MediaCodecsError) -> [CMSampleBuffer]
     {
         if audioFormat != format || audio == nil {

@@ -1,10 +1,10 @@
 // The encoders and the muxer of one AVAssetWriter, owned by the writer's serial queue.
 
 import Foundation
-import Synchronization
 import MediaCodecs
 import OpenCoreMedia
 import OpenCoreVideo
+import Synchronization
 
 /// The encoders and muxer behind an ``AVAssetWriter``: one track per input, in the order the inputs were added.
 ///
@@ -20,8 +20,8 @@ final class WriterPipeline {
         /// Resamples audio whose rate differs from the settings; made for the first buffer that needs it.
         var converter: AudioConverter?
         /// Converts pictures whose pixel format or size differs from the encoder's (a pixel buffer adaptor takes
-        /// every format, as Apple's does); made for the first buffer that needs it.
-        var pixelConverter: PixelBufferConverter?
+        /// every format, as Apple's does).
+        var pictures = EncoderPictureConverter()
         /// Places pictures of another size by `AVVideoScalingModeResizeAspect`/`…Fill` (nil: stretched).
         var pictureFitter: PictureFitter?
         var isFlushed = false
@@ -40,7 +40,7 @@ final class WriterPipeline {
             video = nil
             audio = nil
             converter = nil
-            pixelConverter = nil
+            pictures = EncoderPictureConverter()
         }
     }
 
@@ -121,7 +121,19 @@ final class WriterPipeline {
         guard let encoder = track.video, !track.isFlushed else { return }
         if let sessionStart, time < sessionStart { return }
         if let sessionEnd, time >= sessionEnd { return }
-        try encoder.send(try Self.picture(pixelBuffer, for: encoder, track: track), presentationTime: time)
+        let configuration = encoder.configuration
+        let picture: CVPixelBuffer
+        if let fitter = track.pictureFitter,
+            CVPixelBufferGetWidth(pixelBuffer) != configuration.width
+                || CVPixelBufferGetHeight(pixelBuffer) != configuration.height
+        {
+            // Placed by the scaling mode rather than stretched.
+            picture = try fitter.fit(
+                pixelBuffer, matrix: EncoderPictureConverter.matrix(of: pixelBuffer, for: configuration))
+        } else {
+            picture = try track.pictures.picture(pixelBuffer, for: configuration)
+        }
+        try encoder.send(picture, presentationTime: time)
         try drain(track)
     }
 
@@ -135,30 +147,11 @@ final class WriterPipeline {
         guard encoder.configuration.codec == .jpeg, codec == .jpeg else {
             throw MediaCodecsError(
                 .formatMismatch, while: "writing a compressed frame as it is",
-                message: "a \(codec.map { "\($0)" } ?? "non-video") frame cannot go into a \(encoder.configuration.codec) track")
+                message:
+                    "a \(codec.map { "\($0)" } ?? "non-video") frame cannot go into a \(encoder.configuration.codec) track"
+            )
         }
         try appendCompressed(sampleBuffer, track: index)
-    }
-
-    /// `pixelBuffer` in the pixel format and size `encoder` was made for, converted when it is not.
-    private static func picture(_ pixelBuffer: CVPixelBuffer, for encoder: VideoEncoder, track: Track)
-        throws(MediaCodecsError) -> CVPixelBuffer
-    {
-        let configuration = encoder.configuration
-        let source = PixelBufferConverter.Format(of: pixelBuffer)
-        let target = PixelBufferConverter.Format(
-            pixelFormatType: configuration.pixelFormat, width: configuration.width, height: configuration.height)
-        if source == target { return pixelBuffer }
-        // A Y'CbCr picture's own matrix; RGB is turned into numbers with the matrix the stream is tagged with.
-        let matrix = YCbCrMatrix(attachedTo: pixelBuffer) ?? configuration.streamMatrix
-        if let fitter = track.pictureFitter, source.width != target.width || source.height != target.height {
-            return try fitter.fit(pixelBuffer, matrix: matrix)
-        }
-        if track.pixelConverter?.source != source || track.pixelConverter?.matrix != matrix {
-            // The encoder holds a few pictures (x264's lookahead is off, but frame threads keep theirs): no limit.
-            track.pixelConverter = try PixelBufferConverter(from: source, to: target, matrix: matrix)
-        }
-        return try track.pixelConverter!.convert(pixelBuffer)
     }
 
     /// Encodes one buffer of PCM of track `index`, resampled first when its rate is not the encoder's.
