@@ -7,7 +7,9 @@
 //   mjpeg  Motion JPEG 4:2:2 in QuickTime, as a USB webcam sends
 //   h264   H.264 at 20 Mb/s in QuickTime, as a camera that encodes sends
 //   y4m    raw 4:2:0 in YUV4MPEG2 (the sound beside it in a WAV file)
-// Jobs, one child process each; its CPU (user + system) and peak RSS come from wait4(2), the bit rate from ffprobe:
+// Jobs, one child process each; its CPU (user + system) and peak RSS come from wait4(2), the bit rate from ffprobe,
+// and its peak anonymous RSS (`RssAnon` in /proc/PID/status, sampled every 20 ms: what the process allocated, without
+// the code and data of its binary and libraries, which the resident total counts page by page as it touches them):
 //   transcode    every tool into H.264 + AAC with the same libx264 settings (superfast, zerolatency, High, one thread,
 //                a key frame every 30 frames, no B-frames, no scene cuts, 0.1 bit per pixel with a 1.5× VBV) and
 //                AAC at 64 kb/s. avcapture reads the input as a camera and microphone (`file:`) in real time;
@@ -23,6 +25,7 @@
 // them).
 
 import Foundation
+import Synchronization
 
 let arguments = CommandLine.arguments
 func option(_ name: String) -> String? {
@@ -39,13 +42,23 @@ let bitRate = 1920 * 1080 * 30 / 10
 struct Cost {
     var cpu: Double
     var peakMiB: Double
+    /// The most anonymous memory seen resident (heap, stacks, buffers; not file-backed code and data).
+    var anonymousMiB: Double
     var bitRate: Double
     /// Video frames in the output: fewer than the input's means the tool dropped some.
     var frames: Double
 }
 
-/// Runs `executable` with `arguments`, output discarded; returns its CPU seconds and peak RSS.
-func run(_ executable: String, _ arguments: [String]) -> (cpu: Double, peakMiB: Double) {
+/// The process's anonymous resident memory now, in kB (`RssAnon:` of /proc/PID/status), or nil once it is gone.
+func anonymousKiB(_ pid: pid_t) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }) else { return nil }
+    return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+}
+
+/// Runs `executable` with `arguments`, output discarded; returns its CPU seconds, peak RSS and the most anonymous
+/// memory seen resident.
+func run(_ executable: String, _ arguments: [String]) -> (cpu: Double, peakMiB: Double, anonymousMiB: Double) {
     var pid: pid_t = 0
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -54,7 +67,27 @@ func run(_ executable: String, _ arguments: [String]) -> (cpu: Double, peakMiB: 
     posix_spawn_file_actions_addopen(&actions, 2, "/tmp/side-by-side-stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
-    guard posix_spawn(&pid, executable, &actions, nil, argv, environ) == 0 else { fatalError("cannot run \(executable)") }
+    guard posix_spawn(&pid, executable, &actions, nil, argv, environ) == 0 else {
+        fatalError("cannot run \(executable)")
+    }
+    // Sampled on another thread until the child has exited; it is reaped only after the sampler stopped, so its
+    // PID cannot be another process's meanwhile.
+    let exited = Atomic<Bool>(false)
+    let largest = Atomic<Int>(0)
+    let child = pid
+    let sampler = Thread {
+        while !exited.load(ordering: .acquiring) {
+            if let kib = anonymousKiB(child), kib > largest.load(ordering: .relaxed) {
+                largest.store(kib, ordering: .relaxed)
+            }
+            usleep(20_000)
+        }
+    }
+    sampler.start()
+    var info = siginfo_t()
+    _ = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)
+    exited.store(true, ordering: .releasing)
+    while !sampler.isFinished { usleep(1_000) }
     var status: Int32 = 0
     var usage = rusage()
     _ = wait4(pid, &status, 0, &usage)
@@ -62,9 +95,10 @@ func run(_ executable: String, _ arguments: [String]) -> (cpu: Double, peakMiB: 
         let stderr = (try? String(contentsOfFile: "/tmp/side-by-side-stderr.txt", encoding: .utf8)) ?? ""
         fatalError("\(executable) \(arguments.joined(separator: " ")) failed with status \(status):\n\(stderr)")
     }
-    let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+    let cpu =
+        Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
         + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-    return (cpu, Double(usage.ru_maxrss) / 1024)
+    return (cpu, Double(usage.ru_maxrss) / 1024, Double(largest.load(ordering: .relaxed)) / 1024)
 }
 
 /// The bit rate of `path`'s video stream (bits per second), as ffprobe reads it from the packets, and its packets.
@@ -109,7 +143,9 @@ let inputs: [(name: String, video: String, audio: String)] = [
     ("y4m", scratch("raw.y4m"), scratch("raw.wav")),
 ]
 let common = ["-nostdin", "-v", "error", "-f", "lavfi", "-i", picture, "-f", "lavfi", "-i", sound, "-t", "\(seconds)"]
-_ = run("/usr/bin/ffmpeg", common + ["-c:v", "mjpeg", "-pix_fmt", "yuvj422p", "-q:v", "4", "-c:a", "pcm_s16le", "-ac", "1", inputs[0].video])
+_ = run(
+    "/usr/bin/ffmpeg",
+    common + ["-c:v", "mjpeg", "-pix_fmt", "yuvj422p", "-q:v", "4", "-c:a", "pcm_s16le", "-ac", "1", inputs[0].video])
 _ = run(
     "/usr/bin/ffmpeg",
     common + [
@@ -118,7 +154,10 @@ _ = run(
     ])
 _ = run(
     "/usr/bin/ffmpeg",
-    common + ["-map", "0:v", "-pix_fmt", "yuv420p", inputs[2].video, "-map", "1:a", "-ac", "1", "-t", "\(seconds)", inputs[2].audio])
+    common + [
+        "-map", "0:v", "-pix_fmt", "yuv420p", inputs[2].video, "-map", "1:a", "-ac", "1", "-t", "\(seconds)",
+        inputs[2].audio,
+    ])
 
 // MARK: Jobs
 
@@ -146,13 +185,18 @@ func ffmpeg(
         : [
             "-c:v", "libx264", "-preset", x264.preset, "-tune", "zerolatency", "-profile:v", "high", "-threads", "1",
             "-g", "\(x264.keyInterval)", "-bf", "0", "-b:v", "\(bitRate)", "-maxrate", "\(x264.maxRate)", "-bufsize",
-            "\(x264.bufferSize)", "-x264-params", "scenecut=0", "-pix_fmt", input.name == "mjpeg" ? "yuvj420p" : "yuv420p",
+            "\(x264.bufferSize)", "-x264-params", "scenecut=0", "-pix_fmt",
+            input.name == "mjpeg" ? "yuvj420p" : "yuv420p",
         ]
-    return ["-nostdin", "-v", "error", "-y"] + sources + ["-map", "0:v:0", "-map", input.audio == input.video ? "0:a:0" : "1:a:0"]
+    return ["-nostdin", "-v", "error", "-y"] + sources + [
+        "-map", "0:v:0", "-map", input.audio == input.video ? "0:a:0" : "1:a:0",
+    ]
         + video + ["-c:a", "aac", "-b:a", "64000", "-ac", "1", output]
 }
 
-func gstreamer(_ input: (name: String, video: String, audio: String), to output: String, copyVideo: Bool = false) -> [String] {
+func gstreamer(
+    _ input: (name: String, video: String, audio: String), to output: String, copyVideo: Bool = false
+) -> [String] {
     let encoder =
         "x264enc speed-preset=\(x264.preset) tune=zerolatency threads=1 key-int-max=\(x264.keyInterval) bframes=0 "
         + "bitrate=\(bitRate / 1000) vbv-buf-capacity=1500 "
@@ -166,7 +210,8 @@ func gstreamer(_ input: (name: String, video: String, audio: String), to output:
             "filesrc location=\(input.video) ! y4mdec ! queue ! \(encoder) ! qtmux name=mux ! filesink location=\(output) "
             + "filesrc location=\(input.audio) ! wavparse ! \(aac)"
     default:
-        let decode = input.name == "mjpeg" ? "jpegdec ! videoconvert ! video/x-raw,format=I420" : "h264parse ! avdec_h264"
+        let decode =
+            input.name == "mjpeg" ? "jpegdec ! videoconvert ! video/x-raw,format=I420" : "h264parse ! avdec_h264"
         let video = copyVideo ? "h264parse" : "\(decode) ! \(encoder)"
         pipeline =
             "filesrc location=\(input.video) ! qtdemux name=demux demux.video_0 ! queue ! \(video) ! qtmux name=mux ! "
@@ -178,10 +223,10 @@ func gstreamer(_ input: (name: String, video: String, audio: String), to output:
 /// Runs one job and measures it; the output is removed after.
 func measure(_ executable: String, _ arguments: [String], output: String) -> Cost {
     try? FileManager.default.removeItem(atPath: output)
-    let (cpu, peak) = run(executable, arguments)
+    let (cpu, peak, anonymous) = run(executable, arguments)
     let (rate, frames) = videoBitRate(output)
     try? FileManager.default.removeItem(atPath: output)
-    return Cost(cpu: cpu, peakMiB: peak, bitRate: rate, frames: frames)
+    return Cost(cpu: cpu, peakMiB: peak, anonymousMiB: anonymous, bitRate: rate, frames: frames)
 }
 
 let tools = ["avcapture", "ffmpeg", "ffmpeg -re", "gst-launch-1.0"]
@@ -218,26 +263,33 @@ for round in 1...rounds {
         ("avcapture encoding, no sound", avcapture, ours(camera, to: output, encode: true, audio: false)),
         // The first half only: the difference from the whole is per frame, without the process's fixed costs
         // (starting, opening the file twice, the summary's read of the movie).
-        ("avcapture as it comes, no sound, first half", avcapture,
-         ours(camera, to: output, encode: false, audio: false, seconds: seconds / 2)),
-        ("avcapture encoding, no sound, first half", avcapture,
-         ours(camera, to: output, encode: true, audio: false, seconds: seconds / 2)),
+        (
+            "avcapture as it comes, no sound, first half", avcapture,
+            ours(camera, to: output, encode: false, audio: false, seconds: seconds / 2)
+        ),
+        (
+            "avcapture encoding, no sound, first half", avcapture,
+            ours(camera, to: output, encode: true, audio: false, seconds: seconds / 2)
+        ),
     ]
     for (name, executable, arguments) in jobs {
         passthrough[name, default: []].append(measure(executable, arguments, output: output))
     }
-    say("round \(round) passthrough: " + jobs.map { String(format: "%@ %.2f s", $0.0, passthrough[$0.0]!.last!.cpu) }.joined(separator: "; "))
+    say(
+        "round \(round) passthrough: "
+            + jobs.map { String(format: "%@ %.2f s", $0.0, passthrough[$0.0]!.last!.cpu) }.joined(separator: "; "))
 }
 
 // What each process costs before it does any work (loading its libraries, starting its runtime): the part of the
 // memory column no recording job changes.
-var startUp: [String: [Double]] = [:]
+var startUp: [String: [(peak: Double, anonymous: Double)]] = [:]
 for _ in 1...rounds {
     for (tool, executable, arguments) in [
         ("avcapture", avcapture, ["--help"]), ("ffmpeg", "/usr/bin/ffmpeg", ["-version"]),
         ("gst-launch-1.0", "/usr/bin/gst-launch-1.0", ["--version"]),
     ] {
-        startUp[tool, default: []].append(run(executable, arguments).peakMiB)
+        let cost = run(executable, arguments)
+        startUp[tool, default: []].append((cost.peakMiB, cost.anonymousMiB))
     }
 }
 
@@ -245,13 +297,14 @@ for _ in 1...rounds {
 
 func medians(_ costs: [Cost]) -> Cost {
     Cost(
-        cpu: median(costs.map(\.cpu)), peakMiB: median(costs.map(\.peakMiB)), bitRate: median(costs.map(\.bitRate)),
+        cpu: median(costs.map(\.cpu)), peakMiB: median(costs.map(\.peakMiB)),
+        anonymousMiB: median(costs.map(\.anonymousMiB)), bitRate: median(costs.map(\.bitRate)),
         frames: costs.map(\.frames).min() ?? 0)
 }
 
 var table = """
-    | input | tool | CPU s | peak RSS MiB | video Mb/s | frames (fewest) | CPU vs ffmpeg | CPU vs ffmpeg -re | CPU vs GStreamer | RSS vs ffmpeg |
-    |---|---|---|---|---|---|---|---|---|---|
+    | input | tool | CPU s | peak RSS MiB | video Mb/s | frames (fewest) | CPU vs ffmpeg | CPU vs ffmpeg -re | CPU vs GStreamer | RSS vs ffmpeg | anonymous RSS vs ffmpeg |
+    |---|---|---|---|---|---|---|---|---|---|---|
 
     """
 for input in inputs {
@@ -262,12 +315,14 @@ for input in inputs {
     for tool in tools {
         let cost = byTool[tool]!
         table += String(
-            format: "| %@ | %@ | %.2f | %.1f | %.2f | %.0f | %.2f× | %.2f× | %.2f× | %+.1f MiB |\n", input.name, tool,
-            cost.cpu, cost.peakMiB, cost.bitRate / 1e6, cost.frames, cost.cpu / reference.cpu, cost.cpu / paced.cpu,
-            cost.cpu / gst.cpu, cost.peakMiB - reference.peakMiB)
+            format: "| %@ | %@ | %.2f | %.1f | %.2f | %.0f | %.2f× | %.2f× | %.2f× | %+.1f MiB | %+.1f MiB |\n",
+            input.name, tool, cost.cpu, cost.peakMiB, cost.bitRate / 1e6, cost.frames, cost.cpu / reference.cpu,
+            cost.cpu / paced.cpu, cost.cpu / gst.cpu, cost.peakMiB - reference.peakMiB,
+            cost.anonymousMiB - reference.anonymousMiB)
     }
 }
-table += "\n| passthrough job (h264 input) | CPU s | peak RSS MiB | video Mb/s | frames (fewest) |\n|---|---|---|---|---|\n"
+table +=
+    "\n| passthrough job (h264 input) | CPU s | peak RSS MiB | video Mb/s | frames (fewest) |\n|---|---|---|---|---|\n"
 let copyJobs = [
     "avcapture as it comes", "ffmpeg -c:v copy", "gst-launch-1.0 h264parse", "avcapture as it comes, no sound",
     "avcapture encoding, no sound", "avcapture as it comes, no sound, first half",
@@ -288,12 +343,16 @@ table += String(
     format: "\nPassthrough's CPU as a share of encoding the same camera (no sound): %.1f %% of the whole process, "
         + "%.1f %% per frame (the second half's CPU: fixed costs left out)\n", share * 100, marginal * 100)
 
-let startUpMiB = startUp.mapValues(median)
+let startUpMiB = startUp.mapValues { median($0.map(\.peak)) }
+let startUpAnonymousMiB = startUp.mapValues { median($0.map(\.anonymous)) }
 table += String(
-    format: "\nStarted and doing nothing (`avcapture --help`, `ffmpeg -version`, `gst-launch-1.0 --version`), peak RSS: "
-        + "avcapture %.1f MiB, ffmpeg %.1f MiB, GStreamer %.1f MiB (avcapture %+.1f MiB over ffmpeg before any work)\n",
+    format:
+        "\nStarted and doing nothing (`avcapture --help`, `ffmpeg -version`, `gst-launch-1.0 --version`), peak RSS: "
+        + "avcapture %.1f MiB, ffmpeg %.1f MiB, GStreamer %.1f MiB (avcapture %+.1f MiB over ffmpeg before any work; "
+        + "anonymous: %+.1f MiB)\n",
     startUpMiB["avcapture"]!, startUpMiB["ffmpeg"]!, startUpMiB["gst-launch-1.0"]!,
-    startUpMiB["avcapture"]! - startUpMiB["ffmpeg"]!)
+    startUpMiB["avcapture"]! - startUpMiB["ffmpeg"]!,
+    startUpAnonymousMiB["avcapture"]! - startUpAnonymousMiB["ffmpeg"]!)
 
 let heading = "\(seconds) s of 1920x1080@30 + 48 kHz mono, medians of \(rounds) alternating rounds"
 say("\n" + heading + "\n\n" + table)
