@@ -68,40 +68,58 @@ private func h264Source(at url: URL, frames: Int) throws -> [[UInt8]] {
     }
 }
 
-/// A movie file output that encodes (asked for a bit rate, it does not write the file's H.264 packets as they
-/// are), and a video data output of 4:2:0 planar frames (the decoder's own layout: a lent picture would reach
-/// the delegate as it is) whose delegate draws on them.
-private func outputs(
-    session: AVCaptureSession, scribbler: LumaScribbler
-) throws
-    -> (movie: AVCaptureMovieFileOutput, data: AVCaptureVideoDataOutput)
-{
+/// A session (not running) that plays an H.264 movie made by ffmpeg as its camera into a movie file output that
+/// encodes (asked for a bit rate, it does not write the file's packets as they are), with a video data output of
+/// 4:2:0 planar frames (the decoder's own layout: a lent picture would reach the delegate as it is) whose delegate
+/// draws on them, not yet added.
+private struct LendingRig {
+    /// The source's pictures' luma, as ffmpeg decodes them.
+    let reference: [[UInt8]]
+    let session = AVCaptureSession()
     let movie = AVCaptureMovieFileOutput()
-    session.addOutput(movie)
-    let connection = try #require(movie.connection(with: .video))
-    movie.setOutputSettings(
-        [
-            AVVideoCodecKey: AVVideoCodecType.h264,
-            AVVideoCompressionPropertiesKey: [AVVideoAverageBitRateKey: 1_000_000],
-        ], for: connection)
     let data = AVCaptureVideoDataOutput()
-    data.videoSettings = [kCVPixelBufferPixelFormatTypeKey as String: kCVPixelFormatType_420YpCbCr8Planar]
-    data.alwaysDiscardsLateVideoFrames = false
-    data.setSampleBufferDelegate(scribbler, queue: DispatchQueue(label: "scribbler"))
-    return (movie, data)
-}
+    let scribbler = LumaScribbler()
 
-/// Checks that every frame the scribbler got is one of `reference`'s pictures, exactly, in order (a late frame may
-/// have been dropped, so each is looked for from where the last was found).
-private func expectSourcePictures(_ scribbler: LumaScribbler, _ reference: [[UInt8]]) {
-    var next = 0
-    for (position, frame) in scribbler.received.enumerated() {
-        #expect(frame.format == kCVPixelFormatType_420YpCbCr8Planar)
-        guard let found = reference[next...].firstIndex(of: frame.luma) else {
-            Issue.record("frame \(position) is none of the source's pictures from \(next) on")
-            return
+    init(source name: String, frames: Int) throws {
+        let source = try writerScratchURL(name)
+        reference = try h264Source(at: source, frames: frames)
+        try #require(reference.count == frames)
+        let camera = try #require(try MovieFileDevice(url: source).camera)
+        session.beginConfiguration()
+        session.sessionPreset = .inputPriority
+        session.addInput(try AVCaptureDeviceInput(device: camera))
+        session.addOutput(movie)
+        let connection = try #require(movie.connection(with: .video))
+        movie.setOutputSettings(
+            [
+                AVVideoCodecKey: AVVideoCodecType.h264,
+                AVVideoCompressionPropertiesKey: [AVVideoAverageBitRateKey: 1_000_000],
+            ], for: connection)
+        session.commitConfiguration()
+        data.videoSettings = [kCVPixelBufferPixelFormatTypeKey as String: kCVPixelFormatType_420YpCbCr8Planar]
+        data.alwaysDiscardsLateVideoFrames = false
+        data.setSampleBufferDelegate(scribbler, queue: DispatchQueue(label: "scribbler"))
+    }
+
+    /// Adds or removes the data output.
+    func showFrames(_ shown: Bool) {
+        session.beginConfiguration()
+        if shown { session.addOutput(data) } else { session.removeOutput(data) }
+        session.commitConfiguration()
+    }
+
+    /// Checks that every frame the scribbler got is one of the source's pictures, exactly, in order (a late frame
+    /// may have been dropped, so each is looked for from where the last was found).
+    func expectSourcePictures() {
+        var next = 0
+        for (position, frame) in scribbler.received.enumerated() {
+            #expect(frame.format == kCVPixelFormatType_420YpCbCr8Planar)
+            guard let found = reference[next...].firstIndex(of: frame.luma) else {
+                Issue.record("frame \(position) is none of the source's pictures from \(next) on")
+                return
+            }
+            next = found + 1
         }
-        next = found + 1
     }
 }
 
@@ -112,29 +130,19 @@ struct DecodedPictureLendingTests {
         guard MediaTool.available(for: "DecodedPictureLendingTests.drawingOnFramesDoesNotReachTheDecoder") else {
             return
         }
-        let source = try writerScratchURL("lending-source.mov")
-        let reference = try h264Source(at: source, frames: 60)
-        try #require(reference.count == 60)
-        let camera = try #require(try MovieFileDevice(url: source).camera)
-        let session = AVCaptureSession()
-        session.beginConfiguration()
-        session.sessionPreset = .inputPriority
-        session.addInput(try AVCaptureDeviceInput(device: camera))
-        let scribbler = LumaScribbler()
-        let (movieOutput, dataOutput) = try outputs(session: session, scribbler: scribbler)
-        session.addOutput(dataOutput)
-        session.commitConfiguration()
+        let rig = try LendingRig(source: "lending-source.mov", frames: 60)
+        rig.showFrames(true)
         let recording = try writerScratchURL("lending-recorded.mov")
         let delegate = MovieRecordingDelegate()
-        session.startRunning()
-        movieOutput.startRecording(to: recording, recordingDelegate: delegate)
-        let arrived = scribbler.wait(for: 50, timeout: 20)
-        movieOutput.stopRecording()
+        rig.session.startRunning()
+        rig.movie.startRecording(to: recording, recordingDelegate: delegate)
+        let arrived = rig.scribbler.wait(for: 50, timeout: 20)
+        rig.movie.stopRecording()
         let finished = delegate.waitForFinish()
-        session.stopRunning()
-        try #require(arrived, "\(scribbler.received.count) frames: \(dataOutput.deliveryStatistics)")
+        rig.session.stopRunning()
+        try #require(arrived, "\(rig.scribbler.received.count) frames: \(rig.data.deliveryStatistics)")
         try #require(finished && delegate.error == nil, "\(String(describing: delegate.error))")
-        expectSourcePictures(scribbler, reference)
+        rig.expectSourcePictures()
         #expect(try ffmpegDecodeErrors(recording).isEmpty)
         #expect(try videoFrameTimes(recording).count >= 20)
     }
@@ -142,27 +150,17 @@ struct DecodedPictureLendingTests {
     @Test("a data output joins and leaves mid-recording: the movie goes on across both switches, no frame missing")
     func consumersChangeMidRecording() throws {
         guard MediaTool.available(for: "DecodedPictureLendingTests.consumersChangeMidRecording") else { return }
-        let source = try writerScratchURL("switching-source.mov")
-        let reference = try h264Source(at: source, frames: 120)
-        try #require(reference.count == 120)
-        let camera = try #require(try MovieFileDevice(url: source).camera)
-        let session = AVCaptureSession()
-        session.beginConfiguration()
-        session.sessionPreset = .inputPriority
-        session.addInput(try AVCaptureDeviceInput(device: camera))
-        let scribbler = LumaScribbler()
-        let (movieOutput, dataOutput) = try outputs(session: session, scribbler: scribbler)
-        session.commitConfiguration()
+        let rig = try LendingRig(source: "switching-source.mov", frames: 120)
         let recording = try writerScratchURL("switching-recorded.mov")
         let delegate = MovieRecordingDelegate()
-        session.startRunning()
-        defer { session.stopRunning() }
-        movieOutput.startRecording(to: recording, recordingDelegate: delegate)
+        rig.session.startRunning()
+        defer { rig.session.stopRunning() }
+        rig.movie.startRecording(to: recording, recordingDelegate: delegate)
         try #require(delegate.waitForStart())
         /// Waits until the movie holds `seconds`, up to 10 s.
         func recorded(_ seconds: Double) -> Bool {
             let deadline = Date().addingTimeInterval(10)
-            while movieOutput.recordedDuration.seconds < seconds {
+            while rig.movie.recordedDuration.seconds < seconds {
                 guard Date() < deadline else { return false }
                 usleep(10_000)
             }
@@ -170,22 +168,17 @@ struct DecodedPictureLendingTests {
         }
         // Lent pictures first (only the movie reads them), then copies while the data output draws on its own,
         // then lent again.
-        try #require(recorded(0.5), "\(movieOutput.recordedDuration.seconds) s recorded")
-        session.beginConfiguration()
-        session.addOutput(dataOutput)
-        session.commitConfiguration()
-        let drawn = scribbler.wait(for: 15, timeout: 10)
-        session.beginConfiguration()
-        session.removeOutput(dataOutput)
-        session.commitConfiguration()
-        let before = movieOutput.recordedDuration.seconds
-        let goesOn = recorded(before + 0.5)
-        movieOutput.stopRecording()
+        try #require(recorded(0.5), "\(rig.movie.recordedDuration.seconds) s recorded")
+        rig.showFrames(true)
+        let drawn = rig.scribbler.wait(for: 15, timeout: 10)
+        rig.showFrames(false)
+        let goesOn = recorded(rig.movie.recordedDuration.seconds + 0.5)
+        rig.movie.stopRecording()
         try #require(delegate.waitForFinish())
-        try #require(drawn, "\(scribbler.received.count) frames: \(dataOutput.deliveryStatistics)")
-        try #require(goesOn, "the movie stopped at \(movieOutput.recordedDuration.seconds) s")
+        try #require(drawn, "\(rig.scribbler.received.count) frames: \(rig.data.deliveryStatistics)")
+        try #require(goesOn, "the movie stopped at \(rig.movie.recordedDuration.seconds) s")
         #expect(delegate.error == nil, "\(String(describing: delegate.error))")
-        expectSourcePictures(scribbler, reference)
+        rig.expectSourcePictures()
         #expect(try ffmpegDecodeErrors(recording).isEmpty)
         let times = try videoFrameTimes(recording)
         #expect(times.count >= 45, "\(times.count) frames")
