@@ -156,7 +156,7 @@ package final class SampleDecodeStage: @unchecked Sendable {
                 let image = try jpeg.decode(data)
                 return wrapper.wrap(image, like: sample, time: sample.presentationTimeStamp, duration: sample.duration)
                     .map { [$0] } ?? []
-            } catch  where error.kind == .unsupportedConversion {
+            } catch where error.kind == .unsupportedConversion {
                 // A subsampling TurboJPEG's path does not take: FFmpeg's decoder from now on.
                 self.jpeg = nil
             }
