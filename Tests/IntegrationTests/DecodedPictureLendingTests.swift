@@ -53,11 +53,7 @@ private final class LumaScribbler: NSObject, AVCaptureVideoDataOutputSampleBuffe
 /// P-frames each predicted from the one before (a picture drawn on inside the decoder would spoil every later one).
 /// Returns each picture's luma plane as ffmpeg decodes it (video range; `gray` would be stretched to full range).
 private func h264Source(at url: URL, frames: Int) throws -> [[UInt8]] {
-    let made = try MediaTool.ffmpeg.run([
-        "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-frames:v", "\(frames)",
-        "-c:v", "libx264", "-g", "\(frames)", "-bf", "0", "-pix_fmt", "yuv420p", url.path,
-    ])
-    guard made.status == 0 else { throw MediaToolFailure(description: made.error) }
+    try testPattern(at: url, rate: 30, frames: frames, encoding: ["-c:v", "libx264", "-g", "\(frames)", "-bf", "0"])
     let decoded = try MediaTool.ffmpeg.run([
         "-nostdin", "-v", "error", "-i", url.path, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-",
     ])

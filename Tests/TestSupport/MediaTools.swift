@@ -131,16 +131,26 @@ public func silentWave(channels: Int, sampleRate: Int, frames: Int, name: String
     return url
 }
 
-/// ffmpeg's moving test pattern (`testsrc2`) as raw 4:2:0 in a YUV4MPEG2 file at `url`: `frames` frames of `width`
-/// x `height` at `rate` frames a second, as a tool's raw export holds them.
-public func testPatternY4M(at url: URL, width: Int = 320, height: Int = 240, rate: Int, frames: Int) throws {
-    let result = try MediaTool.ffmpeg.run([
-        "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(width)x\(height):rate=\(rate)",
-        "-frames:v", "\(frames)", "-pix_fmt", "yuv420p", url.path,
-    ])
+/// ffmpeg's moving test pattern (`testsrc2`) in 4:2:0 at `url`: `frames` frames of `width` x `height` at `rate`
+/// frames a second, encoded with `encoding` (ffmpeg's output options, such as `-c:v libx264`), else as the file's
+/// extension says.
+public func testPattern(
+    at url: URL, width: Int = 320, height: Int = 240, rate: Int, frames: Int, encoding: [String] = []
+) throws {
+    let result = try MediaTool.ffmpeg.run(
+        [
+            "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(width)x\(height):rate=\(rate)",
+            "-frames:v", "\(frames)",
+        ] + encoding + ["-pix_fmt", "yuv420p", url.path])
     guard result.status == 0 else {
         throw MediaToolFailure(description: "ffmpeg could not write \(url.lastPathComponent): \(result.error)")
     }
+}
+
+/// ``testPattern(at:width:height:rate:frames:encoding:)`` as raw 4:2:0 in a YUV4MPEG2 file, as a tool's raw export
+/// holds it.
+public func testPatternY4M(at url: URL, width: Int = 320, height: Int = 240, rate: Int, frames: Int) throws {
+    try testPattern(at: url, width: width, height: height, rate: rate, frames: frames)
 }
 
 /// A fresh path in a per-process scratch directory named for `suite` (nothing is there yet).
