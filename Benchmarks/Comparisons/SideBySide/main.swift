@@ -74,20 +74,21 @@ func run(_ executable: String, _ arguments: [String]) -> (cpu: Double, peakMiB: 
     // PID cannot be another process's meanwhile.
     let exited = Atomic<Bool>(false)
     let largest = Atomic<Int>(0)
+    let samplerDone = DispatchSemaphore(value: 0)
     let child = pid
-    let sampler = Thread {
+    Thread {
         while !exited.load(ordering: .acquiring) {
             if let kib = anonymousKiB(child), kib > largest.load(ordering: .relaxed) {
                 largest.store(kib, ordering: .relaxed)
             }
             usleep(20_000)
         }
-    }
-    sampler.start()
+        samplerDone.signal()
+    }.start()
     var info = siginfo_t()
     _ = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)
     exited.store(true, ordering: .releasing)
-    while !sampler.isFinished { usleep(1_000) }
+    samplerDone.wait()
     var status: Int32 = 0
     var usage = rusage()
     _ = wait4(pid, &status, 0, &usage)
