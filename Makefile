@@ -9,11 +9,13 @@ export OPENAV_DEVICES
 # Libraries the package links (pkg-config finds them) and tools the integration tests read our files with.
 BUILD_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
                   libavfilter-dev libasound2-dev libturbojpeg0-dev libexif-dev libheif-dev libzxing-dev \
-                  libx11-dev libxext-dev libxfixes-dev libxdamage-dev libxrandr-dev libsdl2-dev
+                  libx11-dev libxext-dev libxfixes-dev libxdamage-dev libxrandr-dev libsdl2-dev \
+                  libpipewire-0.3-dev libspa-0.2-dev
 TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstreamer1.0-plugins-base-apps \
                  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav qrencode \
                  xvfb x11-utils xdotool x11-apps chromium chromium-driver python3-selenium \
-                 nginx-light libnginx-mod-rtmp srt-tools
+                 nginx-light libnginx-mod-rtmp srt-tools \
+                 pipewire pipewire-bin wireplumber gstreamer1.0-pipewire dbus dbus-user-session
 # The VM the kernel tests boot (../shared/tools/vm-run: QEMU with Debian's kernel, vivid and snd-aloop).
 VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)

@@ -70,6 +70,13 @@ let package = Package(
                 .linkedLibrary("X11"), .linkedLibrary("Xext"), .linkedLibrary("Xfixes"), .linkedLibrary("Xdamage"),
                 .linkedLibrary("Xrandr"),
             ]),
+        /// libpipewire-0.3 (libpipewire-0.3-dev, libspa-0.2-dev): the registry, format enumeration and capture
+        /// streams behind plain C functions; SPA's POD macros stay in the C file. Not through pkg-config: its
+        /// cflags carry -D_REENTRANT, which SwiftPM prohibits with a warning on every build (and which glibc
+        /// ignores), so `system/` links to Debian's header folders and the target links the library by name.
+        .target(
+            name: "CPipeWire", cSettings: [.headerSearchPath("system")],
+            linkerSettings: [.linkedLibrary("pipewire-0.3")]),
         /// zxing-cpp (libzxing-dev): QR and barcode reading and writing behind a C header; the C++ stays inside.
         .target(name: "CZXing", linkerSettings: [.linkedLibrary("ZXing")]),
 
@@ -84,7 +91,7 @@ let package = Package(
         .target(
             name: "CaptureDrivers",
             dependencies: [
-                "CALSA", "CLinuxMedia", "CX11", "OpenCoreMedia", "OpenCoreVideo",
+                "CALSA", "CLinuxMedia", "CPipeWire", "CX11", "OpenCoreMedia", "OpenCoreVideo",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSwift),
@@ -182,6 +189,8 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "OpenAVCapture", "OpenAVCaptureTesting", "TestSupport", "OpenAVCaptureUI", "CameraControllerExample",
+                // The PipeWire tests drive the driver's registry and streams directly as well as the public API.
+                "CaptureDrivers",
             ],
             swiftSettings: strictSwift),
     ],

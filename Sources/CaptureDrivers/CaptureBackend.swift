@@ -104,6 +104,9 @@ package protocol CaptureBackend: AnyObject, Sendable {
     var isAccessible: Bool { get }
     /// When `isAccessible` is false, what to do about it (the group to join), for people.
     var accessAdvice: String? { get }
+    /// The raw device this is (`v4l2:/dev/video0`, `alsa:card:1`), which a PipeWire node may stand for; nil for
+    /// devices that are no raw device.
+    var rawDeviceKey: String? { get }
     /// Whether the device can stream `configuration`, and what it would stream instead.
     func validate(_ configuration: StreamConfiguration) -> ConfigurationValidity
     /// Opens the device and starts streaming to `sink`. Throws the fault that prevents it (busy, gone).
@@ -115,6 +118,9 @@ package protocol CaptureBackend: AnyObject, Sendable {
 extension CaptureBackend {
     /// No advice: devices that are always accessible (virtual ones) need none.
     package var accessAdvice: String? { nil }
+
+    /// None: devices that are not a kernel node of their own.
+    package var rawDeviceKey: String? { nil }
 
     /// A camera's `validate`: invalid for a format the camera lacks; adjusted to the nearest allowed duration when
     /// the frame duration is out of the format's ranges (or not a number); valid otherwise.

@@ -4,6 +4,8 @@ extension DeviceRegistry {
     ///
     /// Threading: thread safe, as every `DeviceRegistry`.
     package static let shared = DeviceRegistry(
-        drivers: [V4L2CameraDriver.shared, ALSADeviceDriver.shared, VirtualDeviceDriver.shared],
-        selection: .fromEnvironment())
+        drivers: [
+            PipeWireDeviceDriver.shared, V4L2CameraDriver.shared, ALSADeviceDriver.shared, VirtualDeviceDriver.shared,
+        ],
+        selection: .fromEnvironment(), backendPreference: .fromEnvironment())
 }

@@ -31,6 +31,45 @@ package enum DeviceSelection: String, Sendable, CaseIterable {
     }
 }
 
+/// Which backends reach real cameras and microphones, from the `OPENAV_BACKEND` environment variable.
+package enum BackendPreference: String, Sendable, CaseIterable {
+    /// PipeWire's nodes where a daemon runs, standing for the devices it owns; V4L2 and ALSA for the rest (the
+    /// default).
+    case auto
+    /// Only PipeWire's nodes: the raw V4L2 and ALSA devices are not listed.
+    case pipewire
+    /// Only the raw V4L2 and ALSA devices, as if no PipeWire daemon ran.
+    case raw
+
+    /// `OPENAV_BACKEND` from the environment; unset means `.auto`, an unknown value is reported once on stderr.
+    package static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> BackendPreference
+    {
+        guard let raw = environment["OPENAV_BACKEND"], !raw.isEmpty else { return .auto }
+        if let preference = BackendPreference(rawValue: raw.lowercased()) { return preference }
+        FileHandle.standardError.write(
+            Data("OpenAVCapture: OPENAV_BACKEND=\(raw) is not one of auto, pipewire, raw; using auto\n".utf8))
+        return .auto
+    }
+
+    package func admits(_ family: DriverFamily) -> Bool {
+        switch (self, family) {
+        case (.pipewire, .raw), (.raw, .pipeWire): false
+        default: true
+        }
+    }
+}
+
+/// How a driver reaches its devices, for `OPENAV_BACKEND` and for hiding a raw device a PipeWire node stands for.
+package enum DriverFamily: Sendable, Hashable {
+    /// The kernel's nodes directly: V4L2 and ALSA.
+    case raw
+    /// Through a PipeWire daemon.
+    case pipeWire
+    /// Neither: virtual devices, files, screens.
+    case other
+}
+
 /// A kind of device: enumerates the devices of that kind that exist now.
 ///
 /// Threading: thread safe.
@@ -41,11 +80,18 @@ package protocol CaptureDriver: Sendable {
     func discoverDevices() -> [any CaptureBackend]
     /// Devices present that this user may not open (for authorization and its advice).
     func inaccessibleDevices() -> [InaccessibleDevice]
+    /// How the driver reaches its devices.
+    var family: DriverFamily { get }
+    /// Raw devices (`CaptureBackend.rawDeviceKey`) this driver's devices stand for, which other drivers must not
+    /// list again.
+    var claimedRawDevices: Set<String> { get }
 }
 
 extension CaptureDriver {
     /// None: drivers whose devices are always accessible.
     package func inaccessibleDevices() -> [InaccessibleDevice] { [] }
+    package var family: DriverFamily { .other }
+    package var claimedRawDevices: Set<String> { [] }
 }
 
 /// A device came or went, or another process took or released it.
@@ -69,22 +115,41 @@ package enum ConnectionEvent: Sendable {
 package final class DeviceRegistry: Sendable {
     package typealias Listener = @Sendable (ConnectionEvent) -> Void
 
-    private let drivers: [any CaptureDriver]
+    private let allDrivers: [any CaptureDriver]
     package let selection: DeviceSelection
+    package let backendPreference: BackendPreference
     private let listeners = Mutex<[Int: Listener]>([:])
     private let nextToken = Atomic<Int>(0)
 
-    package init(drivers: [any CaptureDriver], selection: DeviceSelection) {
-        self.drivers = drivers
+    package init(
+        drivers: [any CaptureDriver], selection: DeviceSelection, backendPreference: BackendPreference = .auto
+    ) {
+        self.allDrivers = drivers
         self.selection = selection
+        self.backendPreference = backendPreference
     }
 
-    /// The devices present now: real ones first, then virtual ones, each driver's in its own order.
+    /// The drivers `OPENAV_BACKEND` admits.
+    private var drivers: [any CaptureDriver] { allDrivers.filter { backendPreference.admits($0.family) } }
+
+    /// The devices present now: real ones first (PipeWire's nodes before the raw devices they do not stand for),
+    /// then virtual ones, each driver's in its own order.
     package func devices() -> [any CaptureBackend] {
         let admitted = drivers.filter { selection.admits($0.origin) }
         let real = admitted.filter { $0.origin == .real }.flatMap { $0.discoverDevices() }
         let virtual = admitted.filter { $0.origin == .virtual }.flatMap { $0.discoverDevices() }
-        return (real + virtual).filter(\.isConnected)
+        let claimed = claimedRawDevices(by: admitted)
+        return (real + virtual).filter { $0.isConnected && !Self.isClaimed($0, by: claimed) }
+    }
+
+    /// The raw devices some admitted driver's devices stand for.
+    private func claimedRawDevices(by admitted: [any CaptureDriver]) -> Set<String> {
+        admitted.reduce(into: Set<String>()) { $0.formUnion($1.claimedRawDevices) }
+    }
+
+    private static func isClaimed(_ backend: any CaptureBackend, by claimed: Set<String>) -> Bool {
+        guard let key = backend.rawDeviceKey else { return false }
+        return claimed.contains(key)
     }
 
     /// Real devices present that this user may not open.
@@ -105,6 +170,8 @@ package final class DeviceRegistry: Sendable {
     /// Drivers call this when a device appears or disappears (hot-plug, a simulated unplug).
     package func report(_ event: ConnectionEvent) {
         guard selection.admits(event.backend.identity.origin) else { return }
+        // A raw device a PipeWire node stands for comes and goes as that node (the raw event would be a duplicate).
+        if Self.isClaimed(event.backend, by: claimedRawDevices(by: drivers)) { return }
         let current = listeners.withLock { Array($0.values) }
         for listener in current { listener(event) }
     }

@@ -25,9 +25,12 @@ private func avcapture(_ arguments: [String]) throws -> ToolResult {
 private func toolScratch(_ name: String) throws -> URL { try scratchURL(name, suite: "avcapture-tool") }
 
 /// Runs avcapture in `directory` (for relative paths), through coreutils' `env -C`, with `OPENAV_DEVICES` set to
-/// `devices` (nil: unset, as a user has it).
-func avcapture(_ arguments: [String], in directory: URL, devices: String? = "virtual") throws -> ToolResult {
-    var environment = ProcessInfo.processInfo.environment
+/// `devices` (nil: unset, as a user has it), in `environment` (the test process's by default).
+func avcapture(
+    _ arguments: [String], in directory: URL, devices: String? = "virtual",
+    environment base: [String: String] = ProcessInfo.processInfo.environment
+) throws -> ToolResult {
+    var environment = base
     environment["OPENAV_DEVICES"] = devices
     environment["OPENAV_FFMPEG_LOG"] = nil
     return try ToolResult.run(

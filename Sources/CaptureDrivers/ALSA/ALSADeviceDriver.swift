@@ -128,6 +128,7 @@ package final class ALSADeviceDriver: CaptureDriver {
     }
 
     package var origin: DeviceOrigin { .real }
+    package var family: DriverFamily { .raw }
 
     /// The capture PCMs ALSA's name hints list now, `default` first, except those that cannot be opened at all (no
     /// formats: a hint for a card that is gone, a sound server that is not running), which no device object could

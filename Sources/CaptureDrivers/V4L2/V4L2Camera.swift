@@ -79,6 +79,8 @@ package final class V4L2Camera: CaptureBackend {
     package var isInUseByAnotherApplication: Bool { state.withLock { $0.isBusy } }
     package var isAccessible: Bool { system.accessError(path) != .permissionDenied }
     package var accessAdvice: String? { isAccessible ? nil : diagnosis.accessAdvice(for: path) }
+    /// `v4l2:` and the node's path, as PipeWire's V4L2 nodes name the node they read (`api.v4l2.path`).
+    package var rawDeviceKey: String? { "v4l2:" + path }
 
     /// Invalid for a format the camera lacks; adjusted to the nearest allowed duration when the frame duration is
     /// out of the format's ranges (or not a number); valid otherwise.

@@ -69,6 +69,7 @@ package final class V4L2CameraDriver: CaptureDriver {
     }
 
     package var origin: DeviceOrigin { .real }
+    package var family: DriverFamily { .raw }
 
     /// The connected cameras, in node order.
     package func discoverDevices() -> [any CaptureBackend] {
