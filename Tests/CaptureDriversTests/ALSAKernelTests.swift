@@ -75,10 +75,39 @@ struct ALSAKernelTests {
         return Double(crossings) / (Double(samples.count) / sampleRate)
     }
 
-    @Test("discovery lists both loopback devices as microphones")
-    func discovery() {
-        let names = ALSADeviceDriver().discoverDevices().map(\.identity.uniqueID)
-        #expect(names.contains { $0.hasPrefix("alsa:hw:CARD=Loopback,DEV=1") }, "\(names)")
+    @Test("discovery lists each loopback device once, by the card's id, and none of ALSA's aliases")
+    func discovery() throws {
+        let microphones = try ALSADeviceDriver().discoverDevices().map { try #require($0 as? ALSAMicrophone) }
+        let described = microphones.map { "\($0.identity.localizedName) [\($0.identity.uniqueID)]" }
+        print("ALSA microphones: \(described)")
+        let loopback = microphones.filter { $0.cardID == "Loopback" }
+        #expect(
+            loopback.map(\.identity.uniqueID).sorted() == [
+                "alsa:hw:CARD=Loopback,DEV=0", "alsa:hw:CARD=Loopback,DEV=1",
+            ], "\(described)")
+        #expect(
+            loopback.map(\.identity.localizedName).sorted() == [
+                "Loopback, Loopback PCM (hw:Loopback,0)", "Loopback, Loopback PCM (hw:Loopback,1)",
+            ])
+        #expect(loopback.allSatisfy { $0.pcmName.hasPrefix("plughw:CARD=Loopback,DEV=") })
+        // /proc/asound/Loopback is a link to the card's cardN directory.
+        let link = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/asound/Loopback")
+        #expect(loopback.allSatisfy { $0.cardIndex.map { "card\($0)" } == link }, "card \(link)")
+        for microphone in microphones where microphone.cardID == nil {
+            let name = String(microphone.identity.uniqueID.dropFirst("alsa:".count))
+            #expect(!ALSACaptureDeviceEntry.isAlias(name) || name == "default", "\(name) is an alias of a card")
+        }
+        // ALSA's own default is a card's (the first's, Loopback in the VM): that card's device comes first, and
+        // `default` is no microphone of its own.
+        let route = ALSADefaultRoute.probe()
+        print("ALSA default leads to \(String(describing: route))")
+        if case .card(let index, let device)? = route {
+            #expect(microphones.first?.cardIndex == index, "\(described)")
+            #expect(microphones.first?.identity.uniqueID.hasSuffix(",DEV=\(device)") == true, "\(described)")
+            #expect(!microphones.contains { $0.identity.uniqueID == "alsa:default" })
+        } else {
+            Issue.record("ALSA's default reaches no card in the VM: \(String(describing: route))")
+        }
     }
 
     @Test("a tone played into the loopback is captured: 1 kHz, 10 ms periods on the host clock")

@@ -42,6 +42,11 @@ struct SoundHotPlugKernelTests {
                 ids.isSubset(of: heard.withLock { Set($0.filter { $0.kind == "connected" }.map(\.id)) })
             }, "every loopback microphone reported back")
         #expect(loopbacks.allSatisfy { $0.isConnected }, "the same objects come back")
+        // Under the card's number now (the one /proc/asound/Loopback links to), whichever it was before.
+        let link = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/asound/Loopback")
+        #expect(
+            loopbacks.allSatisfy { ($0 as? ALSAMicrophone)?.cardIndex.map { "card\($0)" } == link },
+            "\(loopbacks.map { ($0 as? ALSAMicrophone)?.cardIndex }) for \(link)")
     }
 }
 

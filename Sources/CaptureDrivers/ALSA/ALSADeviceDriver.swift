@@ -7,110 +7,11 @@ import Synchronization
     import Musl
 #endif
 
-/// One entry of ALSA's device name hints (`snd_device_name_hint` for `pcm`).
+/// ALSA's microphones: one per card and capture device, the default first, and the PCMs of the configuration that
+/// are not aliases of those (`ALSACaptureDeviceEntry.microphones(cards:defaultRoute:hints:)`).
 ///
-/// Value type; safe to use from any thread.
-package struct ALSANameHint: Sendable, Hashable {
-    /// `NAME`: what `snd_pcm_open` takes.
-    package var name: String
-    /// `DESC`: one or two lines for people.
-    package var description: String?
-    /// `IOID`: `Input`, `Output`, or nil for both.
-    package var direction: String?
-
-    package init(name: String, description: String?, direction: String?) {
-        self.name = name
-        self.description = description
-        self.direction = direction
-    }
-
-    /// Every PCM hint of the ALSA configuration (the global one: `ALSA_CONFIG_PATH`, /etc/asound.conf,
-    /// ~/.asoundrc, the cards' own files).
-    package static func all() -> [ALSANameHint] {
-        var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
-        guard snd_device_name_hint(-1, "pcm", &hints) >= 0, let hints else { return [] }
-        defer { snd_device_name_free_hint(hints) }
-        func field(_ hint: UnsafeMutableRawPointer, _ key: String) -> String? {
-            guard let value = snd_device_name_get_hint(hint, key) else { return nil }
-            defer { free(value) }
-            return String(cString: value)
-        }
-        var result: [ALSANameHint] = []
-        var cursor = hints
-        while let hint = cursor.pointee {
-            if let name = field(hint, "NAME") {
-                result.append(
-                    ALSANameHint(name: name, description: field(hint, "DESC"), direction: field(hint, "IOID")))
-            }
-            cursor += 1
-        }
-        return result
-    }
-}
-
-/// A capture PCM discovery shows as a microphone.
-///
-/// Value type; safe to use from any thread.
-package struct ALSACaptureDeviceEntry: Sendable, Hashable {
-    /// The hint's name, which the unique ID is made from (`alsa:default`, `alsa:hw:CARD=PCH,DEV=0`).
-    package var hintName: String
-    /// What to open: the hint's name, or a hardware device's `plughw:` twin, which converts formats the card lacks.
-    package var pcmName: String
-    /// The description's first line, or the name.
-    package var localizedName: String
-
-    /// The microphones among `hints`, `default` first: every capture-capable PCM, except the many aliases ALSA
-    /// lists for each card (`sysdefault`, `front`, `dsnoop`, `plughw`, surround and digital outputs), which are the
-    /// same microphone as the card's `hw:` entry, and `null`.
-    package static func microphones(from hints: [ALSANameHint]) -> [ALSACaptureDeviceEntry] {
-        let aliases = [
-            "sysdefault:", "front:", "rear:", "center_lfe:", "side:", "surround", "iec958:", "spdif:", "hdmi:",
-            "dmix:", "dsnoop:", "plughw:", "usbstream:",
-        ]
-        let entries: [ALSACaptureDeviceEntry] = hints.compactMap { hint in
-            guard hint.direction == nil || hint.direction == "Input", hint.name != "null",
-                !aliases.contains(where: hint.name.hasPrefix)
-            else { return nil }
-            let title = hint.description?.split(separator: "\n").first.map(String.init) ?? hint.name
-            let pcm = hint.name.hasPrefix("hw:") ? "plug" + hint.name : hint.name
-            return ALSACaptureDeviceEntry(hintName: hint.name, pcmName: pcm, localizedName: title)
-        }
-        let ordered = entries.filter { $0.hintName == "default" } + entries.filter { $0.hintName != "default" }
-        return distinguishingNames(ordered)
-    }
-
-    /// Microphones whose names are alike (snd-aloop's eight "Loopback PCM" subdevices, two cards of one model) get
-    /// where they are appended: `hw:CARD,DEV` for a card's device ("Loopback PCM (hw:Loopback,1)", the card's id,
-    /// which survives a reboot where its index may not), else the PCM's name.
-    static func distinguishingNames(_ entries: [ALSACaptureDeviceEntry]) -> [ALSACaptureDeviceEntry] {
-        var counts: [String: Int] = [:]
-        for entry in entries { counts[entry.localizedName, default: 0] += 1 }
-        return entries.map { entry in
-            guard counts[entry.localizedName, default: 0] > 1 else { return entry }
-            var named = entry
-            named.localizedName += " (\(shortName(ofHint: entry.hintName)))"
-            return named
-        }
-    }
-
-    /// `hw:CARD=Loopback,DEV=1` → `hw:Loopback,1`; any other name as it is.
-    static func shortName(ofHint name: String) -> String {
-        guard name.hasPrefix("hw:") else { return name }
-        var card: Substring?
-        var device: Substring?
-        for field in name.dropFirst(3).split(separator: ",") {
-            if field.hasPrefix("CARD=") { card = field.dropFirst(5) }
-            if field.hasPrefix("DEV=") { device = field.dropFirst(4) }
-        }
-        guard let card else { return name }
-        return "hw:\(card),\(device ?? "0")"
-    }
-}
-
-/// ALSA's capture PCMs as microphones.
-///
-/// Threading: thread safe; a mutex guards the table of backends, so a PCM keeps its backend object for the
-/// process's life (a PCM that disappears is marked disconnected, and the same object comes back with it).
+/// Threading: thread safe; a mutex guards the table of backends, so a microphone keeps its backend object for the
+/// process's life (one that disappears is marked disconnected, and the same object comes back with it).
 package final class ALSADeviceDriver: CaptureDriver {
     /// The driver `DeviceRegistry.shared` lists; it follows `sound` uevents once discovery first runs.
     package static let shared = ALSADeviceDriver(hotPlugMonitor: .shared)
@@ -120,6 +21,10 @@ package final class ALSADeviceDriver: CaptureDriver {
     private let registry: DeviceRegistry?
     private let hotPlugMonitor: DeviceHotPlugMonitor?
     private let isMonitoring = Atomic<Bool>(false)
+    /// Where `default` led when last probed, and the cards present then: probed again only when the cards change, so
+    /// that a rescan does not open the default card while one of ours streams from it, nor has ALSA print its
+    /// complaint about a `default` that leads nowhere (on its standard error) at every discovery.
+    private let lastDefaultRoute = Mutex<(cards: [ALSACard], route: ALSADefaultRoute)?>(nil)
 
     /// A driver whose hot-plug rescans (on `hotPlugMonitor`'s `sound` events, when given) report to `registry`.
     package init(registry: DeviceRegistry? = nil, hotPlugMonitor: DeviceHotPlugMonitor? = nil) {
@@ -130,9 +35,9 @@ package final class ALSADeviceDriver: CaptureDriver {
     package var origin: DeviceOrigin { .real }
     package var family: DriverFamily { .raw }
 
-    /// The capture PCMs ALSA's name hints list now, `default` first, except those that cannot be opened at all (no
-    /// formats: a hint for a card that is gone, a sound server that is not running), which no device object could
-    /// stand for. Probing opens each PCM once (then cached), outside the table's lock.
+    /// The microphones present now, the default first, except those that cannot be opened at all (no formats: a
+    /// card gone since, a sound server that is not running), which no device object could stand for. Probing opens
+    /// each PCM once (then cached), outside the table's lock.
     ///
     /// A microphone this scan finds gone or back is reported to the registry here too, not only by the `sound`
     /// uevent's rescan: whichever scan sees the change first flips the microphone's state, and the other then finds
@@ -160,27 +65,42 @@ package final class ALSADeviceDriver: CaptureDriver {
         }
     }
 
-    /// Lists the PCMs again: those gone are marked disconnected, those back connected, new ones made.
+    /// Where `default` leads with `cards` present: the last answer while the cards are the same, else probed. While
+    /// `default` is busy (another process holds the card behind it) the last answer stands, or none.
+    private func defaultRoute(cards: [ALSACard]) -> ALSADefaultRoute {
+        if let last = lastDefaultRoute.withLock({ $0 }), last.cards == cards { return last.route }
+        guard let route = ALSADefaultRoute.probe() else {
+            return lastDefaultRoute.withLock { $0?.route } ?? .unavailable
+        }
+        lastDefaultRoute.withLock { $0 = (cards, route) }
+        return route
+    }
+
+    /// Lists the microphones again: those gone are marked disconnected, those back connected, new ones made.
     private func scan() -> (present: [any CaptureBackend], changes: [ScanChange]) {
-        let entries = ALSACaptureDeviceEntry.microphones(from: ALSANameHint.all())
+        let cards = ALSACard.all()
+        let entries = ALSACaptureDeviceEntry.microphones(
+            cards: cards, defaultRoute: defaultRoute(cards: cards), hints: ALSANameHint.all())
         return known.withLock { known in
             var changes: [ScanChange] = []
-            let present = Set(entries.map(\.hintName))
+            let present = Set(entries.map(\.uniqueID))
             for (name, microphone) in known where !present.contains(name) {
                 if microphone.setConnected(false) {
                     changes.append(ScanChange(event: .disconnected(microphone), isArrival: false))
                 }
             }
             let microphones: [any CaptureBackend] = entries.map { entry in
-                if let existing = known[entry.hintName] {
+                if let existing = known[entry.uniqueID] {
+                    existing.setCardIndex(entry.cardIndex)
                     if existing.setConnected(true) {
                         changes.append(ScanChange(event: .connected(existing), isArrival: false))
                     }
                     return existing
                 }
                 let microphone = ALSAMicrophone(
-                    pcmName: entry.pcmName, localizedName: entry.localizedName, uniqueID: "alsa:\(entry.hintName)")
-                known[entry.hintName] = microphone
+                    pcmName: entry.pcmName, localizedName: entry.localizedName, uniqueID: entry.uniqueID,
+                    cardIndex: entry.cardIndex, cardID: entry.cardID)
+                known[entry.uniqueID] = microphone
                 changes.append(ScanChange(event: .connected(microphone), isArrival: true))
                 return microphone
             }

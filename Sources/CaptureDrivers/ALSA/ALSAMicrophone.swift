@@ -22,8 +22,9 @@ package final class ALSAMicrophone: CaptureBackend {
         }
     }
 
-    /// Held while this process opens a PCM, to probe it or to stream: the two never overlap.
-    private static let opening = Mutex(())
+    /// Held while this process opens a PCM, to probe it or to stream, or to find where `default` leads: these never
+    /// overlap.
+    static let opening = Mutex(())
 
     private struct State {
         var probedFormats: [DeviceFormat]?
@@ -31,21 +32,36 @@ package final class ALSAMicrophone: CaptureBackend {
         var isConnected = true
         var isBusy = false
         var isDenied = false
+        var cardIndex: Int32?
     }
 
     package let identity: DeviceIdentity
     /// The name the PCM is opened by (a hardware device's `plughw:` form, so it converts what the card lacks).
     package let pcmName: String
-    private let state = Mutex(State())
+    /// The id of the card whose device this is ("Webcam", "PCH"); nil for a PCM that is not a card's device
+    /// (`default` led elsewhere, `pulse`, an asoundrc's own).
+    package let cardID: String?
+    private let state: Mutex<State>
 
-    /// A microphone that opens `pcmName`. `uniqueID` defaults to `alsa:` and the name.
-    package init(pcmName: String, localizedName: String? = nil, uniqueID: String? = nil) {
+    /// A microphone that opens `pcmName`. `uniqueID` defaults to `alsa:` and the name; `cardIndex` and `cardID` name
+    /// the card for a card's device.
+    package init(
+        pcmName: String, localizedName: String? = nil, uniqueID: String? = nil, cardIndex: Int32? = nil,
+        cardID: String? = nil
+    ) {
         self.pcmName = pcmName
+        self.cardID = cardID
+        state = Mutex(State(cardIndex: cardIndex))
         identity = DeviceIdentity(
             uniqueID: uniqueID ?? "alsa:\(pcmName)", modelID: "ALSA \(pcmName)",
             localizedName: localizedName ?? pcmName, manufacturer: "ALSA", kind: .microphone, position: .unspecified,
             media: .audio, origin: .real)
     }
+
+    /// The ALSA number of the card whose device this is (`hw:N`, `/proc/asound/cardN`), as discovery last found it:
+    /// the same card may come back under another number when it is plugged again, so read it anew rather than keep
+    /// it. Nil for a PCM that is not a card's device.
+    package var cardIndex: Int32? { state.withLock { $0.cardIndex } }
 
     // MARK: CaptureBackend
 
@@ -128,6 +144,11 @@ package final class ALSAMicrophone: CaptureBackend {
     }
 
     // MARK: Driver side
+
+    /// Discovery found the card under `index` (the same while it stays plugged in).
+    func setCardIndex(_ index: Int32?) {
+        state.withLock { $0.cardIndex = index }
+    }
 
     /// Discovery saw the PCM (again) or no longer lists it. Returns whether that changed anything.
     @discardableResult

@@ -83,6 +83,18 @@ final class ALSAPCM: @unchecked Sendable {
             && snd_pcm_hw_params_test_rate(handle, params, UInt32(format.sampleRate), 0) >= 0
     }
 
+    /// The card and device the PCM reaches in the end (`snd_pcm_info`, `snd_pcm_info_get_card`,
+    /// `snd_pcm_info_get_device`), through whatever plugins stand between (`plug`, `dsnoop`, `empty`, …); nil when
+    /// it reaches no card (a sound server's plugin, a `file` or `null` PCM: ALSA answers a card below 0).
+    func card() throws(Errno) -> (index: Int32, device: Int32)? {
+        var info: OpaquePointer?
+        guard snd_pcm_info_malloc(&info) >= 0, let info else { throw Errno.noMemory }
+        defer { snd_pcm_info_free(info) }
+        try alsaCheck(snd_pcm_info(handle, info))
+        let card = snd_pcm_info_get_card(info)
+        return card < 0 ? nil : (card, Int32(bitPattern: snd_pcm_info_get_device(info)))
+    }
+
     /// Applies `format` exactly (no resampling by ALSA's `rate` plugin unless the PCM is a `plug`), periods near
     /// `periodMicroseconds` and a ring of about `bufferPeriods` periods, then software parameters: wake when a
     /// period is ready, and monotonic timestamps in the status (`SND_PCM_TSTAMP_ENABLE`,
