@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "CaptureDrivers",
             dependencies: [
-                "CALSA", "CLinuxMedia", "CX11", "OpenCoreMedia", "OpenCoreVideo",
+                "CALSA", "CDBus", "CLinuxMedia", "CX11", "OpenCoreMedia", "OpenCoreVideo",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSwift),
