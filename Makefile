@@ -13,7 +13,8 @@ BUILD_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libsws
 TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstreamer1.0-plugins-base-apps \
                  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav qrencode \
                  xvfb x11-utils xdotool x11-apps chromium chromium-driver python3-selenium \
-                 nginx-light libnginx-mod-rtmp srt-tools
+                 nginx-light libnginx-mod-rtmp srt-tools \
+                 dbus-daemon libglib2.0-bin xdg-desktop-portal pipewire pipewire-bin wireplumber gstreamer1.0-pipewire
 # The VM the kernel tests boot (../shared/tools/vm-run: QEMU with Debian's kernel, vivid and snd-aloop).
 VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
