@@ -9,13 +9,13 @@ export OPENAV_DEVICES
 # Libraries the package links (pkg-config finds them) and tools the integration tests read our files with.
 BUILD_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
                   libavfilter-dev libasound2-dev libturbojpeg0-dev libexif-dev libheif-dev libzxing-dev \
-                  libx11-dev libxext-dev libxfixes-dev libxdamage-dev libxrandr-dev libsdl2-dev \
+                  libx11-dev libxext-dev libxfixes-dev libxdamage-dev libxrandr-dev libsdl2-dev libdbus-1-dev \
                   libpipewire-0.3-dev libspa-0.2-dev
 TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstreamer1.0-plugins-base-apps \
                  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav qrencode \
                  xvfb x11-utils xdotool x11-apps chromium chromium-driver python3-selenium \
                  nginx-light libnginx-mod-rtmp srt-tools \
-                 pipewire pipewire-bin wireplumber gstreamer1.0-pipewire dbus dbus-user-session
+                 dbus-daemon libglib2.0-bin xdg-desktop-portal pipewire pipewire-bin wireplumber gstreamer1.0-pipewire
 # The VM the kernel tests boot (../shared/tools/vm-run: QEMU with Debian's kernel, vivid and snd-aloop).
 VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
@@ -68,7 +68,8 @@ VM_RUN ?= $(abspath ../shared/tools/vm-run)
 # in a cache of its own: plain vm-run runs elsewhere do not rebuild it (nor it theirs).
 # usbip: `usbip attach` plugs the USB webcam emulator into vhci-hcd (USBWebcamKernelTests).
 # libx11-6 … libxrandr2: the screen input's shim (CX11); libzxing2: code reading (CZXing); libsdl2-2.0-0: the
-# preview window (CSDL2, linked through OpenAVCaptureUI).
+# preview window (CSDL2, linked through OpenAVCaptureUI). libdbus-1-3 (CDBus, the camera portal) is not listed: it
+# comes with libpulse0, which the image's ffmpeg and libsdl2-2.0-0 depend on, so the image and its key stay as before.
 VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip,libx11-6,libxext6,libxfixes3,libxdamage1,libxrandr2,libzxing2,libsdl2-2.0-0
 # The first two boots: vivid and snd-aloop as before; vhci-hcd (USB/IP's host controller) with the drivers of what
 # the emulator plugs in, loaded up front because the VM has no udev to load them when the device appears.

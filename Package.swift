@@ -50,6 +50,9 @@ let package = Package(
         ),
         /// ALSA's libasound.
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        /// libdbus-1: the camera portal (xdg-desktop-portal) and its permission store, in blocking calls with
+        /// timeouts. (Not libportal: it needs a GLib main loop; see CameraPortal.)
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         /// libjpeg-turbo's TurboJPEG: still-image JPEG encoding and MJPEG camera decoding.
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         /// libexif: the EXIF block written into JPEG stills.
@@ -91,7 +94,7 @@ let package = Package(
         .target(
             name: "CaptureDrivers",
             dependencies: [
-                "CALSA", "CLinuxMedia", "CPipeWire", "CX11", "OpenCoreMedia", "OpenCoreVideo",
+                "CALSA", "CDBus", "CLinuxMedia", "CPipeWire", "CX11", "OpenCoreMedia", "OpenCoreVideo",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSwift),
@@ -151,6 +154,7 @@ let package = Package(
 
         .testTarget(name: "CFFmpegTests", dependencies: ["CFFmpeg"], swiftSettings: strictSwift),
         .testTarget(name: "CALSATests", dependencies: ["CALSA"], swiftSettings: strictSwift),
+        .testTarget(name: "CDBusTests", dependencies: ["CDBus"], swiftSettings: strictSwift),
         .testTarget(name: "CLinuxMediaTests", dependencies: ["CLinuxMedia"], swiftSettings: strictSwift),
         .testTarget(name: "CX11Tests", dependencies: ["CX11"], swiftSettings: strictSwift),
         .testTarget(name: "OpenCoreVideoTests", dependencies: ["OpenCoreVideo"], swiftSettings: strictSwift),

@@ -55,6 +55,16 @@ struct DeviceOwnershipTests {
         withExtendedLifetime(sysfs) {}
     }
 
+    @Test("an ALSA card's microphone has the key PipeWire's ALSA nodes name; a user's PCM has none")
+    func alsaKeys() {
+        let card = ALSAMicrophone(pcmName: "plughw:CARD=Webcam,DEV=0", cardIndex: 1, cardID: "Webcam")
+        #expect(card.rawDeviceKey == "alsa:card:1")
+        let node = PipeWireNode(
+            id: 9, properties: ["media.class": "Audio/Source", "device.api": "alsa", "alsa.card": "1"])
+        #expect(node.rawDeviceKey == card.rawDeviceKey)
+        #expect(ALSAMicrophone(pcmName: "pulse").rawDeviceKey == nil)
+    }
+
     @Test("a claimed raw device's hot-plug events are not reported again")
     func claimedEventsAreQuiet() throws {
         let (raw, sysfs) = try rawDriver()

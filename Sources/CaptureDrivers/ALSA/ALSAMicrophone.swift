@@ -63,6 +63,10 @@ package final class ALSAMicrophone: CaptureBackend {
     /// it. Nil for a PCM that is not a card's device.
     package var cardIndex: Int32? { state.withLock { $0.cardIndex } }
 
+    /// `alsa:card:N` for a card's device, as PipeWire's ALSA nodes name the card they read (`alsa.card`); nil for
+    /// a PCM that is no card (a sound server's plugin, a user's own PCM).
+    package var rawDeviceKey: String? { cardIndex.map { "alsa:card:\($0)" } }
+
     // MARK: CaptureBackend
 
     /// The candidate formats the PCM takes, probed once. While another process holds the device, every candidate
