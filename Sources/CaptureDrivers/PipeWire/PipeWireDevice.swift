@@ -15,6 +15,7 @@ import Synchronization
 package final class PipeWireDevice: CaptureBackend {
     package let identity: DeviceIdentity
     private let connectionSource: @Sendable () -> PipeWireConnection?
+    private let cameraAccess: CameraAccess
 
     private struct State {
         var node: PipeWireNode
@@ -26,7 +27,11 @@ package final class PipeWireDevice: CaptureBackend {
     private let state: Mutex<State>
 
     /// A device for `node`, reached through the connection `connection` gives (the driver's current one).
-    package init(node: PipeWireNode, connection: @escaping @Sendable () -> PipeWireConnection?) {
+    package init(
+        node: PipeWireNode, connection: @escaping @Sendable () -> PipeWireConnection?,
+        cameraAccess: CameraAccess = .shared
+    ) {
+        self.cameraAccess = cameraAccess
         let media = node.capturedMedia ?? .video
         identity = DeviceIdentity(
             uniqueID: node.uniqueID, modelID: node.modelID, localizedName: node.localizedName,
@@ -63,8 +68,10 @@ package final class PipeWireDevice: CaptureBackend {
     package var clock: CMClock { .hostTimeClock }
     package var isConnected: Bool { state.withLock { $0.isConnected } }
     package var isInUseByAnotherApplication: Bool { false }
-    /// PipeWire decides who may see a node: a node this process can list, it may open.
-    package var isAccessible: Bool { true }
+    /// PipeWire decides who may see a node: a node this process can list, it may open; unless the camera portal's
+    /// permission store denies this app the camera.
+    package var isAccessible: Bool { identity.media == .audio || cameraAccess.permission != .denied }
+    package var accessAdvice: String? { isAccessible ? nil : CameraAccess.deniedAdvice }
 
     package func validate(_ configuration: StreamConfiguration) -> ConfigurationValidity {
         if identity.media == .video { return validateCameraConfiguration(configuration) }
@@ -75,6 +82,7 @@ package final class PipeWireDevice: CaptureBackend {
     /// Connects a stream to the node and waits until the node agreed on the format.
     package func start(_ configuration: StreamConfiguration, sink: @escaping StreamSink) throws(DeviceFault) {
         let configuration = configurationToStart(configuration, caller: "PipeWireDevice")
+        guard isAccessible else { throw .explained(.io(.permissionDenied), advice: CameraAccess.deniedAdvice) }
         let node = try state.withLock { state throws(DeviceFault) -> PipeWireNode in
             guard state.isConnected else { throw DeviceFault.disconnected }
             precondition(state.stream == nil, "\(identity.localizedName): start() while streaming; call stop() first")
@@ -83,9 +91,11 @@ package final class PipeWireDevice: CaptureBackend {
         guard let registryConnection = connectionSource(), registryConnection.isAlive else { throw .disconnected }
         // A connection of the stream's own: its loop thread is the device's capture thread, which the session's
         // conversion stage runs on, so a camera's conversions never hold up a microphone's periods.
+        // A camera the portal grants is reached through the portal's remote, as a sandboxed app must.
+        let portalRemote = identity.media == .video ? cameraAccess.pipeWireRemote() : nil
         let connection: PipeWireConnection
         do {
-            connection = try PipeWireConnection(onEvent: { _ in })
+            connection = try PipeWireConnection(fd: portalRemote, onEvent: { _ in })
         } catch {
             throw .explained(.io(.ioError), advice: "\(identity.localizedName): \(error)")
         }

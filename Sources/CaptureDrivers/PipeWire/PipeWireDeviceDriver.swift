@@ -73,9 +73,19 @@ package final class PipeWireDeviceDriver: CaptureDriver {
         state.withLock { state in
             if let connection = state.connection, connection.isAlive { return connection }
             state.connection = nil
-            guard Self.daemonSocketExists(environment: environment()) else { return nil }
+            // A sandbox has no daemon socket: there the camera portal's remote, once it grants the camera, is the way.
+            let remote: Int32?
+            if Self.daemonSocketExists(environment: environment()) {
+                remote = nil
+            } else if let portalRemote = CameraAccess.shared.pipeWireRemote() {
+                remote = portalRemote
+            } else {
+                return nil
+            }
             // Events queue behind this lock, so the nodes listed at connection are not announced as arrivals.
-            guard let connection = try? PipeWireConnection(onEvent: { [weak self] event in self?.enqueue(event) })
+            guard
+                let connection = try? PipeWireConnection(
+                    fd: remote, onEvent: { [weak self] event in self?.enqueue(event) })
             else { return nil }
             state.connection = connection
             for node in connection.nodes where node.capturedMedia != nil { _ = device(for: node, in: &state) }

@@ -92,7 +92,17 @@ extension AVCaptureDevice {
     /// Whether the app may use devices of a media type. On Linux access means the device can be opened: virtual
     /// devices always can; real devices of the type whose nodes this user cannot open, with none that it can,
     /// make the status `.denied` (`authorizationAdvice(for:)` says which group to join).
+    ///
+    /// Where the desktop has a camera portal (always in a Flatpak sandbox), the camera's status is the portal's:
+    /// the permission store's decision for this app, `.notDetermined` until one is made.
     public class func authorizationStatus(for mediaType: AVMediaType) -> AVAuthorizationStatus {
+        if mediaType == .video, let permission = CameraAccess.shared.permission {
+            switch permission {
+            case .granted: return .authorized
+            case .denied: return .denied
+            case .notDetermined: return .notDetermined
+            }
+        }
         let devices = DeviceDirectory.shared.devices().filter { $0.hasMediaType(mediaType) }
         let real = devices.filter { $0.backend.identity.origin == .real }
         if real.contains(where: { $0.backend.isAccessible }) { return .authorized }
@@ -116,16 +126,25 @@ extension AVCaptureDevice {
         }
     }
 
-    /// Asks for access; on Linux nobody is asked: the answer is whether the device can be opened.
-    /// The handler runs on an arbitrary queue, as Apple's.
+    /// Asks for access. For the camera where the desktop has a camera portal, the portal asks the user (its
+    /// dialog) unless the app's answer is stored; elsewhere nobody is asked: the answer is whether the device can be
+    /// opened. The handler runs on an arbitrary queue, as Apple's.
     public class func requestAccess(for mediaType: AVMediaType, completionHandler handler: @escaping @Sendable (Bool) -> Void) {
-        let granted = authorizationStatus(for: mediaType) == .authorized
-        DispatchQueue.global().async { handler(granted) }
+        DispatchQueue.global().async { handler(decideAccess(for: mediaType)) }
     }
 
-    /// Asks for access; on Linux the answer is whether the device can be opened.
+    /// Asks for access, as `requestAccess(for:completionHandler:)` does.
     public class func requestAccess(for mediaType: AVMediaType) async -> Bool {
-        authorizationStatus(for: mediaType) == .authorized
+        await withCheckedContinuation { continuation in
+            requestAccess(for: mediaType) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// The portal's answer for the camera where there is a portal, else whether the devices can be opened. Blocks
+    /// while the portal's dialog is up.
+    private class func decideAccess(for mediaType: AVMediaType) -> Bool {
+        if mediaType == .video, let answer = CameraAccess.shared.requestAccess() { return answer }
+        return authorizationStatus(for: mediaType) == .authorized
     }
 
     /// Whether the device can stream in a session preset's format (see `AVCaptureSession.Preset`).
