@@ -287,6 +287,16 @@ static Values values_of(const struct spa_pod *pod) {
 /// Element `i` of a range in the shim's order (minimum, maximum, default), from SPA's (default, minimum, maximum).
 static uint32_t range_index(uint32_t i) { return i == 0 ? 1 : (i == 1 ? 2 : 0); }
 
+/// Appends (a, b) to two parallel arrays of 16, unless full or, when `unique`, already there (a range keeps its
+/// minimum, maximum and default even when two are equal).
+static void add_pair(uint32_t *as, uint32_t *bs, uint32_t *count, uint32_t a, uint32_t b, bool unique) {
+    if (*count >= 16) return;
+    for (uint32_t k = 0; k < *count && unique; k++)
+        if (as[k] == a && bs[k] == b) return;
+    as[*count] = a;
+    bs[(*count)++] = b;
+}
+
 static void parse_video_property(const struct spa_pod_prop *prop, CPipeWire_Format *f) {
     Values v = values_of(&prop->value);
     switch (prop->key) {
@@ -302,27 +312,17 @@ static void parse_video_property(const struct spa_pod_prop *prop, CPipeWire_Form
     case SPA_FORMAT_VIDEO_size:
         if (v.type != SPA_TYPE_Rectangle) return;
         f->size_is_range = v.is_range;
-        for (uint32_t i = 0; i < v.count && f->sizes_count < 16; i++) {
+        for (uint32_t i = 0; i < v.count; i++) {
             const struct spa_rectangle *r = (const struct spa_rectangle *)v.values + (v.is_range ? range_index(i) : i);
-            bool seen = false;
-            for (uint32_t k = 0; k < f->sizes_count && !v.is_range; k++)
-                seen |= f->widths[k] == r->width && f->heights[k] == r->height;
-            if (seen) continue;
-            f->widths[f->sizes_count] = r->width;
-            f->heights[f->sizes_count++] = r->height;
+            add_pair(f->widths, f->heights, &f->sizes_count, r->width, r->height, !v.is_range);
         }
         break;
     case SPA_FORMAT_VIDEO_framerate:
         if (v.type != SPA_TYPE_Fraction) return;
         f->rate_is_range = v.is_range;
-        for (uint32_t i = 0; i < v.count && f->rates_count < 16; i++) {
+        for (uint32_t i = 0; i < v.count; i++) {
             const struct spa_fraction *r = (const struct spa_fraction *)v.values + (v.is_range ? range_index(i) : i);
-            bool seen = false;
-            for (uint32_t k = 0; k < f->rates_count && !v.is_range; k++)
-                seen |= f->rate_nums[k] == r->num && f->rate_dens[k] == r->denom;
-            if (seen) continue;
-            f->rate_nums[f->rates_count] = r->num;
-            f->rate_dens[f->rates_count++] = r->denom;
+            add_pair(f->rate_nums, f->rate_dens, &f->rates_count, r->num, r->denom, !v.is_range);
         }
         break;
     default: break;

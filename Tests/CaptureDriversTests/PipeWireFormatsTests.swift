@@ -19,27 +19,25 @@ struct PipeWireFormatsTests {
             for (index, value) in pixels.enumerated() { raw.storeBytes(of: value, toByteOffset: index * 4, as: CPipeWire_Pixels.self) }
         }
         format.pixels_count = UInt32(pixels.count)
-        withUnsafeMutableBytes(of: &format.widths) { widths in
-            withUnsafeMutableBytes(of: &format.heights) { heights in
-                for (index, size) in sizes.enumerated() {
-                    widths.storeBytes(of: size.0, toByteOffset: index * 4, as: UInt32.self)
-                    heights.storeBytes(of: size.1, toByteOffset: index * 4, as: UInt32.self)
-                }
-            }
-        }
+        store(sizes, first: &format.widths, second: &format.heights)
         format.sizes_count = UInt32(sizes.count)
         format.size_is_range = sizeRange
-        withUnsafeMutableBytes(of: &format.rate_nums) { nums in
-            withUnsafeMutableBytes(of: &format.rate_dens) { dens in
-                for (index, rate) in rates.enumerated() {
-                    nums.storeBytes(of: rate.0, toByteOffset: index * 4, as: UInt32.self)
-                    dens.storeBytes(of: rate.1, toByteOffset: index * 4, as: UInt32.self)
-                }
-            }
-        }
+        store(rates, first: &format.rate_nums, second: &format.rate_dens)
         format.rates_count = UInt32(rates.count)
         format.rate_is_range = rateRange
         return format
+    }
+
+    /// Pairs into the shim's two parallel C arrays (imported as tuples).
+    static func store<Tuple>(_ pairs: [(UInt32, UInt32)], first: inout Tuple, second: inout Tuple) {
+        withUnsafeMutableBytes(of: &first) { firsts in
+            withUnsafeMutableBytes(of: &second) { seconds in
+                for (index, pair) in pairs.enumerated() {
+                    firsts.storeBytes(of: pair.0, toByteOffset: index * 4, as: UInt32.self)
+                    seconds.storeBytes(of: pair.1, toByteOffset: index * 4, as: UInt32.self)
+                }
+            }
+        }
     }
 
     static func videos(_ formats: [DeviceFormat]) -> [VideoFormat] {

@@ -107,7 +107,7 @@ struct PipeWireCaptureTests {
         #expect(indexSteps(indices).isEmpty, "frames skipped or repeated: \(indexSteps(indices))")
     }
 
-    @Test("a microphone recorded through the public API: the tone at 1 kHz, without gaps")
+    @Test("a microphone recorded through the public API: the tone at 1 kHz, for the whole recording")
     func recordsMicrophone() throws {
         let session = try PipeWireTestSession.start()
         defer { session.stop() }
@@ -119,7 +119,8 @@ struct PipeWireCaptureTests {
         let audio = try #require(try FFprobeReport(url).stream("audio"))
         #expect(audio["channels"] as? Int == 2)
         let frequency = try dominantFrequency(of: url)
-        #expect(abs(frequency - 1000) < 20, "the tone came out at \(frequency) Hz")
+        #expect(abs(frequency - 1000) < 25, "the tone came out at \(frequency) Hz")
+        #expect(try #require(FFprobeReport.number(audio["duration"])) > 1.8)
     }
 
     /// Records two seconds from `devices` with `output` (a movie file output by default) into a new scratch file.
@@ -247,7 +248,7 @@ struct PipeWireCaptureTests {
             ["record", "tone.m4a", "--video", "none", "--audio", Self.microphoneDescription, "--duration", "2"],
             in: directory, devices: "real", environment: session.environment)
         #expect(audio.status == 0, "\(audio.error)")
-        #expect(abs(try dominantFrequency(of: directory.appendingPathComponent("tone.m4a")) - 1000) < 20)
+        #expect(abs(try dominantFrequency(of: directory.appendingPathComponent("tone.m4a")) - 1000) < 25)
     }
 }
 

@@ -24,8 +24,9 @@ public func writeVirtualClipNV12(to url: URL, width: Int, height: Int, frameRate
     try data.write(to: url)
 }
 
-/// The main frequency of a file's first audio track, from the zero crossings of its first channel as ffmpeg
-/// decodes it (`from` seconds on, for `seconds`).
+/// The main frequency of a file's first audio track, from the median distance between zero crossings of its
+/// channels mixed to one as ffmpeg decodes them (`from` seconds on, for `seconds`): the tone's pitch, which a few
+/// dropped periods under load (a phase jump each) do not move.
 public func dominantFrequency(of url: URL, from start: Double = 0.5, seconds: Double = 1) throws -> Double {
     let result = try MediaTool.ffmpeg.run([
         "-nostdin", "-v", "error", "-ss", String(start), "-t", String(seconds), "-i", url.path, "-map", "0:a:0",
@@ -34,7 +35,12 @@ public func dominantFrequency(of url: URL, from start: Double = 0.5, seconds: Do
     guard result.status == 0 else { throw MediaToolFailure(description: "ffmpeg: \(result.error)") }
     let samples = result.output.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
     guard samples.count > 4800 else { throw MediaToolFailure(description: "only \(samples.count) samples decoded") }
-    var crossings = 0
-    for index in 1..<samples.count where (samples[index - 1] < 0) != (samples[index] < 0) { crossings += 1 }
-    return Double(crossings) / 2 / (Double(samples.count) / 48_000)
+    let crossings = (1..<samples.count).filter { (samples[$0 - 1] < 0) != (samples[$0] < 0) }
+    let halfPeriods = zip(crossings, crossings.dropFirst()).map { $1 - $0 }.sorted()
+    guard !halfPeriods.isEmpty else { throw MediaToolFailure(description: "no tone: the sound never crosses zero") }
+    // The mean of the half periods near the median: whole samples are too coarse by themselves (24 at 1 kHz, 25 at
+    // 960 Hz), and the few short or long ones around a phase jump are left out.
+    let median = Double(halfPeriods[halfPeriods.count / 2])
+    let near = halfPeriods.map(Double.init).filter { $0 >= median * 0.8 && $0 <= median * 1.2 }
+    return 48_000 / (2 * near.reduce(0, +) / Double(near.count))
 }
