@@ -70,7 +70,7 @@ VM_RUN ?= $(abspath ../shared/tools/vm-run)
 # libpipewire-0.3-0: the PipeWire backend (CPipeWire).
 # libx11-6 … libxrandr2: the screen input's shim (CX11); libzxing2: code reading (CZXing); libsdl2-2.0-0: the
 # preview window (CSDL2, linked through OpenAVCaptureUI). libdbus-1-3 (CDBus, the camera portal) is not listed: it
-# comes with libpulse0, which the image's ffmpeg and libsdl2-2.0-0 depend on, so the image and its key stay as before.
+# comes with libpulse0, which the image's ffmpeg and libsdl2-2.0-0 depend on.
 VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip,libx11-6,libxext6,libxfixes3,libxdamage1,libxrandr2,libzxing2,libsdl2-2.0-0,libpipewire-0.3-0
 # The first two boots: vivid and snd-aloop as before; vhci-hcd (USB/IP's host controller) with the drivers of what
 # the emulator plugs in, loaded up front because the VM has no udev to load them when the device appears.
