@@ -404,9 +404,14 @@ final class USBWebcamKernelTests {
                 "beeps \(later - earlier) samples apart, \(byTimeline) s in presentation time: a silent loss")
         }
         // Where nothing was lost the buffers' presentation times follow each other exactly (Apple's audio timeline
-        // is continuous), however late the reads come under the VM's load (ALSAPeriodClock slews, never jumps).
+        // is continuous), however late the reads come under the VM's load (ALSAPeriodClock slews, never jumps),
+        // with one exception the clock documents: a stream more than its `resyncThreshold` (one second) behind the
+        // host clock is started again where it is. A real card cannot get there without an overrun, but the
+        // emulated one stops making samples while the VM starves its process (seen: 1.004 s, every sample there).
         if !samplesLost {
-            #expect(gaps.isEmpty, "\(gaps.count) timeline jumps with every sample present")
+            let resync = 1.0
+            #expect(
+                gaps.allSatisfy { $0.seconds >= resync }, "\(gaps.count) timeline jumps with every sample present")
         }
         let span = presentationTime(ofSample: mono.count) - presentationTime(ofSample: 0)
         let lost = gaps.reduce(0) { $0 + $1.seconds }
@@ -571,7 +576,16 @@ final class USBWebcamKernelTests {
                 "ffprobe -v error -select_streams a:0 -show_entries stream=duration -of csv=p=0 '\(url.path)'"
             ).flatMap { Double(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) })
         let videoLength = (times.last ?? 0) + frame - (times.first ?? 0)
-        #expect(abs(audioLength - videoLength) <= 0.5, "audio \(audioLength) s, video \(videoLength) s")
+        // The microphone's outage is silence in the file, so the sound is not shorter than the picture (without
+        // the silence it would be shorter by the outage, seconds). It may run on past the last frame: the VM's
+        // emulated webcam stalls now and then (the jumps above), and a stall before the stop ends the picture
+        // early while the sound goes on to the stop (seen: 0.83 s longer after a 4.7 s stall); never by more than
+        // the longest stall the camera showed.
+        let longestStall = jumps.map { $0.element.1 - $0.element.0 }.max() ?? frame
+        #expect(audioLength >= videoLength - 0.5, "audio \(audioLength) s, video \(videoLength) s")
+        #expect(
+            audioLength <= videoLength + longestStall + 0.5,
+            "audio \(audioLength) s, video \(videoLength) s, longest stall \(longestStall) s")
         let beeps = try Self.beepTimes(url)
         print("USB webcam replugged mid-recording: beeps at \(beeps), flashes at \(frames.flashes)")
         #expect(beeps.contains { $0 > times[reconnection.offset + 1] }, "no beep after the gap: \(beeps)")
