@@ -83,6 +83,13 @@ public final class CMBlockBuffer: @unchecked Sendable {
         self.release = release
     }
 
+    /// Bytes `offset..<offset + length` of `parent`, shared: `parent` lives as long as this buffer does (Apple's
+    /// buffer references, as `CMSampleBufferCopySampleBufferForRange` makes them).
+    package convenience init(referencing parent: CMBlockBuffer, offset: Int, length: Int) {
+        precondition(offset >= 0 && length >= 0 && offset + length <= parent.dataLength, "a range inside the parent")
+        self.init(wrapping: parent.bytes + offset, length: length) { _ in withExtendedLifetime(parent) {} }
+    }
+
     deinit { release(bytes) }
 
     /// Whether the buffer holds no data.

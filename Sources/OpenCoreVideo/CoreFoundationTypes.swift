@@ -122,3 +122,26 @@ public func CFGetTypeID(_ cf: CFTypeRef) -> CFTypeID {
 public func _CFTypeID(of type: Any.Type) -> CFTypeID {
     CFTypeID(bitPattern: ObjectIdentifier(type))
 }
+
+/// A range of items in a collection: a first index and a count, as CoreFoundation's collection functions and
+/// ``CMSampleBufferCopySampleBufferForRange`` take them.
+///
+/// Apple's CoreFoundation type, reduced to what the capture API needs.
+public struct CFRange: Equatable, Sendable {
+    /// The index of the first item.
+    public var location: CFIndex
+    /// How many items.
+    public var length: CFIndex
+
+    public init() { self.init(location: 0, length: 0) }
+
+    public init(location: CFIndex, length: CFIndex) {
+        self.location = location
+        self.length = length
+    }
+}
+
+/// A range of `length` items from `loc`, as Apple's CoreFoundation spells it.
+public func CFRangeMake(_ loc: CFIndex, _ len: CFIndex) -> CFRange {
+    CFRange(location: loc, length: len)
+}

@@ -281,7 +281,6 @@ final class TrackSampleReader {
     private func trimmed(_ buffer: CMSampleBuffer) throws -> CMSampleBuffer? {
         guard let asbd = buffer.formatDescription?.audioStreamBasicDescription else { return buffer }
         let rate = Int64(asbd.mSampleRate)
-        let bytesPerFrame = Int(asbd.mBytesPerFrame)
         let frames = Int64(buffer.numSamples)
         let time = buffer.presentationTimeStamp
         guard time.isNumeric, rate > 0 else { return buffer }
@@ -294,23 +293,6 @@ final class TrackSampleReader {
         }
         guard last > first else { return nil }
         if first == 0, last == frames { return buffer }
-        guard let data = buffer.dataBuffer else { return nil }
-        let count = Int(last - first)
-        let block = CMBlockBuffer(length: count * bytesPerFrame)
-        data.withUnsafeBytes { source in
-            block.withUnsafeMutableBytes { destination in
-                destination.baseAddress?.copyMemory(
-                    from: source.baseAddress!.advanced(by: Int(first) * bytesPerFrame), byteCount: count * bytesPerFrame
-                )
-            }
-        }
-        let startTime = time + CMTime(value: first, timescale: Int32(rate))
-        return try CMSampleBuffer(
-            dataBuffer: block, formatDescription: buffer.formatDescription, numSamples: count,
-            sampleTimings: [
-                CMSampleTimingInfo(
-                    duration: CMTime(value: 1, timescale: Int32(rate)), presentationTimeStamp: startTime,
-                    decodeTimeStamp: .invalid)
-            ], sampleSizes: [bytesPerFrame])
+        return try buffer.copy(samplesIn: Int(first)..<Int(last))
     }
 }

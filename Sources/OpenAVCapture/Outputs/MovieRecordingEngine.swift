@@ -916,38 +916,34 @@ final class MovieRecordingEngine: @unchecked Sendable {
     /// are host-clock nanoseconds, so the room is a sample count give or take a nanosecond.
     static func frameCount(in room: CMTime, of buffer: CMSampleBuffer) -> Int {
         guard room.isNumeric, room > .zero else { return 0 }
+        return sampleIndex(at: room, of: buffer)
+    }
+
+    /// The index of the sample `offset` after a PCM buffer's start, to the nearest sample, halves away from zero
+    /// (exact rational arithmetic, as the asset reader cuts): the one rounding every cut of the recording uses.
+    private static func sampleIndex(at offset: CMTime, of buffer: CMSampleBuffer) -> Int {
         let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
-        return Int((room.seconds * rate).rounded())
+        return Int(offset.convertScale(Int32(rate.rounded()), method: .roundHalfAwayFromZero).value)
     }
 
     /// The frames of an interleaved PCM buffer after its first `skipped`, timed from there; nil when nothing of
     /// it is left (or it is not PCM, whose frames cannot be split).
     static func framesAfter(_ skipped: CMTime, _ buffer: CMSampleBuffer) -> CMSampleBuffer? {
-        guard let description = buffer.formatDescription?.audioStreamBasicDescription else { return nil }
-        let first = Int((skipped.seconds * description.mSampleRate).rounded())
+        guard buffer.formatDescription?.audioStreamBasicDescription != nil else { return nil }
+        guard skipped.isNumeric else { return buffer }
+        let first = sampleIndex(at: skipped, of: buffer)
         guard first < buffer.numSamples else { return nil }
         guard first > 0 else { return buffer }
         return pcmFrames(first..<buffer.numSamples, of: buffer)
     }
 
-    /// Frames `range` of an interleaved PCM buffer as a buffer of their own, timed from the first.
+    /// Frames `range` of an interleaved PCM buffer as a buffer of their own, timed from the first; nil when the
+    /// buffer is not linear PCM (compressed packets cannot be cut) or the range is not inside it.
     private static func pcmFrames(_ range: Range<Int>, of buffer: CMSampleBuffer) -> CMSampleBuffer? {
-        guard let format = buffer.formatDescription, let description = format.audioStreamBasicDescription,
-            description.mFormatID == kAudioFormatLinearPCM, description.mBytesPerFrame > 0,
-            let data = buffer.dataBuffer
-        else { return nil }
-        let bytesPerFrame = Int(description.mBytesPerFrame)
-        let bytes = (range.lowerBound * bytesPerFrame)..<(range.upperBound * bytesPerFrame)
-        guard bytes.upperBound <= data.dataLength else { return nil }
-        let copy = data.withUnsafeBytes { CMBlockBuffer(copying: UnsafeRawBufferPointer(rebasing: $0[bytes])) }
-        let rate = Int32(description.mSampleRate.rounded())
-        let timing = CMSampleTimingInfo(
-            duration: CMTime(value: 1, timescale: rate),
-            presentationTimeStamp: buffer.presentationTimeStamp + CMTime(value: Int64(range.lowerBound), timescale: rate),
-            decodeTimeStamp: .invalid)
-        return try? CMSampleBuffer(
-            dataBuffer: copy, formatDescription: format, numSamples: range.count, sampleTimings: [timing],
-            sampleSizes: [bytesPerFrame])
+        guard buffer.formatDescription?.audioStreamBasicDescription?.mFormatID == kAudioFormatLinearPCM else {
+            return nil
+        }
+        return try? buffer.copy(samplesIn: range)
     }
 
     /// `buffer` moved to written time `time`; a compressed frame's decode time moves with it (a movie file's
