@@ -67,11 +67,12 @@ VM_RUN ?= $(abspath ../shared/tools/vm-run)
 # Libraries the test bundle links that the VM image lacks. They are part of vm-run's cache key, so the image lives
 # in a cache of its own: plain vm-run runs elsewhere do not rebuild it (nor it theirs).
 # usbip: `usbip attach` plugs the USB webcam emulator into vhci-hcd (USBWebcamKernelTests).
-# libpipewire-0.3-0: the PipeWire backend (CPipeWire).
+# libpipewire-0.3-0: the PipeWire backend (CPipeWire). pipewire, wireplumber, dbus-daemon: the headless session
+# PipeWireKernelTests starts, whose WirePlumber finds vivid and the webcam through PipeWire's V4L2 plugin.
 # libx11-6 … libxrandr2: the screen input's shim (CX11); libzxing2: code reading (CZXing); libsdl2-2.0-0: the
 # preview window (CSDL2, linked through OpenAVCaptureUI). libdbus-1-3 (CDBus, the camera portal) is not listed: it
 # comes with libpulse0, which the image's ffmpeg and libsdl2-2.0-0 depend on.
-VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip,libx11-6,libxext6,libxfixes3,libxdamage1,libxrandr2,libzxing2,libsdl2-2.0-0,libpipewire-0.3-0
+VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip,libx11-6,libxext6,libxfixes3,libxdamage1,libxrandr2,libzxing2,libsdl2-2.0-0,libpipewire-0.3-0,pipewire,wireplumber,dbus-daemon
 # The first two boots: vivid and snd-aloop as before; vhci-hcd (USB/IP's host controller) with the drivers of what
 # the emulator plugs in, loaded up front because the VM has no udev to load them when the device appears.
 # Seconds a boot may take: the first runs every kernel suite, the USB webcam's (about 2.5 minutes) included.

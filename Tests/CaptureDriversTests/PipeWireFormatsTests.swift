@@ -128,6 +128,19 @@ struct PipeWireFormatsTests {
             ])
         #expect(microphone.rawDeviceKey == "alsa:card:1")
         #expect(microphone.localizedName == "alsa_input.usb-Webcam-00.analog-stereo")
+        let unknown = PipeWireNode(
+            id: 44,
+            properties: [
+                "media.class": "Video/Source", "node.description": "Unknown device (V4L2)",
+                "api.v4l2.cap.card": "OpenAV Test Webcam: OpenAV Test",
+            ])
+        #expect(unknown.localizedName == "OpenAV Test Webcam: OpenAV Test", "udev's placeholder gives way to the card")
+        // What the registry's global event gives (no device.api, no api.* keys): the object path says it all.
+        let announced = PipeWireNode(
+            id: 45, properties: ["media.class": "Audio/Source", "object.path": "alsa:pcm:2:front:2:capture"])
+        #expect(announced.rawDeviceKey == "alsa:card:2")
+        let announcedCamera = PipeWireNode(id: 46, properties: ["object.path": "v4l2:/dev/video4"])
+        #expect(announcedCamera.v4l2Path == "/dev/video4" && announcedCamera.rawDeviceKey == "v4l2:/dev/video4")
         let monitor = PipeWireNode(id: 42, properties: ["media.class": "Audio/Sink"])
         #expect(monitor.capturedMedia == nil)
         let libcamera = PipeWireNode(

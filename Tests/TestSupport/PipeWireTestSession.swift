@@ -15,10 +15,18 @@ public final class PipeWireTestSession: @unchecked Sendable {
     public let environment: [String: String]
     private var processes: [ChildProcess] = []
 
-    /// Why the session cannot run here, or nil.
+    /// Why the session and its node publishers (GStreamer, pw-loopback) cannot run here, or nil.
     public static var unavailableReason: String? {
-        for tool in ["pipewire", "wireplumber", "dbus-daemon", "gst-launch-1.0", "pw-loopback", "pw-dump"]
-        where findExecutable(tool) == nil {
+        missing(["pipewire", "wireplumber", "dbus-daemon", "gst-launch-1.0", "pw-loopback", "pw-dump"])
+    }
+
+    /// Why the session alone (the daemons, which find the kernel's devices themselves) cannot run here, or nil.
+    public static var daemonsUnavailableReason: String? {
+        missing(["pipewire", "wireplumber", "dbus-daemon", "pw-dump"])
+    }
+
+    private static func missing(_ tools: [String]) -> String? {
+        for tool in tools where findExecutable(tool) == nil {
             return "\(tool) is not installed (make deps installs pipewire, wireplumber, pipewire-bin, dbus, "
                 + "gstreamer1.0-pipewire)"
         }
@@ -48,6 +56,7 @@ public final class PipeWireTestSession: @unchecked Sendable {
             try session.waitFor("the PipeWire daemon") {
                 FileManager.default.fileExists(atPath: "\(directory.path)/pipewire-0")
             }
+            try writeWirePlumberConfiguration(under: directory.appendingPathComponent("config"))
             try session.launch("wireplumber", [])
             // The session manager is up when it has registered as a client of the daemon.
             try session.waitFor("WirePlumber") { session.pwDump().contains("\"application.name\": \"WirePlumber\"") }
@@ -57,6 +66,14 @@ public final class PipeWireTestSession: @unchecked Sendable {
         }
         setenv("PIPEWIRE_RUNTIME_DIR", directory.path, 1)
         return session
+    }
+
+    /// WirePlumber's settings for a machine without Bluetooth or logind (a container, the kernel-test VM): its
+    /// Bluetooth monitor wants systemd-logind's seat files, and where there are none WirePlumber quits at start.
+    private static func writeWirePlumberConfiguration(under configuration: URL) throws {
+        let directory = configuration.appendingPathComponent("wireplumber/bluetooth.lua.d", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Data("bluez_monitor.enabled = false\n".utf8).write(to: directory.appendingPathComponent("80-openav-tests.lua"))
     }
 
     private init(directory: URL, environment: [String: String]) {

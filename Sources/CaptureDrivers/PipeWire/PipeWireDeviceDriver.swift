@@ -99,7 +99,9 @@ package final class PipeWireDeviceDriver: CaptureDriver {
             existing.nodeAppeared(node)
             return existing
         }
-        let device = PipeWireDevice(node: node, connection: { [weak self] in self?.state.withLock { $0.connection } })
+        // A new camera: QUERYCAP for its name where WirePlumber has none (an open and an ioctl, microseconds).
+        let device = PipeWireDevice(
+            node: Self.namedByItsCard(node), connection: { [weak self] in self?.state.withLock { $0.connection } })
         state.devices[node.uniqueID] = device
         return device
     }
@@ -133,6 +135,19 @@ package final class PipeWireDeviceDriver: CaptureDriver {
             }
             for device in devices where device.nodeRemoved() { report(.disconnected(device)) }
         }
+    }
+
+    /// `node`, with the card name its V4L2 driver reports (QUERYCAP, as the raw backend names cameras) where
+    /// WirePlumber had no name from udev and says "Unknown device": see ``PipeWireNode/localizedName``. Where the
+    /// device node cannot be opened (a sandbox), the node keeps WirePlumber's name.
+    private static func namedByItsCard(_ node: PipeWireNode) -> PipeWireNode {
+        guard node.properties["node.description"]?.hasPrefix("Unknown device") == true,
+            node.properties["api.v4l2.cap.card"] == nil, let path = node.v4l2Path,
+            let card = try? V4L2Node(path: path, system: .live).capability().card
+        else { return node }
+        var named = node
+        named.properties["api.v4l2.cap.card"] = card
+        return named
     }
 
     /// A node's ports follow the node itself in the registry: wait (bounded) until its formats can be read.

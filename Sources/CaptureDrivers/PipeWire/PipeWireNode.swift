@@ -37,9 +37,17 @@ package struct PipeWireNode: Sendable, Hashable {
         "pipewire:" + (properties["object.path"] ?? properties["node.name"] ?? "node-\(id)")
     }
 
-    /// The name people see: the description, else the nick, else the name.
+    /// The name people see: the description, else the nick, else the name. Where udev knows nothing of a camera
+    /// (a container, a VM without udevd) WirePlumber describes it as "Unknown device (V4L2)"; the card name the
+    /// driver reports (`api.v4l2.cap.card`, the name the raw V4L2 backend shows) says more.
     package var localizedName: String {
-        properties["node.description"] ?? properties["node.nick"] ?? properties["node.name"] ?? "PipeWire node \(id)"
+        if let description = properties["node.description"], description.hasPrefix("Unknown device"),
+            let card = properties["api.v4l2.cap.card"], !card.isEmpty
+        {
+            return card
+        }
+        return properties["node.description"] ?? properties["node.nick"] ?? properties["node.name"]
+            ?? "PipeWire node \(id)"
     }
 
     /// The same for every unit of one model: the device's product where PipeWire knows it, else the node's API and
@@ -51,6 +59,14 @@ package struct PipeWireNode: Sendable, Hashable {
         return [properties["device.api"], properties["node.name"]].compactMap { $0 }.joined(separator: " ")
     }
 
+    /// The V4L2 device node a camera node reads (`/dev/video0`): `api.v4l2.path` where the properties carry it,
+    /// else from the object path (the registry's global properties give `object.path` only).
+    package var v4l2Path: String? {
+        if let path = properties["api.v4l2.path"] { return path }
+        guard let objectPath = properties["object.path"], objectPath.hasPrefix("v4l2:") else { return nil }
+        return String(objectPath.dropFirst("v4l2:".count))
+    }
+
     package var manufacturer: String {
         properties["device.vendor.name"] ?? properties["api.libcamera.manufacturer"] ?? "PipeWire"
     }
@@ -58,12 +74,17 @@ package struct PipeWireNode: Sendable, Hashable {
     /// The raw device this node reads, as the raw backends name theirs, when it reads one: `v4l2:/dev/video0` for
     /// a V4L2 node, `alsa:card:1` for a card's PCM. The registry hides the raw device then: one camera, one entry.
     package var rawDeviceKey: String? {
-        if let path = properties["api.v4l2.path"] { return "v4l2:" + path }
-        if let path = properties["object.path"], path.hasPrefix("v4l2:") { return path }
+        if let path = v4l2Path { return "v4l2:" + path }
         if properties["device.api"] == "alsa" || properties["api.alsa.path"] != nil,
             let card = properties["api.alsa.card"] ?? properties["alsa.card"]
         {
             return "alsa:card:" + card
+        }
+        // The registry's global properties carry the object path only: `alsa:pcm:<card>:<device>:<stream>`.
+        if let path = properties["object.path"], path.hasPrefix("alsa:pcm:"),
+            let card = path.split(separator: ":").dropFirst(2).first, Int(card) != nil
+        {
+            return "alsa:card:\(card)"
         }
         return nil
     }
