@@ -75,8 +75,9 @@ VM_RUN ?= $(abspath ../shared/tools/vm-run)
 VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip,libx11-6,libxext6,libxfixes3,libxdamage1,libxrandr2,libzxing2,libsdl2-2.0-0,libpipewire-0.3-0,pipewire,wireplumber,dbus-daemon
 # The first two boots: vivid and snd-aloop as before; vhci-hcd (USB/IP's host controller) with the drivers of what
 # the emulator plugs in, loaded up front because the VM has no udev to load them when the device appears.
-# Seconds a boot may take: the first runs every kernel suite, the USB webcam's (about 2.5 minutes) included.
-VM_TIMEOUT ?= 900
+# Seconds a boot may take: the first runs every kernel suite, the USB webcam's included (7.5 minutes of about 11
+# here; a loaded CI machine is slower, and a boot cut short fails every suite it had left).
+VM_TIMEOUT ?= 1500
 VM_MODULES := --module vivid --module snd-aloop --module vhci-hcd --module uvcvideo --module snd-usb-audio
 VM_CACHE ?= $(HOME)/.cache/vm-run-openav
 # Serial: the kernel suites share one vivid (and one snd-aloop), as the virtual devices are shared on the host.
