@@ -13,6 +13,7 @@ package final class CameraControlStore: Sendable {
         var state: CameraControlState
         var observers: [Int: Observer] = [:]
         var nextToken = 0
+        var revision: UInt64 = 0
     }
 
     package let capabilities: CameraCapabilities
@@ -29,14 +30,25 @@ package final class CameraControlStore: Sendable {
     /// Returns the state after the change.
     @discardableResult
     package func update(_ change: (inout CameraControlState) -> Void) -> CameraControlState {
-        let (old, new, observers) = guarded.withLock { guarded in
+        revisedUpdate(change).state
+    }
+
+    /// The same, also returning the update's revision: every update counts one, in the order they take the
+    /// store, so a state read after an update of revision `r` (a frame's snapshot) includes every change of a
+    /// revision up to `r`.
+    @discardableResult
+    package func revisedUpdate(
+        _ change: (inout CameraControlState) -> Void
+    ) -> (state: CameraControlState, revision: UInt64) {
+        let (old, new, revision, observers) = guarded.withLock { guarded in
             let old = guarded.state
             change(&guarded.state)
+            guarded.revision += 1
             let observers = old == guarded.state ? [] : Array(guarded.observers.values)
-            return (old, guarded.state, observers)
+            return (old, guarded.state, guarded.revision, observers)
         }
         for observer in observers { observer(old, new) }
-        return new
+        return (new, revision)
     }
 
     package func addObserver(_ observer: @escaping Observer) -> Int {

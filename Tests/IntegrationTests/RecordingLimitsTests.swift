@@ -83,8 +83,11 @@ struct RecordingLimitsTests {
         output.maxRecordedFileSize = limit
         // At 10 Mb/s a frame is 40 kB, a large share of the 10 % margin: in real time no frame is dropped, so none
         // grows to cover a gap. At 0.5 Mb/s frames are small whatever happens, and free running saves 80 s.
+        // The wait only bounds a failure: three times the media the limit holds (80 s at 0.5 Mb/s to 5 MB, which a
+        // loaded machine's debug build encodes slower than real time), and never under two minutes.
         let delegate = try recordNoise(
-            output, bitRate: bitRate, to: url, clock: bitRate > 1_000_000 ? .realTime : .freeRunning)
+            output, bitRate: bitRate, to: url, clock: bitRate > 1_000_000 ? .realTime : .freeRunning,
+            timeout: max(120, 3 * Double(limit) * 8 / Double(bitRate)))
         #expect(delegate.avError?.code == .maximumFileSizeReached, "\(String(describing: delegate.error))")
         #expect(delegate.successfullyFinished == true)
         let size = try #require(fileSize(url))

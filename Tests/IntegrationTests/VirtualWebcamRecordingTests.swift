@@ -94,8 +94,12 @@ import TestSupport
         guard MediaTool.available([.ffmpeg, .ffprobe], for: "webcam Motion JPEG passthrough") else { return }
         let webcam = try Self.webcamAt720pMJPEG()
         defer { webcam.virtualCamera?.restoreDefaults() }
+        // Free running, and a data output that waits rather than drops: every one of the 2 s's 30 frames reaches
+        // both outputs however loaded the machine (in real time a loaded machine's webcam drops late frames).
+        webcam.virtualCamera?.clockMode = .freeRunning
         let movie = AVCaptureMovieFileOutput()
         let data = AVCaptureVideoDataOutput()
+        data.alwaysDiscardsLateVideoFrames = false
         let frames = MovieFrameCollector()
         data.setSampleBufferDelegate(frames, queue: DispatchQueue(label: "webcam frames"))
         let session = try makeSession(preset: .inputPriority, devices: [webcam], outputs: [movie, data])

@@ -411,7 +411,8 @@ private struct VirtualCameraStream: Sendable {
                 return
             }
             let (completions, firesFlash, stills) = controls.takeFrameRequests()
-            let (state, scene) = controls.advance(time: presentationTime, frameDuration: frameDuration, aspect: aspect)
+            let (state, scene, revision) = controls.advance(
+                time: presentationTime, frameDuration: frameDuration, aspect: aspect)
             let parameters = VirtualFrameParameters(
                 time: VirtualClockTime(value: index * value, timescale: timescale),
                 duration: VirtualClockTime(value: value, timescale: timescale),
@@ -464,7 +465,8 @@ private struct VirtualCameraStream: Sendable {
                     imageBuffer: buffer, formatDescription: formatDescription, timing: timing)
                 sink(.output(sample, sequence: sequence))
             }
-            for completion in completions { completion(presentationTime) }
+            let changesShown = controls.frameWasDelivered(revision: revision, time: presentationTime)
+            for completion in completions + changesShown { completion(presentationTime) }
         }
 
         let pacer = VirtualStreamPacer(

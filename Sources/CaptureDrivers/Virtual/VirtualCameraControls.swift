@@ -278,7 +278,13 @@ package final class VirtualCameraControls: CameraControlling {
         var isFreeRunning = false
         /// The latest frame's time: the device's "now" when it runs ahead of the host clock.
         var lastFrameTime: CMTime?
+        /// Handlers of `.fireFlash`: they belong to the next frame, the one the flash lights.
         var pendingCompletions: [@Sendable (CMTime) -> Void] = []
+        /// Handlers of other changes, each waiting for the first delivered frame whose state includes its change
+        /// (its store revision).
+        var pendingChanges: [(revision: UInt64, completion: @Sendable (CMTime) -> Void)] = []
+        /// The latest delivered frames while streaming, oldest first: their state's revision and their time.
+        var recentFrames: [(revision: UInt64, time: CMTime)] = []
         /// A `.fireFlash` waits for the next frame; armed under the same lock as its completion is queued.
         var isFlashArmed = false
         /// High-resolution stills waiting for the next frame.
@@ -379,60 +385,65 @@ package final class VirtualCameraControls: CameraControlling {
             if runNow { completion?(.invalid) }
             return
         }
+        // The change's revision: the first frame whose state has at least it is the first with the change.
+        var revision: UInt64 = 0
+        func update(_ change: (inout CameraControlState) -> Void) {
+            revision = max(revision, store.revisedUpdate(change).revision)
+        }
         switch request {
         case .focusMode(let mode):
-            store.update { state in
+            update { state in
                 state.focusMode = mode
                 if mode == .locked { state.isAdjustingFocus = false }
             }
         case .focusPointOfInterest(let point):
-            store.update { $0.focusPointOfInterest = point }
+            update { $0.focusPointOfInterest = point }
         case .lockFocus(let lensPosition):
-            store.update { state in
+            update { state in
                 state.focusMode = .locked
                 state.lensPosition = clamp(lensPosition, 0...1)
                 state.isAdjustingFocus = false
             }
         case .smoothAutoFocus(let enabled):
-            store.update { $0.isSmoothAutoFocusEnabled = enabled }
+            update { $0.isSmoothAutoFocusEnabled = enabled }
         case .focusRangeRestriction(let restriction):
-            store.update { $0.focusRangeRestriction = restriction }
+            update { $0.focusRangeRestriction = restriction }
         case .exposureMode(let mode):
-            store.update { state in
+            update { state in
                 state.exposureMode = mode
                 if mode == .locked || mode == .custom { state.isAdjustingExposure = false }
             }
         case .exposurePointOfInterest(let point):
-            store.update { $0.exposurePointOfInterest = point }
+            update { $0.exposurePointOfInterest = point }
         case .customExposure(let duration, let iso):
             let durations = capabilities.exposureDurationRange
-            store.update { state in
+            update { state in
                 state.exposureMode = .custom
                 if let duration { state.exposureDuration = durations.map { clamp(duration, $0) } ?? duration }
                 if let iso { state.iso = clamp(iso, capabilities.isoRange) }
                 state.isAdjustingExposure = false
             }
         case .exposureTargetBias(let bias):
-            store.update { $0.exposureTargetBias = clamp(bias, capabilities.exposureTargetBiasRange) }
+            update { $0.exposureTargetBias = clamp(bias, capabilities.exposureTargetBiasRange) }
         case .whiteBalanceMode(let mode):
-            store.update { state in
+            update { state in
                 state.whiteBalanceMode = mode
                 if mode == .locked { state.isAdjustingWhiteBalance = false }
             }
         case .lockWhiteBalance(let gains):
-            store.update { state in
+            update { state in
                 state.whiteBalanceMode = .locked
                 if let gains { state.whiteBalanceGains = clampGains(gains) }
                 state.isAdjustingWhiteBalance = false
             }
         case .zoomFactor(let factor):
-            store.update { state in
+            update { state in
                 state.videoZoomFactor = clamp(factor, zoomRange)
                 state.zoomRamp = nil
             }
         case .rampZoom(let target, let rate):
             let now = deviceTime()
-            store.update { state in
+            update { state in
                 // A ramp under way is replaced from where it is now.
                 let current = state.zoomRamp.map { $0.factor(at: now).factor } ?? state.videoZoomFactor
                 state.videoZoomFactor = current
@@ -444,28 +455,34 @@ package final class VirtualCameraControls: CameraControlling {
             }
         case .cancelZoomRamp:
             let now = deviceTime()
-            store.update { state in
+            update { state in
                 if let ramp = state.zoomRamp { state.videoZoomFactor = ramp.factor(at: now).factor }
                 state.zoomRamp = nil
             }
         case .flashMode(let mode):
-            store.update { $0.flashMode = mode }
+            update { $0.flashMode = mode }
         case .fireFlash:
             return  // handled above
         case .torch(let mode, let level):
             let (scene, isStreaming) = runtime.withLock { ($0.scene, $0.isStreaming) }
-            store.update { state in
+            update { state in
                 state.torchMode = mode
                 state.torchLevel = mode == .off ? 0 : clamp(level, 0...1)
                 state.isTorchActive = VirtualAutoControls.isTorchLit(state, scene: scene, isStreaming: isStreaming)
             }
         }
         if let completion {
-            let runNow = runtime.withLock { runtime in
-                if runtime.isStreaming { runtime.pendingCompletions.append(completion) }
-                return !runtime.isStreaming
+            let (runNow, time) = runtime.withLock { runtime -> (Bool, CMTime) in
+                guard runtime.isStreaming else { return (true, .invalid) }
+                // The capture thread may have rendered and delivered a frame with the change already (between
+                // the update and this): that frame is the one to name.
+                if let frame = runtime.recentFrames.first(where: { $0.revision >= revision }) {
+                    return (true, frame.time)
+                }
+                runtime.pendingChanges.append((revision, completion))
+                return (false, .invalid)
             }
-            if runNow { completion(.invalid) }
+            if runNow { completion(time) }
         }
     }
 
@@ -528,16 +545,34 @@ package final class VirtualCameraControls: CameraControlling {
         }
     }
 
-    /// Runs the 3A for the frame at `time` and returns the state and scene to render it with.
-    func advance(time: CMTime, frameDuration: CMTime, aspect: Double) -> (CameraControlState, VirtualScene) {
+    /// Runs the 3A for the frame at `time` and returns the state and scene to render it with, and the state's
+    /// revision (for ``frameWasDelivered(revision:time:)``).
+    func advance(
+        time: CMTime, frameDuration: CMTime, aspect: Double
+    ) -> (state: CameraControlState, scene: VirtualScene, revision: UInt64) {
         let scene = runtime.withLock { runtime in
             runtime.lastFrameTime = time
             return runtime.scene
         }
         let context = VirtualFrameContext(scene: scene, time: time, frameDuration: frameDuration, aspect: aspect)
         let capabilities = store.capabilities
-        let state = store.update { VirtualAutoControls.step(&$0, capabilities: capabilities, context: context) }
-        return (state, scene)
+        let (state, revision) = store.revisedUpdate {
+            VirtualAutoControls.step(&$0, capabilities: capabilities, context: context)
+        }
+        return (state, scene, revision)
+    }
+
+    /// A frame rendered with the state of `revision` went out at `time`: takes the handlers of the changes it
+    /// shows (they name `time`), and remembers it for a change whose handler comes after the frame.
+    func frameWasDelivered(revision: UInt64, time: CMTime) -> [@Sendable (CMTime) -> Void] {
+        runtime.withLock { runtime in
+            runtime.recentFrames.append((revision, time))
+            if runtime.recentFrames.count > 8 { runtime.recentFrames.removeFirst() }
+            let shown = runtime.pendingChanges.filter { $0.revision <= revision }
+            guard !shown.isEmpty else { return [] }
+            runtime.pendingChanges.removeAll { $0.revision <= revision }
+            return shown.map(\.completion)
+        }
     }
 
     /// The stream has ended: the torch goes out and handlers still waiting run with `.invalid`.
@@ -547,9 +582,11 @@ package final class VirtualCameraControls: CameraControlling {
             runtime.isFlashArmed = false
             defer {
                 runtime.pendingCompletions = []
+                runtime.pendingChanges = []
+                runtime.recentFrames = []
                 runtime.pendingStills = []
             }
-            return (runtime.pendingCompletions, runtime.pendingStills)
+            return (runtime.pendingCompletions + runtime.pendingChanges.map(\.completion), runtime.pendingStills)
         }
         store.update { $0.isTorchActive = false }
         for completion in completions { completion(.invalid) }
