@@ -113,16 +113,6 @@ func recordUntilFinished(
     return delegate.waitForFinish(timeout: timeout) ? delegate : nil
 }
 
-/// Waits until `condition` holds, checking every 10 ms, up to `timeout` seconds; returns whether it held. Tests
-/// wait for what they need (a length recorded, a count reached) rather than sleeping and hoping it happened.
-func waitUntil(timeout: TimeInterval = 15, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while !condition() {
-        guard Date() < deadline else { return false }
-        usleep(10_000)
-    }
-    return true
-}
 
 func movieScratchURL(_ name: String) throws -> URL {
     let directory = NSTemporaryDirectory() + "moviefileoutput-tests-\(getpid())"

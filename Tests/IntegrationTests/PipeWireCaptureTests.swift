@@ -39,13 +39,13 @@ struct PipeWireCaptureTests {
 
     /// The driver's device named `name`, waiting (bounded) for its formats to be readable.
     static func device(_ driver: PipeWireDeviceDriver, named name: String) throws -> any CaptureBackend {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if let device = driver.discoverDevices().first(where: { $0.identity.localizedName == name }) { return device }
-            // Real time must pass: the daemon links and configures the node's port in its own time.
-            Thread.sleep(forTimeInterval: 0.05)
+        // The daemon links and configures the node's port in its own time.
+        var found: (any CaptureBackend)?
+        try waitUntil("\(name) shows up with formats") {
+            found = driver.discoverDevices().first { $0.identity.localizedName == name }
+            return found != nil
         }
-        throw PipeWireTestSession.SessionFailure("\(name) never showed up with formats")
+        return found!
     }
 
     @Test("discovery: nodes named by their description, formats from EnumFormat, node added and removed")
@@ -252,12 +252,3 @@ struct PipeWireCaptureTests {
     }
 }
 
-/// Polls `condition` until it holds or `timeout` seconds pass (then throws, naming `what`).
-func waitUntil(_ what: String, timeout: TimeInterval = 10, _ condition: () -> Bool) throws {
-    let deadline = Date().addingTimeInterval(timeout)
-    while !condition() {
-        guard Date() < deadline else { throw PipeWireTestSession.SessionFailure("timed out waiting until \(what)") }
-        // Real time must pass: another process (the daemon, a node's program) is doing the work.
-        Thread.sleep(forTimeInterval: 0.02)
-    }
-}

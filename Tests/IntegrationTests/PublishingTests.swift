@@ -28,15 +28,6 @@ private func accepts(_ port: Int) -> Bool {
     }
 }
 
-/// Polls `condition` every 50 ms for at most `timeout` seconds.
-private func eventually(_ timeout: Double = 15, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while !condition() {
-        if Date() > deadline { return false }
-        usleep(50_000)
-    }
-    return true
-}
 
 /// nginx with libnginx-mod-rtmp, in the foreground, serving application `live` on 127.0.0.1:`port`.
 private final class RTMPServer {
@@ -76,7 +67,7 @@ private final class RTMPServer {
         process.standardError = FileHandle.nullDevice
         try process.run()
         self.process = process
-        try #require(eventually(10) { accepts(port) }, "nginx never listened on \(port)")
+        try #require(waitUntil(timeout: 10, every: 0.05) { accepts(port) }, "nginx never listened on \(port)")
     }
 
     /// Kills the server at once, as a crash would.
@@ -113,7 +104,7 @@ struct PublishingTests {
         let session = try makeSession(
             preset: .qvga320x240, devices: [VirtualDevices.back, VirtualDevices.microphone], outputs: [output])
         session.startRunning()
-        #expect(eventually { output.statistics.packetsSent >= 400 }, "\(output.statistics)")
+        #expect(waitUntil(timeout: 15, every: 0.05) { output.statistics.packetsSent >= 400 }, "\(output.statistics)")
         output.stopPublishing()
         session.stopRunning()
         let statistics = output.statistics
@@ -149,17 +140,17 @@ struct PublishingTests {
             preset: .qvga320x240, devices: [VirtualDevices.back, VirtualDevices.microphone], outputs: [output])
         session.startRunning()
         defer { session.stopRunning() }
-        #expect(eventually { output.statistics.packetsSent >= 60 }, "\(output.statistics)")
+        #expect(waitUntil(timeout: 15, every: 0.05) { output.statistics.packetsSent >= 60 }, "\(output.statistics)")
         let before = try probedCodecs(stream)
         #expect(before.contains("h264,video") && before.contains("aac,audio"), "before the restart: \(before)")
 
         server.kill()
-        #expect(eventually { !output.statistics.isConnected }, "the output never noticed the server was gone")
-        #expect(eventually { output.statistics.droppedPackets["disconnected", default: 0] > 0 })
+        #expect(waitUntil(timeout: 15, every: 0.05) { !output.statistics.isConnected }, "the output never noticed the server was gone")
+        #expect(waitUntil(timeout: 15, every: 0.05) { output.statistics.droppedPackets["disconnected", default: 0] > 0 })
         try server.start()
-        #expect(eventually(20) { output.statistics.reconnections >= 1 }, "no reconnection: \(output.statistics)")
+        #expect(waitUntil(timeout: 20, every: 0.05) { output.statistics.reconnections >= 1 }, "no reconnection: \(output.statistics)")
         let sentAfter = output.statistics.packetsSent
-        #expect(eventually { output.statistics.packetsSent >= sentAfter + 60 }, "\(output.statistics)")
+        #expect(waitUntil(timeout: 15, every: 0.05) { output.statistics.packetsSent >= sentAfter + 60 }, "\(output.statistics)")
         let after = try probedCodecs(stream)
         #expect(after.contains("h264,video") && after.contains("aac,audio"), "after the restart: \(after)")
         output.stopPublishing()
@@ -277,7 +268,7 @@ struct PublishingToolTests {
         try publisher.run()
         defer { if publisher.isRunning { publisher.terminate() } }
         let first = directory.appendingPathComponent("first.ts")
-        #expect(eventually { ((try? FileManager.default.attributesOfItem(atPath: first.path)[.size] as? Int) ?? 0) > 60_000 })
+        #expect(waitUntil(timeout: 15, every: 0.05) { ((try? FileManager.default.attributesOfItem(atPath: first.path)[.size] as? Int) ?? 0) > 60_000 })
         stop(listener)
         usleep(500_000)  // The server is away; how long does not matter to what is checked.
         listener = try listen(into: "second.ts")

@@ -51,7 +51,7 @@ enum USBWebcam {
         guard posix_spawn(&child, emulatorPath, nil, nil, argv, environ) == 0 else { return nil }
         // Listening once a connection is accepted (the emulator reads the connection's operation, finds none and
         // closes it).
-        guard eventually(timeout: 10, { canConnect(port: 3240) }) else { return nil }
+        guard waitUntil(timeout: 10, { canConnect(port: 3240) }) else { return nil }
         return child
     }()
 
@@ -64,7 +64,7 @@ enum USBWebcam {
             }
         }
         try #require(
-            eventually(timeout: 30) { camera?.isConnected == true && microphone?.isConnected == true },
+            waitUntil(timeout: 30) { camera?.isConnected == true && microphone?.isConnected == true },
             "the webcam never appeared (connected) in discovery")
         return (try #require(camera), try #require(microphone))
     }
@@ -75,7 +75,7 @@ enum USBWebcam {
     static func unplug() -> Bool {
         let detach =
             "for p in $(usbip port | sed -n 's/^Port 0*\\([0-9][0-9]*\\):.*/\\1/p'); do usbip detach -p $p; done"
-        return shell(detach) == 0 && eventually(timeout: 30) { camera == nil && microphone == nil }
+        return shell(detach) == 0 && waitUntil(timeout: 30) { camera == nil && microphone == nil }
     }
 
     /// The webcam's first /dev/video node, from `v4l2-ctl --list-devices`.
@@ -155,16 +155,6 @@ enum USBWebcam {
     }
 }
 
-/// Polls `condition` every 10 ms up to `timeout` seconds.
-private func eventually(timeout: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        Thread.sleep(forTimeInterval: 0.01)
-    }
-    return condition()
-}
-
 @Suite(.serialized, .enabled(if: USBWebcam.unavailableReason == nil, USBWebcam.skipReason))
 final class USBWebcamKernelTests {
     /// Each test unplugs the webcam when it ends, so the suites after this one see the VM's devices as they were.
@@ -187,7 +177,7 @@ final class USBWebcamKernelTests {
         let microphoneID = microphone.uniqueID
 
         #expect(USBWebcam.unplug(), "the webcam never went away")
-        #expect(eventually(timeout: 20) { !camera.isConnected && !microphone.isConnected })
+        #expect(waitUntil(timeout: 20) { !camera.isConnected && !microphone.isConnected })
         // Discovery is polled while the webcam comes back, racing the hot-plug monitor's own rescans: whichever
         // notices first, the same device objects come back connected.
         let (replugged, microphoneAgain) = try USBWebcam.plug()
@@ -356,7 +346,7 @@ final class USBWebcamKernelTests {
         output.setSampleBufferDelegate(delegate, queue: DispatchQueue(label: "usb microphone"))
         let session = try makeSession(preset: .inputPriority, devices: [microphone], outputs: [output])
         session.startRunning()
-        #expect(eventually(timeout: 60) { buffers.withLock { $0.reduce(0) { $0 + $1.mono.count } } >= 5 * 48_000 })
+        #expect(waitUntil(timeout: 60) { buffers.withLock { $0.reduce(0) { $0 + $1.mono.count } } >= 5 * 48_000 })
         session.stopRunning()
         let received = buffers.withLock { $0 }
         try #require(!received.isEmpty)
@@ -497,7 +487,7 @@ final class USBWebcamKernelTests {
         let url = try scratchURL("usb-webcam-unplugged.mov", suite: "usb-webcam")
         let delegate = USBRecordingDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(eventually(timeout: 60) { output.recordedDuration.seconds >= 1 }, "the recording never got going")
+        #expect(waitUntil(timeout: 60) { output.recordedDuration.seconds >= 1 }, "the recording never got going")
         #expect(USBWebcam.unplug(), "the webcam never went away")
         #expect(delegate.finished.wait(timeout: .now() + 60) == .success, "didFinish never came")
         #expect(delegate.error?.code == .deviceWasDisconnected, "\(String(describing: delegate.error))")
@@ -525,17 +515,17 @@ final class USBWebcamKernelTests {
         let delegate = ReconnectionDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
         #expect(delegate.waitForStart())
-        #expect(eventually(timeout: 60) { output.recordedDuration.seconds >= 1.5 }, "the recording never got going")
+        #expect(waitUntil(timeout: 60) { output.recordedDuration.seconds >= 1.5 }, "the recording never got going")
         let unplugged = Date()
         #expect(USBWebcam.unplug(), "the webcam never went away")
-        #expect(eventually(timeout: 30) { delegate.lostDevices.count == 2 }, "lost: \(delegate.lostDevices)")
+        #expect(waitUntil(timeout: 30) { delegate.lostDevices.count == 2 }, "lost: \(delegate.lostDevices)")
         #expect(output.isRecording, "the recording ended with the webcam")
         _ = try USBWebcam.plug()
         let outage = Date().timeIntervalSince(unplugged)
         #expect(
-            eventually(timeout: 60) { delegate.regainedDevices.count == 2 }, "regained: \(delegate.regainedDevices)")
+            waitUntil(timeout: 60) { delegate.regainedDevices.count == 2 }, "regained: \(delegate.regainedDevices)")
         let gapEnd = delegate.regainedDevices.map(\.gap.end.seconds).max() ?? 0
-        #expect(eventually(timeout: 60) { output.recordedDuration.seconds >= gapEnd + 1.5 }, "the recording stopped")
+        #expect(waitUntil(timeout: 60) { output.recordedDuration.seconds >= gapEnd + 1.5 }, "the recording stopped")
         output.stopRecording()
         #expect(delegate.waitForFinish(), "didFinish never came")
         #expect(delegate.error == nil, "\(String(describing: delegate.error))")

@@ -2,6 +2,7 @@ import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
 import Synchronization
+import TestSupport
 import Testing
 
 /// Records the synchronizer's collections, optionally slowly.
@@ -45,15 +46,6 @@ private final class CollectionRecorder: NSObject, AVCaptureDataOutputSynchronize
 }
 
 @Suite(.serialized) struct AVCaptureDataOutputSynchronizerTests {
-    private func waitUntil(timeout: TimeInterval = 20, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return true }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return condition()
-    }
-
     @Test func videoAudioAndMetadataArriveTogetherByTime() throws {
         let controller = try #require(VirtualDevices.back.virtualCamera)
         defer { controller.restoreDefaults() }

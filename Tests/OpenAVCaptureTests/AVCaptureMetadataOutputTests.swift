@@ -1,6 +1,7 @@
 import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
+import TestSupport
 import Testing
 
 /// `AVCaptureMetadataOutput` reading codes a test holds in front of the virtual back camera.
@@ -209,12 +210,3 @@ import Testing
     }
 }
 
-/// Polls `condition` every 10 ms for up to `timeout` seconds.
-private func waitUntil(timeout: TimeInterval = 15, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        Thread.sleep(forTimeInterval: 0.01)
-    }
-    return condition()
-}

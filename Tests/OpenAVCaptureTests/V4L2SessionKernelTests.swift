@@ -2,6 +2,7 @@ import CaptureDrivers
 import Foundation
 import OpenAVCapture
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -107,31 +108,22 @@ struct V4L2HotPlugKernelTests {
 
         // vivid's disconnect button unregisters its nodes mid-stream: ENODEV, a disconnect, a runtime error.
         #expect(Vivid.shell("v4l2-ctl -d \(path) -c disconnect=1") == 0)
-        #expect(eventually(timeout: 20) { deviceEvents.recorded.contains("AVCaptureDeviceWasDisconnectedNotification") })
-        #expect(eventually(timeout: 20) { !device.isConnected && session.isInterrupted })
-        #expect(eventually(timeout: 20) { errors.withLock { $0.first?.code } == .deviceWasDisconnected })
+        #expect(waitUntil(timeout: 20) { deviceEvents.recorded.contains("AVCaptureDeviceWasDisconnectedNotification") })
+        #expect(waitUntil(timeout: 20) { !device.isConnected && session.isInterrupted })
+        #expect(waitUntil(timeout: 20) { errors.withLock { $0.first?.code } == .deviceWasDisconnected })
 
         // Unloading and loading the module again is a replug: the same camera comes back, the session resumes.
         let framesBefore = delegate.received.count
-        #expect(eventually(timeout: 20) { Vivid.shell("modprobe -r vivid") == 0 }, "vivid unloads once nothing maps it")
+        #expect(waitUntil(timeout: 20) { Vivid.shell("modprobe -r vivid") == 0 }, "vivid unloads once nothing maps it")
         #expect(Vivid.shell("modprobe vivid") == 0)
-        #expect(eventually(timeout: 20) { deviceEvents.recorded.contains("AVCaptureDeviceWasConnectedNotification") })
-        #expect(eventually(timeout: 20) { device.isConnected && !session.isInterrupted })
+        #expect(waitUntil(timeout: 20) { deviceEvents.recorded.contains("AVCaptureDeviceWasConnectedNotification") })
+        #expect(waitUntil(timeout: 20) { device.isConnected && !session.isInterrupted })
         #expect(delegate.wait(for: framesBefore + 10, timeout: 60), "frames flow again after the replug")
         #expect(sessionEvents.recorded.contains(AVCaptureSession.interruptionEndedNotification.rawValue))
         #expect(AVCaptureDevice(uniqueID: device.uniqueID) === device, "the same device object")
     }
 }
 
-/// Polls `condition` every 10 ms up to `timeout` seconds.
-private func eventually(timeout: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        Thread.sleep(forTimeInterval: 0.01)
-    }
-    return condition()
-}
 
 /// The advice a driver gives reaches the user as the error's recovery suggestion, with Apple's codes.
 @Suite struct DeviceFaultErrorTests {

@@ -188,14 +188,9 @@ public final class PipeWireTestSession: @unchecked Sendable {
         return process
     }
 
-    /// Polls `condition` until it holds, for at most ten seconds.
+    /// Polls `condition` until it holds, for at most ten seconds: these are other processes starting.
     private func waitFor(_ what: String, _ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(10)
-        while !condition() {
-            guard Date() < deadline else { throw SessionFailure("timed out waiting for \(what)") }
-            // Real time must pass: these are other processes starting.
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        guard waitUntil(timeout: 10, every: 0.05, condition) else { throw SessionFailure("timed out waiting for \(what)") }
     }
 
     private static func terminate(_ process: ChildProcess) {
