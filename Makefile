@@ -21,7 +21,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
+.PHONY: all build demo test test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
 
 all: build
 
@@ -110,6 +110,17 @@ usb-webcam-emulator: $(EMULATOR)
 $(EMULATOR): Tests/USBWebcamEmulator/usb-webcam-emulator.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -static -o $@ $< -lm
+
+## bench-pipewire: PipeWire against raw V4L2 in the VM (Benchmarks/Comparisons/PipeWireOverhead): vivid's 1080p NV12
+## frames into a session, straight from the node and through WirePlumber's V4L2 node, alternating; CPU per frame
+## (the daemon's included) and capture-to-delegate latency, with per-pair ratios.
+bench-pipewire: deps
+	cd Benchmarks && $(SWIFT) build -c release --product PipeWireOverhead
+	@toolchain=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"); scratch=$$(mktemp -d); \
+	cd "$$scratch" && "$(VM_RUN)" --cache "$(VM_CACHE)" --packages $(VM_IMAGE_PACKAGES) --share-ro "$$toolchain" \
+		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=real --timeout $(VM_TIMEOUT) --module vivid -- \
+		sh $(CURDIR)/Benchmarks/Scripts/pipewire-overhead.sh $(CURDIR)/Benchmarks/.build/release/PipeWireOverhead; \
+	status=$$?; rm -rf "$$scratch"; exit $$status
 
 ## bench-usb-webcam: the framework's overhead on uvcvideo (Benchmarks/Comparisons/USBWebcamOverhead) in the VM, with
 ## the USB webcam emulator plugged in: CPU per captured 720p MJPEG frame into a session against the decode alone.

@@ -168,6 +168,13 @@ let package = Package(
             path: "Comparisons/USBWebcamOverhead",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        /// PipeWire against raw V4L2 on the same vivid frames (goal: at most 1.1x the CPU, p99 to delegate 2 ms).
+        .executableTarget(
+            name: "PipeWireOverhead",
+            dependencies: [.product(name: "OpenAVCapture", package: "OpenAVCapture")],
+            path: "Comparisons/PipeWireOverhead",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         /// How soon a recording that survives disconnection resumes once the camera is back (goal: 1 s).
         .executableTarget(
             name: "ReconnectDelay",

@@ -18,7 +18,7 @@ import OpenAVCapture
 import OpenAVCaptureTesting
 import Synchronization
 
-setvbuf(stdout, nil, _IOLBF, 0)  // Line by line: the VM's console shows each phase as it ends.
+// Printed at the end of each phase; stdout is flushed when the program exits.
 let arguments = Array(CommandLine.arguments.dropFirst())
 let namePart = arguments.first ?? "OpenAV Test Webcam"
 let seconds = Double(arguments.dropFirst().first ?? "10") ?? 10
