@@ -99,9 +99,13 @@ struct ReconnectingRecordingHotPlugKernelTests {
             jumps.first { abs(($0.element.1 - $0.element.0) - (gap.duration.seconds + frame)) < 1.5 * frame },
             "no jump of the gap \(gap.duration.seconds) s in \(jumps)")
         let jump = reconnection.element.1 - reconnection.element.0
-        // At least the outage: the last frame before came before the button, the first after after the reload.
+        // At least the outage: the last frame before came before the button, the first after after the reload;
+        // less vivid's stamping. vivid stamps a frame with its ideal time from the stream's start, up to about
+        // 150 ms from when it reaches us (bench-pipewire measured delegate time minus stamp at -150 ms), and the
+        // reloaded module starts a new stream: the two sides' offsets differ by up to that (seen: 36 ms short).
         let outage = (reloaded - pressed).seconds
-        #expect(jump >= outage - frame, "a gap of \(jump) s for an outage of \(outage) s")
+        let stamping = 0.2
+        #expect(jump >= outage - frame - stamping, "a gap of \(jump) s for an outage of \(outage) s")
         #expect(reconnection.offset >= 5 && times.count - reconnection.offset >= 6, "frames before and after the gap")
         let seen = witness.received.map(\.time.seconds)
         let cameraJumps = zip(seen, seen.dropFirst()).map { $1 - $0 }.filter { $0 > 1.5 * frame }
