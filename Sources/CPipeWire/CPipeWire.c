@@ -1,6 +1,7 @@
 // CPipeWire: the connection, registry, format enumeration and capture streams over libpipewire-0.3.
 // See include/CPipeWire.h for the contract; the PipeWire headers come through the `system` links (Package.swift says
 // why not through pkg-config).
+#define _GNU_SOURCE  // mremap
 #include "CPipeWire.h"
 
 #include <errno.h>
@@ -573,9 +574,24 @@ static void on_add_buffer(void *data, struct pw_buffer *buffer) {
             slot->maps[i] = map;
             slot->map_sizes[i] = size;
             slot->bases[i] = (uint8_t *)map + (d->mapoffset - (uint32_t)start);
-        } else if (d->type == SPA_DATA_MemPtr) {
-            slot->bases[i] = d->data;
-            slot->is_lendable = false;
+        } else if (d->type == SPA_DATA_MemPtr && d->data) {
+            // Across processes this is PipeWire's own mapping of the shared block that holds the buffers (the daemon
+            // hands memory to a client stream so, whatever the producer chose), unmapped when the buffers go. Map the
+            // same pages again at an address of our own (mremap with an old size of 0 does that for a shared
+            // mapping), so a frame lent downstream outlives PipeWire's mapping as a MemFd one does. Private memory
+            // cannot be mapped twice: it is copied.
+            uintptr_t address = (uintptr_t)d->data;
+            uintptr_t start = address & ~((uintptr_t)page - 1);
+            size_t size = address - start + d->maxsize;
+            void *map = mremap((void *)start, 0, size, MREMAP_MAYMOVE);
+            if (map != MAP_FAILED) {
+                slot->maps[i] = map;
+                slot->map_sizes[i] = size;
+                slot->bases[i] = (uint8_t *)map + (address - start);
+            } else {
+                slot->bases[i] = d->data;
+                slot->is_lendable = false;
+            }
         }
     }
     buffer->user_data = slot;

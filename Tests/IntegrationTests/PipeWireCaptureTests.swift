@@ -153,9 +153,18 @@ struct PipeWireCaptureTests {
         let driver = PipeWireDeviceDriver(registry: DeviceRegistry(drivers: [], selection: .all))
         let camera = DeviceDirectory.shared.device(for: try Self.device(driver, named: Self.cameraDescription))
         let indices = Mutex<[UInt32?]>([])
+        let memory = Mutex<[String]>([])
         let delegate = RecordingDelegate { sample, _ in
             let index = sample.imageBuffer.flatMap(VirtualFrameReader.readFrameIndex(from:))
             indices.withLock { $0.append(index) }
+            // Where the first frames' pixels live, as the kernel says (/proc/self/maps): lent frames are the node's
+            // shared memory (a memfd), copies are this process's anonymous memory.
+            guard memory.withLock({ $0.count }) < 20, let image = sample.imageBuffer else { return }
+            CVPixelBufferLockBaseAddress(image, .readOnly)
+            let address = CVPixelBufferGetBaseAddressOfPlane(image, 0)
+            CVPixelBufferUnlockBaseAddress(image, .readOnly)
+            let mapping = address.flatMap { Self.mappedFileName(containing: UInt(bitPattern: $0)) } ?? "(anonymous)"
+            memory.withLock { $0.append(mapping) }
         }
         let output = AVCaptureVideoDataOutput()
         output.setSampleBufferDelegate(delegate, queue: DispatchQueue(label: "pipewire data output"))
@@ -173,6 +182,25 @@ struct PipeWireCaptureTests {
         #expect(zip(times, times.dropFirst()).allSatisfy { $1 > $0 })
         // Stamped on the host clock, as every device's frames are.
         #expect(abs((times.last ?? 0) - CMClock.hostTimeClock.time.seconds) < 5)
+        let mappings = memory.withLock { $0 }
+        #expect(mappings.count == 20 && mappings.allSatisfy { $0.hasPrefix("/memfd:") }, "frames copied: \(mappings)")
+    }
+
+    /// The file of the mapping of this process that holds `address` ("/memfd:…" for shared memory), or nil for
+    /// anonymous memory and addresses mapped nowhere.
+    static func mappedFileName(containing address: UInt) -> String? {
+        // Read to the end: String(contentsOfFile:) stops short on a /proc file this long.
+        guard let data = try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/maps")).readToEnd(),
+            let maps = String(data: data, encoding: .utf8)
+        else { return nil }
+        for line in maps.split(separator: "\n") {
+            // start-end perms offset dev inode [path]
+            let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
+            let range = fields.first?.split(separator: "-").compactMap { UInt($0, radix: 16) } ?? []
+            guard range.count == 2, (range[0]..<range[1]).contains(address) else { continue }
+            return fields.count == 6 ? fields[5].trimmingCharacters(in: .whitespaces) : nil
+        }
+        return nil
     }
 
     @Test("the node killed mid-recording: the recording ends as an unplugged camera's, in a playable file")

@@ -48,6 +48,33 @@ func daemonCPU() -> Double {
     return 0
 }
 
+/// Per thread of this process: its name, CPU seconds (utime + stime) and context switches so far, to show where the
+/// CPU goes (printed as the difference over the measured window).
+struct ThreadSample {
+    var cpu: Double
+    var switches: Int
+}
+
+func threadSamples() -> [String: ThreadSample] {
+    var result: [String: ThreadSample] = [:]
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    for tid in tasks {
+        guard let comm = try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8),
+            let stat = try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8),
+            let status = try? String(contentsOfFile: "/proc/self/task/\(tid)/status", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { continue }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { continue }
+        let switches = status.split(separator: "\n").filter { $0.hasSuffix("ctxt_switches") || $0.contains("ctxt_switches:") }
+            .compactMap { $0.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+            .reduce(0, +)
+        let name = "\(comm.trimmingCharacters(in: .whitespacesAndNewlines))#\(tid)"
+        result[name] = ThreadSample(cpu: (user + system) / Double(sysconf(Int32(_SC_CLK_TCK))), switches: switches)
+    }
+    return result
+}
+
 // vivid, through the backend asked for (OPENAV_BACKEND says which the registry admits).
 var found: AVCaptureDevice?
 for _ in 0..<100 where found == nil {
@@ -97,12 +124,15 @@ session.addOutput(output)
 session.commitConfiguration()
 session.startRunning()
 usleep(1_000_000)  // Warm-up: negotiation, the first buffers.
-let cpuBefore = processCPU()
+// This process's clock is read last before and first after the window, so reading /proc is not counted.
 let daemonBefore = daemonCPU()
+let threadsBefore = threadSamples()
+let cpuBefore = processCPU()
 delegate.measuring.store(true, ordering: .relaxed)
 usleep(UInt32(seconds * 1e6))
 delegate.measuring.store(false, ordering: .relaxed)
 let cpu = processCPU() - cpuBefore
+let threadsAfter = threadSamples()
 let daemon = daemonCPU() - daemonBefore
 session.stopRunning()
 
@@ -114,6 +144,14 @@ let ours = cpu / Double(frames) * 1e6
 let theirs = daemon / Double(frames) * 1e6
 print(String(format: "this process: %.0f µs per frame; daemon: %.0f µs per frame; %d frames (%.1f fps)",
     ours, theirs, frames, Double(frames) / seconds))
+for (name, after) in threadsAfter.sorted(by: { $0.key < $1.key }) {
+    let before = threadsBefore[name] ?? ThreadSample(cpu: 0, switches: 0)
+    let cpuMs = (after.cpu - before.cpu) * 1000
+    let switches = after.switches - before.switches
+    guard cpuMs > 0 || switches > 0 else { continue }
+    print(String(format: "  thread %@: %.0f ms CPU, %d context switches (%.1f per frame)", name, cpuMs, switches,
+        Double(switches) / Double(frames)))
+}
 print(String(format: "capture to delegate: p50 %.2f ms, p99 %.2f ms", percentile(0.5) * 1000, percentile(0.99) * 1000))
 print(String(format: "RESULT backend=%@ frames=%d ours_us=%.1f daemon_us=%.1f total_us=%.1f p50_ms=%.3f p99_ms=%.3f",
     backend, frames, ours, theirs, ours + theirs, percentile(0.5) * 1000, percentile(0.99) * 1000))

@@ -166,7 +166,8 @@ typedef struct {
     /// SPA's data type of the first plane (MemPtr 1, MemFd 2, DmaBuf 3).
     uint32_t data_type;
     /// Whether the planes are mappings of this shim's own (MemFd, DmaBuf), valid until the buffer is given back even
-    /// when the stream has gone meanwhile; false for MemPtr memory, which PipeWire frees with the stream: copy it.
+    /// when the stream has gone meanwhile (MemPtr memory in a shared block is mapped a second time for that); false for
+    /// private MemPtr memory, which PipeWire frees with the stream: copy it.
     bool is_lendable;
     bool has_header;
     /// The header's presentation time in nanoseconds, its sequence number and whether it flags the data corrupted.

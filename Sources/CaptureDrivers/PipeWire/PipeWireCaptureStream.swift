@@ -11,7 +11,7 @@ import SystemPackage
 ///
 /// Frames in MemFd (and DmaBuf) memory are lent downstream as pixel or block buffers over the shim's own mapping,
 /// and go back to the node when released, as V4L2's mmap buffers do: a consumer that holds them all makes the node
-/// wait. Memory PipeWire owns (MemPtr, only seen in-process) is copied. Audio is copied into block buffers (a
+/// wait. Memory only PipeWire can map (private MemPtr memory) is copied. Audio is copied into block buffers (a
 /// period is a few kilobytes) and stamped by an `ALSAPeriodClock` from the graph's time.
 ///
 /// Timestamps: a frame's header meta time where it is on the host clock (PipeWire's V4L2 nodes stamp with the
