@@ -162,16 +162,24 @@ let package = Package(
         .executableTarget(
             name: "USBWebcamOverhead",
             dependencies: [
+                "VMComparisonSupport",
                 .product(name: "OpenAVCapture", package: "OpenAVCapture"),
                 .product(name: "OpenAVCaptureTesting", package: "OpenAVCapture"),
             ],
             path: "Comparisons/USBWebcamOverhead",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        /// What the comparisons run in the test VM share.
+        .target(
+            name: "VMComparisonSupport",
+            dependencies: [.product(name: "OpenAVCapture", package: "OpenAVCapture")],
+            path: "Comparisons/VMComparisonSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         /// PipeWire against raw V4L2 on the same vivid frames (goal: at most 1.1x the CPU, p99 to delegate 2 ms).
         .executableTarget(
             name: "PipeWireOverhead",
-            dependencies: [.product(name: "OpenAVCapture", package: "OpenAVCapture")],
+            dependencies: ["VMComparisonSupport", .product(name: "OpenAVCapture", package: "OpenAVCapture")],
             path: "Comparisons/PipeWireOverhead",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

@@ -9,27 +9,18 @@
 //   CPU per delivered frame of this process (CLOCK_PROCESS_CPUTIME_ID: every thread), and through PipeWire of the
 //   daemon too (utime + stime from /proc): in the raw run this process does the V4L2 work the daemon does there.
 //   Latency from a frame's presentation time (the host clock when it was captured) to its delegate call: p50, p99.
+//   CPU and context switches by thread of this process (from /proc, in ticks of 10 ms): where the CPU goes.
 // The last line is `RESULT key=value …` for the script.
 
 import Foundation
 import OpenAVCapture
 import Synchronization
+import VMComparisonSupport
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let backend = arguments.first ?? "raw"
 let seconds = Double(arguments.dropFirst().first ?? "10") ?? 10
 let prefix = backend == "pipewire" ? "pipewire:" : "v4l2:"
-
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("PipeWireOverhead: \(message)\n".utf8))
-    exit(1)
-}
-
-func processCPU() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
 
 /// The PipeWire daemon's CPU seconds so far (user + system), or 0 when no daemon runs.
 func daemonCPU() -> Double {
@@ -48,42 +39,10 @@ func daemonCPU() -> Double {
     return 0
 }
 
-/// Per thread of this process: its name, CPU seconds (utime + stime) and context switches so far, to show where the
-/// CPU goes (printed as the difference over the measured window).
-struct ThreadSample {
-    var cpu: Double
-    var switches: Int
-}
-
-func threadSamples() -> [String: ThreadSample] {
-    var result: [String: ThreadSample] = [:]
-    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-    for tid in tasks {
-        guard let comm = try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8),
-            let stat = try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8),
-            let status = try? String(contentsOfFile: "/proc/self/task/\(tid)/status", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { continue }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { continue }
-        let switches = status.split(separator: "\n").filter { $0.hasSuffix("ctxt_switches") || $0.contains("ctxt_switches:") }
-            .compactMap { $0.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
-            .reduce(0, +)
-        let name = "\(comm.trimmingCharacters(in: .whitespacesAndNewlines))#\(tid)"
-        result[name] = ThreadSample(cpu: (user + system) / Double(sysconf(Int32(_SC_CLK_TCK))), switches: switches)
-    }
-    return result
-}
-
 // vivid, through the backend asked for (OPENAV_BACKEND says which the registry admits).
-var found: AVCaptureDevice?
-for _ in 0..<100 where found == nil {
-    found = AVCaptureDevice.DiscoverySession(
-        deviceTypes: [.external, .builtInWideAngleCamera], mediaType: .video, position: .unspecified
-    ).devices.first { $0.localizedName == "vivid" && $0.uniqueID.hasPrefix(prefix) }
-    if found == nil { usleep(100_000) }
+let camera = waitForCamera("no vivid camera whose uniqueID starts with \(prefix)") {
+    $0.localizedName == "vivid" && $0.uniqueID.hasPrefix(prefix)
 }
-guard let camera = found else { fail("no vivid camera whose uniqueID starts with \(prefix)") }
 let nv12 = kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
 let candidates = camera.formats.filter {
     $0.formatDescription.mediaSubType.rawValue == nv12 && $0.formatDescription.dimensions.width == 1920

@@ -17,32 +17,15 @@ import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
 import Synchronization
+import VMComparisonSupport
 
 // Printed at the end of each phase; stdout is flushed when the program exits.
 let arguments = Array(CommandLine.arguments.dropFirst())
 let namePart = arguments.first ?? "OpenAV Test Webcam"
 let seconds = Double(arguments.dropFirst().first ?? "10") ?? 10
 
-func processCPU() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
-
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("USBWebcamOverhead: \(message)\n".utf8))
-    exit(1)
-}
-
 // The camera, once discovery lists it (the emulator may still be enumerating).
-var found: AVCaptureDevice?
-for _ in 0..<100 where found == nil {
-    found = AVCaptureDevice.DiscoverySession(
-        deviceTypes: [.external, .builtInWideAngleCamera], mediaType: .video, position: .unspecified
-    ).devices.first { $0.localizedName.contains(namePart) }
-    if found == nil { usleep(100_000) }
-}
-guard let camera = found else { fail("no camera named '\(namePart)'") }
+let camera = waitForCamera("no camera named '\(namePart)'") { $0.localizedName.contains(namePart) }
 guard
     let mjpeg = camera.formats.first(where: {
         $0.formatDescription.mediaSubType.rawValue == kCMVideoCodecType_JPEG

@@ -141,8 +141,7 @@ package final class PipeWireDeviceDriver: CaptureDriver {
     /// WirePlumber had no name from udev and says "Unknown device": see ``PipeWireNode/localizedName``. Where the
     /// device node cannot be opened (a sandbox), the node keeps WirePlumber's name.
     private static func namedByItsCard(_ node: PipeWireNode) -> PipeWireNode {
-        guard node.properties["node.description"]?.hasPrefix("Unknown device") == true,
-            node.properties["api.v4l2.cap.card"] == nil, let path = node.v4l2Path,
+        guard node.hasPlaceholderName, node.properties["api.v4l2.cap.card"] == nil, let path = node.v4l2Path,
             let card = try? V4L2Node(path: path, system: .live).capability().card
         else { return node }
         var named = node

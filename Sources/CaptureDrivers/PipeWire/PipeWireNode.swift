@@ -41,13 +41,16 @@ package struct PipeWireNode: Sendable, Hashable {
     /// (a container, a VM without udevd) WirePlumber describes it as "Unknown device (V4L2)"; the card name the
     /// driver reports (`api.v4l2.cap.card`, the name the raw V4L2 backend shows) says more.
     package var localizedName: String {
-        if let description = properties["node.description"], description.hasPrefix("Unknown device"),
-            let card = properties["api.v4l2.cap.card"], !card.isEmpty
-        {
+        if hasPlaceholderName, let card = properties["api.v4l2.cap.card"], !card.isEmpty {
             return card
         }
         return properties["node.description"] ?? properties["node.nick"] ?? properties["node.name"]
             ?? "PipeWire node \(id)"
+    }
+
+    /// Whether WirePlumber named the node "Unknown device …", having no name for it from udev.
+    package var hasPlaceholderName: Bool {
+        properties["node.description"]?.hasPrefix("Unknown device") == true
     }
 
     /// The same for every unit of one model: the device's product where PipeWire knows it, else the node's API and
