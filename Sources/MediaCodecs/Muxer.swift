@@ -64,7 +64,7 @@ import Synchronization
 /// it (60 s of 1080p30 at 11 Mb/s, 83 MB, file in the page cache: 0.15 s on the project's build machine, before
 /// the syncs were added). If the remux fails, the fragmented file stays, readable, and the error is thrown.
 ///
-/// Durability (``MuxerStorage``): files are created `O_EXCL`, mode 0644 less the umask; each cut fragment is
+/// Durability (``WriterStorage``): files are created `O_EXCL`, mode 0644 less the umask; each cut fragment is
 /// `fdatasync`ed at most once a second; ``finish()`` `fsync`s the finished file, then the rewrite's copy and the
 /// directory before the rename and the directory after it. A file deleted while written (its directory removed)
 /// is noticed at the next cut and at the finish, and reported; nothing is written anywhere else.
@@ -268,7 +268,7 @@ package final class Muxer {
     /// The display size of each stream that has one (`AVAssetWriterInput.naturalSize`), written at ``finish()``.
     private var displaySizes: [Int: (width: Double, height: Double)] = [:]
     /// The descriptor of the file this muxer created, kept open to sync it and to notice its deletion (see
-    /// ``MuxerStorage``); -1 once closed.
+    /// ``WriterStorage``); -1 once closed.
     private var fileDescriptor: Int32 = -1
     private var fragmentSync = FragmentSync()
     #if DEBUG
@@ -298,8 +298,8 @@ package final class Muxer {
                 .unsupportedConfiguration, while: operation, message: "the fragment cap must be positive")
         }
         // Claim the path atomically: O_EXCL fails if anything is there, a symbolic link included. avio_open then
-        // truncates our own file; the descriptor stays open for syncing (MuxerStorage).
-        let descriptor = MuxerStorage.createExclusively(path, truncatingExisting: options.overwrite)
+        // truncates our own file; the descriptor stays open for syncing (WriterStorage).
+        let descriptor = WriterStorage.createExclusively(path, truncatingExisting: options.overwrite)
         guard descriptor >= 0 else {
             if descriptor == -EEXIST {
                 throw MediaCodecsError(.fileAlreadyExists, while: operation, message: "the file exists")
@@ -310,7 +310,7 @@ package final class Muxer {
         packet = av_packet_alloc()
         let status = avformat_alloc_output_context2(&context, nil, fileType.formatName, path)
         guard status >= 0, context != nil, packet != nil else {
-            unlink(path)
+            WriterStorage.removeFile(path)
             throw .ffmpeg(status < 0 ? status : CFFmpeg_AVERROR(ENOMEM), while: "\(operation) (allocating)")
         }
     }
@@ -663,8 +663,8 @@ package final class Muxer {
         let ioError = context.pointee.pb.pointee.error
         guard ioError >= 0 else { throw .ffmpegIO(ioError, while: operation) }
         completeFragmentsEnd = avio_tell(context.pointee.pb)
-        guard !MuxerStorage.wasRemoved(fileDescriptor) else {
-            throw MuxerStorage.removedError(path, while: operation)
+        guard !WriterStorage.wasRemoved(fileDescriptor) else {
+            throw WriterStorage.removedError(path, while: operation)
         }
         let synced = fragmentSync.fragmentWasFlushed(fileDescriptor)
         guard synced == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(synced), while: "\(operation) (fdatasync)") }
@@ -708,9 +708,9 @@ package final class Muxer {
         let closed = avio_closep(&context.pointee.pb)
         guard trailer >= 0 else { throw .ffmpegIO(trailer, while: "\(operation) (av_write_trailer)") }
         guard closed >= 0 else { throw .ffmpegIO(closed, while: "\(operation) (closing)") }
-        guard !MuxerStorage.wasRemoved(fileDescriptor) else { throw MuxerStorage.removedError(path, while: operation) }
+        guard !WriterStorage.wasRemoved(fileDescriptor) else { throw WriterStorage.removedError(path, while: operation) }
         // The finished file (the fragmented one: the rewrite's fallback) is on stable storage before it is copied.
-        let synced = MuxerStorage.syncOpenFile(fileDescriptor)
+        let synced = WriterStorage.syncOpenFile(fileDescriptor)
         guard synced == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(synced), while: "\(operation) (fsync)") }
         if isFragmented {
             let clock = ContinuousClock()
@@ -752,12 +752,12 @@ package final class Muxer {
             fileDescriptor = -1
         }
         let result: AbandonedFile
-        if isFragmented, completeFragmentsEnd > 0, truncate(path, off_t(completeFragmentsEnd)) == 0 {
+        if isFragmented, completeFragmentsEnd > 0, WriterStorage.truncateFile(path, to: Int64(completeFragmentsEnd)) {
             result = .fragments(bytes: completeFragmentsEnd)
         } else if !fileType.isMovie, mediaBytes > 0 {
             result = .unfinishedAudio
         } else {
-            unlink(path)
+            WriterStorage.removeFile(path)
             result = .removed
         }
         abandoned = result
@@ -775,10 +775,7 @@ package final class Muxer {
     /// Throws (keeping the fragmented file) when the conventional copy would not leave
     /// ``Options/minimumFreeBytesAfterRewrite`` free: the rewrite needs the file's size again until the rename.
     private func ensureRoomForRewrite() throws(MediaCodecsError) {
-        let directory = (path as NSString).deletingLastPathComponent
-        var info = statvfs()
-        guard statvfs(directory.isEmpty ? "." : directory, &info) == 0 else { return }
-        let free = Int64(info.f_bavail) * Int64(info.f_frsize)
+        guard let free = WriterStorage.freeBytes(besides: path) else { return }
         let needed = Int64(finishedSizeBound) + options.minimumFreeBytesAfterRewrite
         guard free < needed else { return }
         throw MediaCodecsError(
@@ -788,7 +785,7 @@ package final class Muxer {
 
     /// Copies every packet of the fragmented file at `path` into a conventional fast-start movie (a hidden file
     /// beside it, created exclusively) and renames it over `path`, syncing the copy and the directory before the
-    /// rename and the directory after it (see ``MuxerStorage``).
+    /// rename and the directory after it (see ``WriterStorage``).
     private func remuxToConventionalMovie() throws(MediaCodecsError) {
         let directory = (path as NSString).deletingLastPathComponent
         let name = (path as NSString).lastPathComponent
@@ -800,7 +797,7 @@ package final class Muxer {
         for _ in 0..<8 where created < 0 {
             let unique = "\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
             temporary = (directory.isEmpty ? "" : directory + "/") + ".\(name).\(unique).remux"
-            created = MuxerStorage.createExclusively(temporary)
+            created = WriterStorage.createExclusively(temporary)
             if created < 0, created != -EEXIST {
                 throw .ffmpegIO(CFFmpeg_AVERROR(-created), while: "\(operation) (creating the copy)")
             }
@@ -811,23 +808,23 @@ package final class Muxer {
         close(created)
         do throws(MediaCodecsError) {
             try remux(into: temporary, operation: operation)
-            let synced = MuxerStorage.syncFile(temporary)
+            let synced = WriterStorage.syncFile(temporary)
             guard synced == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(synced), while: "\(operation) (fsync)") }
         } catch {
-            unlink(temporary)
+            WriterStorage.removeFile(temporary)
             throw error
         }
-        MuxerStorage.syncDirectory(of: path)
-        guard !MuxerStorage.wasRemoved(fileDescriptor) else {
-            unlink(temporary)
-            throw MuxerStorage.removedError(path, while: operation)
+        WriterStorage.syncDirectory(of: path)
+        guard !WriterStorage.wasRemoved(fileDescriptor) else {
+            WriterStorage.removeFile(temporary)
+            throw WriterStorage.removedError(path, while: operation)
         }
-        guard rename(temporary, path) == 0 else {
-            let code = CFFmpeg_AVERROR(errno)
-            unlink(temporary)
-            throw .ffmpegIO(code, while: "\(operation) (rename)")
+        let renamed = WriterStorage.renameFile(temporary, over: path)
+        guard renamed == 0 else {
+            WriterStorage.removeFile(temporary)
+            throw .ffmpegIO(CFFmpeg_AVERROR(renamed), while: "\(operation) (rename)")
         }
-        MuxerStorage.syncDirectory(of: path)
+        WriterStorage.syncDirectory(of: path)
     }
 
     private func remux(into temporary: String, operation: String) throws(MediaCodecsError) {

@@ -31,12 +31,13 @@ package enum TrackHeaderDisplaySize {
         throws(MediaCodecsError)
     {
         let operation = "setting the track display size of \(path)"
-        let descriptor = open(path, O_RDWR | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(errno), while: operation) }
+        let descriptor = WriterStorage.openExisting(path, writable: true)
+        guard descriptor >= 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(-descriptor), while: operation) }
         defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(errno), while: operation) }
-        let file = BoxFile(descriptor: descriptor, size: Int64(status.st_size))
+        guard let size = WriterStorage.size(ofOpenFile: descriptor) else {
+            throw .ffmpegIO(CFFmpeg_AVERROR(errno), while: operation)
+        }
+        let file = BoxFile(descriptor: descriptor, size: size)
         guard let movie = try file.children(in: 0..<file.size, while: operation).first(where: { $0.type == "moov" })
         else { throw MediaCodecsError(.formatMismatch, while: operation, message: "the file has no movie box") }
         let tracks = try file.children(in: movie.contents, while: operation).filter { $0.type == "trak" }
@@ -63,19 +64,19 @@ package enum TrackHeaderDisplaySize {
             }
             try file.write(bytes, at: offset, while: operation)
         }
-        guard fsync(descriptor) == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(errno), while: operation) }
+        let synced = WriterStorage.syncOpenFile(descriptor)
+        guard synced == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(synced), while: operation) }
     }
 
     /// The display size in each track's header, in `moov` order (a stream's index in FFmpeg's demuxer); nil when
     /// the file is not a QuickTime or MPEG-4 movie or cannot be read. Apple's `AVAssetTrack.naturalSize` is this size.
     package static func sizes(inMovieAt path: String) -> [(width: Double, height: Double)]? {
         let operation = "reading the track display sizes of \(path)"
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        let descriptor = WriterStorage.openExisting(path, writable: false)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return nil }
-        let file = BoxFile(descriptor: descriptor, size: Int64(status.st_size))
+        guard let size = WriterStorage.size(ofOpenFile: descriptor) else { return nil }
+        let file = BoxFile(descriptor: descriptor, size: size)
         do throws(MediaCodecsError) {
             guard let movie = try file.children(in: 0..<file.size, while: operation).first(where: { $0.type == "moov" })
             else { return nil }

@@ -958,14 +958,13 @@ final class MovieRecordingEngine: @unchecked Sendable {
         ])
     }
 
+    /// The recording's size so far (0 before the file exists), through the writers' storage funnel.
     static func fileSize(_ url: URL) -> Int64 {
-        var info = stat()
-        return stat(url.path, &info) == 0 ? Int64(info.st_size) : 0
+        WriterStorage.fileSize(atPath: url.path) ?? 0
     }
 
+    /// What is free beside the recording, through the writers' storage funnel.
     static func freeSpace(at url: URL) -> Int64? {
-        var info = statvfs()
-        guard statvfs(url.deletingLastPathComponent().path, &info) == 0 else { return nil }
-        return Int64(info.f_bavail) * Int64(info.f_frsize)
+        WriterStorage.freeBytes(besides: url.path)
     }
 }

@@ -108,7 +108,7 @@ final class WriterPipeline {
             }
         } catch {
             // The muxer made the file; nothing was written to it.
-            unlink(path)
+            WriterStorage.removeFile(path)
             throw error
         }
         self.muxer = muxer

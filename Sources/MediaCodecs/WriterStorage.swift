@@ -1,5 +1,5 @@
-// MuxerStorage: how a Muxer's files reach stable storage (creation, fsync, the rename), and the one seam through
-// which tests make that storage slow or full.
+// WriterStorage: every file-system call the writers make (creation, fsync, the rename, removal, truncation, sizes and
+// free space), in one place, and the one seam through which tests make that storage slow or full.
 
 import CFFmpeg
 import Foundation
@@ -11,7 +11,9 @@ import Synchronization
     import Musl
 #endif
 
-/// The file-system calls of ``Muxer`` that decide what survives a crash, a power loss or a removed directory.
+/// The one funnel for the file-system calls of the writers (``Muxer``, the track-header patch, the recording
+/// engine's limits), as `SystemCalls` is for V4L2: what decides what survives a crash, a power loss or a removed
+/// directory, and what the limits read.
 ///
 /// - Creation: every file a muxer makes (the movie, the fast-start rewrite's hidden copy) is created with
 ///   `O_CREAT | O_EXCL` and mode 0644 less the umask: never world-writable, never through a link planted at the
@@ -23,7 +25,7 @@ import Synchronization
 ///   (or its directory) was deleted while it was written, which no later write can repair.
 ///
 /// Threading: stateless functions; any thread.
-enum MuxerStorage {
+package enum WriterStorage {
     /// Creates `path` exclusively (mode 0644 less the umask; `truncatingExisting` reuses an existing file instead)
     /// and returns its open descriptor, or the errno negated.
     static func createExclusively(_ path: String, truncatingExisting: Bool = false) -> Int32 {
@@ -64,6 +66,50 @@ enum MuxerStorage {
     static func wasRemoved(_ descriptor: Int32) -> Bool {
         var info = stat()
         return fstat(descriptor, &info) == 0 && info.st_nlink == 0
+    }
+
+    /// Removes the file at `path` (`unlink(2)`); whether it did.
+    @discardableResult
+    package static func removeFile(_ path: String) -> Bool {
+        unlink(path) == 0
+    }
+
+    /// Cuts the file at `path` to `length` bytes (`truncate(2)`); whether it did.
+    static func truncateFile(_ path: String, to length: Int64) -> Bool {
+        truncate(path, off_t(length)) == 0
+    }
+
+    /// Renames `source` over `destination` (`rename(2)`: atomic, so `destination` always names one complete
+    /// file); 0 or the errno.
+    static func renameFile(_ source: String, over destination: String) -> Int32 {
+        rename(source, destination) == 0 ? 0 : errno
+    }
+
+    /// Opens an existing file to read it, or to patch it in place too; the descriptor, or the errno negated.
+    static func openExisting(_ path: String, writable: Bool) -> Int32 {
+        let descriptor = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC)
+        return descriptor >= 0 ? descriptor : -errno
+    }
+
+    /// The size in bytes of the file open as `descriptor`, or nil when `fstat(2)` fails.
+    static func size(ofOpenFile descriptor: Int32) -> Int64? {
+        var info = stat()
+        return fstat(descriptor, &info) == 0 ? Int64(info.st_size) : nil
+    }
+
+    /// The size in bytes of the file at `path`, or nil when there is none.
+    package static func fileSize(atPath path: String) -> Int64? {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : nil
+    }
+
+    /// The bytes an unprivileged writer may still use in the file system of the directory holding `path`
+    /// (`statvfs(2)`'s available blocks), or nil when it cannot be asked.
+    package static func freeBytes(besides path: String) -> Int64? {
+        let directory = (path as NSString).deletingLastPathComponent
+        var info = statvfs()
+        guard statvfs(directory.isEmpty ? "." : directory, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
     /// The error for a movie whose file was deleted while it was written.
@@ -113,7 +159,7 @@ package enum StorageSeam {
     }
     private static let hooks = Mutex(Hooks())
 
-    /// The syncs made so far in this process, by kind (see ``MuxerStorage``).
+    /// The syncs made so far in this process, by kind (see ``WriterStorage``).
     package struct SyncCounts: Sendable {
         package var fragments = 0
         package var files = 0
