@@ -246,8 +246,8 @@ package final class Muxer {
         sizeBound.bytes + sizeBound.growth(writing: packet, stream: stream)
     }
 
-    private var context: UnsafeMutablePointer<AVFormatContext>?
-    private var packet: UnsafeMutablePointer<AVPacket>?
+    private(set) var context: UnsafeMutablePointer<AVFormatContext>?
+    private(set) var packet: UnsafeMutablePointer<AVPacket>?
     private var sessionStart: CMTime = .invalid
     private var state: State = .configuring
     /// The video streams: fragments begin at their key frames.
@@ -264,12 +264,12 @@ package final class Muxer {
     private var completeFragmentsEnd: Int64 = 0
     private var sizeBound = FileSizeBound()
     /// The transform of each stream, re-applied in the remux.
-    private var transforms: [Int: TrackTransform] = [:]
+    private(set) var transforms: [Int: TrackTransform] = [:]
     /// The display size of each stream that has one (`AVAssetWriterInput.naturalSize`), written at ``finish()``.
     private var displaySizes: [Int: (width: Double, height: Double)] = [:]
     /// The descriptor of the file this muxer created, kept open to sync it and to notice its deletion (see
     /// ``WriterStorage``); -1 once closed.
-    private var fileDescriptor: Int32 = -1
+    private(set) var fileDescriptor: Int32 = -1
     private var fragmentSync = FragmentSync()
     #if DEBUG
         private let isBusy = Atomic<Bool>(false)
@@ -515,7 +515,7 @@ package final class Muxer {
         return Int(stream.pointee.index)
     }
 
-    private func setTransform(
+    func setTransform(
         _ transform: TrackTransform, on stream: UnsafeMutablePointer<AVStream>
     )
         throws(MediaCodecsError)
@@ -769,129 +769,4 @@ package final class Muxer {
     package var abandonedFile: AbandonedFile? { abandoned }
     /// Whether the file was started and is neither finished nor abandoned: packets may be written.
     package var isWriting: Bool { state == .writing }
-
-    // MARK: Remux
-
-    /// Throws (keeping the fragmented file) when the conventional copy would not leave
-    /// ``Options/minimumFreeBytesAfterRewrite`` free: the rewrite needs the file's size again until the rename.
-    private func ensureRoomForRewrite() throws(MediaCodecsError) {
-        guard let free = WriterStorage.freeBytes(besides: path) else { return }
-        let needed = Int64(finishedSizeBound) + options.minimumFreeBytesAfterRewrite
-        guard free < needed else { return }
-        throw MediaCodecsError(
-            .diskFull, while: "rewriting \(path) as a conventional movie",
-            message: "\(free) bytes are free, the copy needs up to \(needed); the fragmented movie was kept")
-    }
-
-    /// Copies every packet of the fragmented file at `path` into a conventional fast-start movie (a hidden file
-    /// beside it, created exclusively) and renames it over `path`, syncing the copy and the directory before the
-    /// rename and the directory after it (see ``WriterStorage``).
-    private func remuxToConventionalMovie() throws(MediaCodecsError) {
-        let directory = (path as NSString).deletingLastPathComponent
-        let name = (path as NSString).lastPathComponent
-        let operation = "remuxing \(path) into a conventional movie"
-        StorageSeam.rewriteWillStart?(path)
-        var temporary = ""
-        var created: Int32 = -1
-        // A random part in the name: a stale copy left by a killed process of the same id is never reused.
-        for _ in 0..<8 where created < 0 {
-            let unique = "\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
-            temporary = (directory.isEmpty ? "" : directory + "/") + ".\(name).\(unique).remux"
-            created = WriterStorage.createExclusively(temporary)
-            if created < 0, created != -EEXIST {
-                throw .ffmpegIO(CFFmpeg_AVERROR(-created), while: "\(operation) (creating the copy)")
-            }
-        }
-        guard created >= 0 else {
-            throw .ffmpegIO(CFFmpeg_AVERROR(EEXIST), while: "\(operation) (creating the copy)")
-        }
-        close(created)
-        do throws(MediaCodecsError) {
-            try remux(into: temporary, operation: operation)
-            let synced = WriterStorage.syncFile(temporary)
-            guard synced == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(synced), while: "\(operation) (fsync)") }
-        } catch {
-            WriterStorage.removeFile(temporary)
-            throw error
-        }
-        WriterStorage.syncDirectory(of: path)
-        guard !WriterStorage.wasRemoved(fileDescriptor) else {
-            WriterStorage.removeFile(temporary)
-            throw WriterStorage.removedError(path, while: operation)
-        }
-        let renamed = WriterStorage.renameFile(temporary, over: path)
-        guard renamed == 0 else {
-            WriterStorage.removeFile(temporary)
-            throw .ffmpegIO(CFFmpeg_AVERROR(renamed), while: "\(operation) (rename)")
-        }
-        WriterStorage.syncDirectory(of: path)
-    }
-
-    private func remux(into temporary: String, operation: String) throws(MediaCodecsError) {
-        guard let source = context, let packet else { return }
-        var input: UnsafeMutablePointer<AVFormatContext>? = nil
-        let opened = avformat_open_input(&input, path, nil, nil)
-        guard opened >= 0, let reader = input else { throw .ffmpeg(opened, while: "\(operation) (opening)") }
-        defer { avformat_close_input(&input) }
-        var output: UnsafeMutablePointer<AVFormatContext>? = nil
-        let allocated = avformat_alloc_output_context2(&output, nil, fileType.formatName, temporary)
-        guard allocated >= 0, let writer = output else { throw .ffmpeg(allocated, while: "\(operation) (allocating)") }
-        defer {
-            if writer.pointee.pb != nil { avio_closep(&writer.pointee.pb) }
-            avformat_free_context(writer)
-        }
-        guard reader.pointee.nb_streams == source.pointee.nb_streams else {
-            throw MediaCodecsError(
-                .formatMismatch, while: operation,
-                message:
-                    "the fragmented file has \(reader.pointee.nb_streams) streams, not \(source.pointee.nb_streams)")
-        }
-        for index in 0..<Int(source.pointee.nb_streams) {
-            guard let original = source.pointee.streams[index], let demuxed = reader.pointee.streams[index],
-                let stream = avformat_new_stream(writer, nil)
-            else {
-                throw MediaCodecsError(.allocationFailed, while: operation, message: "avformat_new_stream gave NULL")
-            }
-            // The parameters as read back, not the encoder's: the packets in the file are already in the
-            // container's form (length-prefixed NAL units, with avcC/hvcC extradata), and libx264's Annex B
-            // extradata would make the muxer convert them a second time.
-            let copied = avcodec_parameters_copy(stream.pointee.codecpar, demuxed.pointee.codecpar)
-            guard copied >= 0 else { throw .ffmpeg(copied, while: operation) }
-            stream.pointee.time_base = original.pointee.time_base
-            stream.pointee.avg_frame_rate = original.pointee.avg_frame_rate
-            av_dict_copy(&stream.pointee.metadata, original.pointee.metadata, 0)
-            if let transform = transforms[index] { try setTransform(transform, on: stream) }
-        }
-        av_dict_copy(&writer.pointee.metadata, source.pointee.metadata, 0)
-        var dictionary: OpaquePointer? = nil
-        defer { av_dict_free(&dictionary) }
-        setOption(&dictionary, "movflags", fileType == .mov ? "+faststart+use_metadata_tags" : "+faststart")
-        let openedOutput = avio_open(&writer.pointee.pb, temporary, AVIO_FLAG_WRITE)
-        guard openedOutput >= 0 else { throw .ffmpegIO(openedOutput, while: "\(operation) (avio_open)") }
-        let header = avformat_write_header(writer, &dictionary)
-        guard header >= 0 else { throw .ffmpegIO(header, while: "\(operation) (header)") }
-        var copiedPackets = 0
-        while true {
-            let status = av_read_frame(reader, packet)
-            if status == CFFmpeg_AVERROR_EOF() { break }
-            if status == CFFmpeg_AVERROR_EAGAIN() { continue }
-            guard status >= 0 else { throw .ffmpeg(status, while: "\(operation) (reading)") }
-            let index = Int(packet.pointee.stream_index)
-            guard let from = reader.pointee.streams[index], let to = writer.pointee.streams[index] else {
-                av_packet_unref(packet)
-                continue
-            }
-            av_packet_rescale_ts(packet, from.pointee.time_base, to.pointee.time_base)
-            packet.pointee.pos = -1
-            let written = av_interleaved_write_frame(writer, packet)
-            av_packet_unref(packet)
-            guard written >= 0 else { throw .ffmpegIO(written, while: "\(operation) (writing)") }
-            copiedPackets += 1
-            StorageSeam.rewriteDidWritePacket?(path, copiedPackets)
-        }
-        let trailer = av_write_trailer(writer)
-        guard trailer >= 0 else { throw .ffmpegIO(trailer, while: "\(operation) (trailer)") }
-        let closed = avio_closep(&writer.pointee.pb)
-        guard closed >= 0 else { throw .ffmpegIO(closed, while: "\(operation) (closing)") }
-    }
 }
