@@ -31,18 +31,18 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// What the capture threads read for each device: where its buffers go.
-    private struct Route {
+    struct Route {
         let connection: AVCaptureConnection
         let output: AVCaptureOutput?
     }
 
     /// Where one device's buffers go, replaced whole at every configuration commit.
-    private final class RouteSlot: Sendable {
+    final class RouteSlot: Sendable {
         let routes = Mutex<[Route]>([])
     }
 
     /// The slot of the device with backend `key`, made on first use.
-    private func routeSlot(for key: ObjectIdentifier) -> RouteSlot {
+    func routeSlot(for key: ObjectIdentifier) -> RouteSlot {
         routeSlots.withLock { slots in
             if let slot = slots[key] { return slot }
             let slot = RouteSlot()
@@ -52,7 +52,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// A device streaming for this session.
-    private struct ActiveStream {
+    struct ActiveStream {
         let input: AVCaptureInput
         /// The input's device (a camera, a microphone, a screen).
         let device: AVCaptureDevice
@@ -70,22 +70,22 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
 
     public let keyValueObservers = KeyValueObserverRegistry()
     /// Serializes configuration and start/stop. Recursive: KVO handlers of the devices we configure may call back.
-    private let lock = NSRecursiveLock()
+    let lock = NSRecursiveLock()
     /// Guarded by `lock`.
-    private var inputList: [AVCaptureInput] = []
-    private var outputList: [AVCaptureOutput] = []
-    private var connectionList: [AVCaptureConnection] = []
-    private var preset: Preset = .high
-    private var configurationDepth = 0
-    private var streams: [ObjectIdentifier: ActiveStream] = [:]
-    private var deviceObservations: [ObjectIdentifier: [NSKeyValueObservation]] = [:]
-    private var registryToken: Int?
+    var inputList: [AVCaptureInput] = []
+    var outputList: [AVCaptureOutput] = []
+    var connectionList: [AVCaptureConnection] = []
+    var preset: Preset = .high
+    var configurationDepth = 0
+    var streams: [ObjectIdentifier: ActiveStream] = [:]
+    var deviceObservations: [ObjectIdentifier: [NSKeyValueObservation]] = [:]
+    var registryToken: Int?
     /// Read by capture threads on every buffer; replaced whole on every change.
     /// Each device's routes, in a slot its capture thread's sink holds, so a frame costs no table lookup.
-    private let routeSlots = Mutex<[ObjectIdentifier: RouteSlot]>([:])
-    private let stateStorage = Mutex<State>(.idle)
+    let routeSlots = Mutex<[ObjectIdentifier: RouteSlot]>([:])
+    let stateStorage = Mutex<State>(.idle)
     /// Runs reactions to device events (faults, reconnection, format changes) off the capture threads.
-    private let eventQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureSession.events")
+    let eventQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureSession.events")
 
     public override init() { super.init() }
 
@@ -335,7 +335,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// The user set a device's format directly: Apple's sessions switch to `.inputPriority`.
-    private func deviceFormatWasSetByUser() {
+    func deviceFormatWasSetByUser() {
         changeConfiguration {
             let old = preset
             preset = .inputPriority
@@ -368,7 +368,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     }
 
     /// Runs a change under the lock, applying it at once unless inside begin/commit.
-    private func changeConfiguration(_ change: () -> Void) {
+    func changeConfiguration(_ change: () -> Void) {
         lock.lock()
         defer { lock.unlock() }
         configurationDepth += 1
@@ -377,7 +377,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         if configurationDepth == 0 { applyConfiguration() }
     }
 
-    private func locked<T>(_ body: () -> T) -> T {
+    func locked<T>(_ body: () -> T) -> T {
         lock.lock()
         defer { lock.unlock() }
         return body()
@@ -482,7 +482,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         post(AVCaptureSession.didStartRunningNotification, [:])
     }
 
-    private func setState(_ new: State) {
+    func setState(_ new: State) {
         let (wasRunning, wasInterrupted) = (isRunning, isInterrupted)
         stateStorage.withLock { $0 = new }
         if wasRunning != isRunning {
@@ -534,254 +534,5 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         }
         for stream in retiring { stream.end() }
         return failure
-    }
-
-    /// The closure a device's capture thread calls with every event.
-    private func sink(for backend: any CaptureBackend) -> StreamSink {
-        let key = ObjectIdentifier(backend)
-        let slot = routeSlot(for: key)
-        // Compressed buffers (MJPEG, H.264, a movie file's packets) are decoded here, once per device stream, and
-        // frames are converted here for the outputs that take another format or size, once per target.
-        let decodeStage = SampleDecodeStage()
-        let conversionStage = FrameConversionStage()
-        return { [weak self] event in
-            guard let self else { return }
-            switch event {
-            case .output(let sampleBuffer, _):
-                // One look at the routes per buffer: the decoder's choice to lend its pictures holds only for the
-                // outputs it was made for.
-                let routes = slot.routes.withLock { $0 }
-                // Outputs that write the device's compressed frames as they are get them first; a frame every
-                // output took that way is not decoded.
-                let offer = self.offerCompressed(sampleBuffer, to: routes)
-                if offer.everyoneTookIt {
-                    decodeStage.skip(sampleBuffer)
-                    break
-                }
-                switch decodeStage.process(sampleBuffer, forReadersOnly: offer.othersOnlyRead) {
-                case .passThrough:
-                    self.route(sampleBuffer, to: routes, converting: conversionStage, skipping: offer.takers)
-                case .decoded(let buffers):
-                    for buffer in buffers {
-                        self.route(buffer, to: routes, converting: conversionStage, skipping: offer.takers)
-                    }
-                case .dropped(let reason):
-                    self.routeDrop(at: sampleBuffer.presentationTimeStamp, reason: reason, through: slot)
-                }
-            case .dropped(_, let time, let reason):
-                self.routeDrop(at: time, reason: reason, through: slot)
-            case .fault(let fault):
-                // The device's last words: frames its decoder held back (a movie file's end) go out before the fault.
-                let routes = slot.routes.withLock { $0 }
-                for buffer in decodeStage.drain() { self.route(buffer, to: routes, converting: conversionStage) }
-                self.eventQueue.async { self.deviceDidFault(key, fault) }
-            }
-        }
-    }
-
-    /// Tells every enabled connection of a device that a buffer was lost. Runs on the capture thread.
-    private func routeDrop(at time: CMTime, reason: DropReason, through slot: RouteSlot) {
-        let routes = slot.routes.withLock { $0 }
-        let format = routes.first?.connection.inputPorts.first?.formatDescription
-        for route in routes where route.connection.isEnabled {
-            route.output?.receiveDrop(presentationTime: time, reason: reason, format: format, from: route.connection)
-        }
-    }
-
-    /// What the enabled connections of a device made of one compressed video frame offered as it is.
-    private struct CompressedOffer {
-        /// The connections whose outputs took it as it is (`takesCompressedVideo`).
-        var takers: [ObjectIdentifier] = []
-        /// Whether the takers are all the enabled connections: the frame is not decoded (an inter-frame codec's
-        /// decoder then waits for the next key frame).
-        var everyoneTookIt = false
-        /// Whether every other output may be given the decoder's own pictures instead of copies
-        /// (`takesLentPictures`).
-        var othersOnlyRead = false
-    }
-
-    /// Hands a compressed video frame to the enabled connections whose outputs take it as it is, and says what the
-    /// others need of its decoded picture. Runs on the capture thread; allocates only when an output takes the
-    /// frame.
-    private func offerCompressed(_ sampleBuffer: CMSampleBuffer, to routes: [Route]) -> CompressedOffer {
-        guard sampleBuffer.imageBuffer == nil, let format = sampleBuffer.formatDescription, format.mediaType == .video
-        else { return CompressedOffer() }
-        var offer = CompressedOffer(othersOnlyRead: true)
-        var enabled = 0
-        for route in routes where route.connection.isEnabled {
-            enabled += 1
-            guard let output = route.output else { continue }
-            if output.takesCompressedVideo(format, from: route.connection) {
-                output.receive(sampleBuffer, from: route.connection)
-                offer.takers.append(ObjectIdentifier(route.connection))
-            } else if offer.othersOnlyRead {
-                offer.othersOnlyRead = output.takesLentPictures(from: route.connection)
-            }
-        }
-        offer.everyoneTookIt = !offer.takers.isEmpty && offer.takers.count == enabled
-        return offer
-    }
-
-    /// Hands one buffer to every enabled connection in `targets` but `skipped` ones, each frame in the format its
-    /// output takes. Runs on the capture thread.
-    private func route(
-        _ sampleBuffer: CMSampleBuffer, to targets: [Route], converting stage: FrameConversionStage,
-        skipping skipped: [ObjectIdentifier] = []
-    ) {
-        let isVideo = sampleBuffer.imageBuffer != nil
-        defer { if isVideo { stage.endFrame() } }
-        for route in targets where route.connection.isEnabled && !skipped.contains(ObjectIdentifier(route.connection)) {
-            guard let output = route.output else { continue }
-            if !route.connection.audioChannels.isEmpty {
-                AudioLevels.measure(sampleBuffer, into: route.connection.audioChannels)
-            }
-            guard isVideo, let demand = output.videoDemand(for: route.connection) else {
-                output.receive(sampleBuffer, from: route.connection)
-                continue
-            }
-            if let converted = stage.sample(sampleBuffer, for: demand) {
-                output.receive(converted, from: route.connection)
-            } else {
-                output.receiveDrop(
-                    presentationTime: sampleBuffer.presentationTimeStamp, reason: .outOfBuffers,
-                    format: sampleBuffer.formatDescription, from: route.connection)
-            }
-        }
-    }
-
-    // MARK: Interruptions
-
-    private func deviceDidFault(_ key: ObjectIdentifier, _ fault: DeviceFault) {
-        let (input, device, error): (AVCaptureInput?, AVCaptureDevice?, AVError?) = locked {
-            guard var stream = streams[key], isRunning else { return (nil, nil, nil) }
-            stream.isInterrupted = true
-            streams[key] = stream
-            let reason: InterruptionReason? =
-                fault.kind == .busy
-                ? (stream.device.hasMediaType(.video)
-                    ? .videoDeviceInUseByAnotherClient : .audioDeviceInUseByAnotherClient)
-                : nil
-            interrupt(for: stream.device, reason: reason)
-            return (stream.input, stream.device, fault.kind == .busy ? nil : fault.avError(for: stream.device))
-        }
-        guard let input, let device else { return }
-        for connection in connections where connection.inputPorts.contains(where: { $0.input === input }) {
-            connection.output?.inputDidFail(
-                error ?? AVError(.sessionWasInterrupted, "\(device.localizedName) was taken by another application"),
-                connection: connection)
-        }
-        if let error { post(AVCaptureSession.runtimeErrorNotification, [AVCaptureSessionErrorKey: error]) }
-    }
-
-    /// Marks the session interrupted (posting the notification once) and listens for the device's return.
-    private func interrupt(for device: AVCaptureDevice, reason: InterruptionReason?) {
-        let wasInterrupted = isInterrupted
-        if state == .running { setState(.interrupted) }
-        if !wasInterrupted {
-            var info: [String: Any] = [:]
-            if let reason { info[AVCaptureSessionInterruptionReasonKey] = reason.rawValue }
-            let userInfo = UncheckedSendable(info)
-            eventQueue.async { self.post(AVCaptureSession.wasInterruptedNotification, userInfo.value) }
-        }
-        listenForDevices()
-    }
-
-    private func listenForDevices() {
-        guard registryToken == nil else { return }
-        registryToken = DeviceRegistry.shared.addListener { [weak self] event in
-            guard let self else { return }
-            self.eventQueue.async { self.deviceAvailabilityChanged(event.backend) }
-        }
-    }
-
-    /// A device came back or was released: restart its stream; end the interruption when none is left.
-    private func deviceAvailabilityChanged(_ backend: any CaptureBackend) {
-        let ended = locked { () -> Bool in
-            let key = ObjectIdentifier(backend)
-            guard state == .interrupted, var stream = streams[key], stream.isInterrupted,
-                backend.isConnected, !backend.isInUseByAnotherApplication
-            else { return false }
-            do {
-                if stream.token == nil {
-                    stream.configuration = stream.input.streamConfiguration
-                    stream.token = try stream.hub.subscribe(stream.configuration, sink: sink(for: backend))
-                } else {
-                    try stream.hub.resume()
-                }
-            } catch {
-                return false
-            }
-            stream.isInterrupted = false
-            streams[key] = stream
-            guard !streams.values.contains(where: \.isInterrupted) else { return false }
-            setState(.running)
-            return true
-        }
-        if ended { post(AVCaptureSession.interruptionEndedNotification, [:]) }
-    }
-
-    // MARK: Devices
-
-    /// Follows a device's format and frame rate, so a running session restarts it with the new ones.
-    private func watch(_ input: AVCaptureDeviceInput) {
-        let device = input.device
-        device.sessionHooks.withLock {
-            $0.formatSetByUser = { [weak self] in self?.deviceFormatWasSetByUser() }
-        }
-        let reconfigure: @Sendable () -> Void = { [weak self] in
-            guard let self else { return }
-            self.eventQueue.async { self.changeConfiguration {} }
-        }
-        deviceObservations[ObjectIdentifier(input)] = [
-            device.observe(\.activeFormat) { _, _ in reconfigure() },
-            device.observe(\.activeVideoMinFrameDuration) { _, _ in reconfigure() },
-        ]
-    }
-
-    private func unwatch(_ input: AVCaptureDeviceInput) {
-        input.device.sessionHooks.withLock { $0.formatSetByUser = nil }
-        deviceObservations[ObjectIdentifier(input)] = nil
-    }
-
-    private func post(_ name: NSNotification.Name, _ userInfo: [String: Any]) {
-        NotificationCenter.default.post(name: name, object: self, userInfo: userInfo.isEmpty ? nil : userInfo)
-    }
-}
-
-extension DeviceFault {
-    /// The AVError a public caller sees for a device fault. A driver's advice (who holds the device, which group
-    /// to join, why the bus refused the format) becomes the recovery suggestion.
-    package func avError(for device: AVCaptureDevice) -> AVError {
-        let name = device.localizedName
-        let extra: [String: Any] = [AVErrorDeviceKey: device]
-        switch kind {
-        case .disconnected:
-            return AVError(
-                .deviceWasDisconnected, "\(name) was disconnected",
-                suggestion: advice ?? "Reconnect it; the session resumes by itself when it returns.", extra: extra)
-        case .busy:
-            return AVError(
-                .deviceInUseByAnotherApplication, "\(name) is in use by another application",
-                suggestion: advice ?? "Close the other program; the session resumes by itself.", extra: extra)
-        case .stalled:
-            return AVError(.unknown, "\(name) stopped delivering frames", suggestion: advice, extra: extra)
-        case .io(.permissionDenied), .io(.notPermitted):
-            return AVError(
-                .applicationIsNotAuthorizedToUseDevice, "this user may not open \(name)",
-                suggestion: advice ?? "Add the user to the group that owns the device node (usually `video`).",
-                extra: extra)
-        case .io(.noSpace):
-            return AVError(
-                .unknown, "\(name) cannot stream this format: not enough USB bandwidth",
-                suggestion: advice
-                    ?? "Choose a compressed (MJPEG) or smaller format, or move the camera to another USB controller.",
-                extra: extra)
-        case .io(let errno):
-            return AVError(
-                .unknown, "\(name) failed: \(errno)",
-                suggestion: advice ?? "Check the device's cable and `dmesg` for driver errors.", extra: extra)
-        case .explained:
-            preconditionFailure("DeviceFault.kind never is .explained")
-        }
     }
 }
