@@ -5,7 +5,7 @@ import Synchronization
 /// Makes the storage under every movie this process writes (``AVCaptureMovieFileOutput``, `AVAssetWriter`) slow,
 /// full or unsynced, to test what a recording does when the disk misbehaves.
 ///
-/// A fragmented movie is written a fragment at a time (see docs/architecture.md, "Crash safety"): the hooks run on
+/// A fragmented movie is written a fragment at a time (see docs/recording.md, "When the machine misbehaves"): the hooks run on
 /// the writer's own thread just before a fragment reaches the disk, or when the finished movie is about to be
 /// rewritten with its index first, and the writer waits for them as it would wait for a stalled `write(2)`. Call
 /// ``reset()`` when done; the faults are process-wide.

@@ -5,7 +5,7 @@ import OpenAVCapture
 /// The frame converted to BGRA and scaled to the size it is shown at by libswscale (one SIMD pass), then uploaded
 /// for a 1:1 copy: how the window draws where no GPU does. There SDL's renderer would convert YUV and scale on the
 /// CPU itself, pixel by pixel (its software renderer, or OpenGL on a software rasterizer such as Mesa's llvmpipe),
-/// which costs several times as much (figures in docs/architecture.md).
+/// which costs several times as much (figures in docs/time-and-memory.md).
 ///
 /// Threading: the window's thread only (SDL's rule; the converter is thread-bound too).
 struct ScaledTexture {

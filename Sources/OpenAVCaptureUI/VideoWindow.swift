@@ -64,7 +64,7 @@ struct VideoWindow {
     /// The renderer `drawing` asks for, and whether frames are scaled on the CPU (``ScaledTexture``) for it.
     /// Automatic: accelerated and vsync'd where there is a GPU; where OpenGL is a software rasterizer (an X server
     /// without a GPU, such as Xvfb), SDL's software renderer with libswscale's frames, as the rasterizer's YUV
-    /// shader and scaling cost several times as much CPU (docs/architecture.md). SDL's `SDL_RENDER_DRIVER` hint
+    /// shader and scaling cost several times as much CPU (docs/time-and-memory.md). SDL's `SDL_RENDER_DRIVER` hint
     /// still picks the accelerated renderer by name.
     private static func makeRenderer(
         for window: OpaquePointer, drawing: PreviewWindow.Drawing

@@ -276,7 +276,7 @@ defer { try? FileManager.default.removeItem(at: directory) }
 
 if minutes > 0 {
     if arguments.contains("--no-huge-pages") {
-        // What an application that prefers memory to TLB hits can do (docs/architecture.md): libx264 then gets
+        // What an application that prefers memory to TLB hits can do (docs/time-and-memory.md): libx264 then gets
         // no transparent huge pages.
         guard OpenAVCaptureProcess.disableTransparentHugePages() else { fatalError("prctl(PR_SET_THP_DISABLE) failed") }
     }

@@ -98,7 +98,7 @@ package struct V4L2ControlSet: Sendable, Hashable {
         return capabilities
     }
 
-    // MARK: Scales (ours where V4L2 has no unit: documented in docs/architecture.md)
+    // MARK: Scales (ours where V4L2 has no unit: documented in docs/devices.md)
 
     /// `V4L2_CID_EXPOSURE_ABSOLUTE` counts 100 µs.
     static func seconds(fromExposure value: Int64) -> Double { Double(value) / 10_000 }
