@@ -64,7 +64,7 @@ package enum TrackHeaderDisplaySize {
             }
             try file.write(bytes, at: offset, while: operation)
         }
-        let synced = WriterStorage.syncOpenFile(descriptor)
+        let synced = WriterStorage.syncPatchedFile(descriptor)
         guard synced == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(synced), while: operation) }
     }
 

@@ -62,6 +62,12 @@ package enum WriterStorage {
         return fsync(descriptor) == 0 ? 0 : errno
     }
 
+    /// `fsync(2)` of a file patched in place after it was finished (the track-header display size); 0 or the errno.
+    /// Always made and not counted: ``StorageSeam`` switches and counts the muxer's own syncs only.
+    static func syncPatchedFile(_ descriptor: Int32) -> Int32 {
+        fsync(descriptor) == 0 ? 0 : errno
+    }
+
     /// Whether the file open as `descriptor` has no name left (it, or its directory, was deleted).
     static func wasRemoved(_ descriptor: Int32) -> Bool {
         var info = stat()

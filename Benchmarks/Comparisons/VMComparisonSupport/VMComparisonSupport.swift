@@ -44,6 +44,7 @@ public struct ThreadSample: Sendable {
     }
 }
 
+/// Every thread of this process now, keyed by name and thread id.
 public func threadSamples() -> [String: ThreadSample] {
     var result: [String: ThreadSample] = [:]
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
@@ -55,7 +56,8 @@ public func threadSamples() -> [String: ThreadSample] {
         else { continue }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { continue }
-        let switches = status.split(separator: "\n").filter { $0.hasSuffix("ctxt_switches") || $0.contains("ctxt_switches:") }
+        // voluntary_ctxt_switches and nonvoluntary_ctxt_switches, summed.
+        let switches = status.split(separator: "\n").filter { $0.contains("ctxt_switches:") }
             .compactMap { $0.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
             .reduce(0, +)
         let name = "\(comm.trimmingCharacters(in: .whitespacesAndNewlines))#\(tid)"
