@@ -10,11 +10,15 @@ public enum VirtualDeviceClockMode: Sendable, Hashable {
     /// Frames or periods are produced as fast as they are taken, their timestamps still one frame (period) apart,
     /// so the device's time runs ahead of the host clock: for benchmarks and fast tests.
     case freeRunning
+    /// Frames or periods are produced when the test moves `clock` to their time: the test steps time with
+    /// ``VirtualDeviceClock/advance(by:timeout:)`` instead of waiting for it.
+    case manual(VirtualDeviceClock)
 
     init(_ mode: VirtualClockMode) {
         switch mode {
         case .realTime: self = .realTime
         case .freeRunning: self = .freeRunning
+        case .manual(let clock): self = .manual(VirtualDeviceClock(clock))
         }
     }
 
@@ -22,8 +26,60 @@ public enum VirtualDeviceClockMode: Sendable, Hashable {
         switch self {
         case .realTime: .realTime
         case .freeRunning: .freeRunning
+        case .manual(let clock): .manual(clock.clock)
         }
     }
+}
+
+/// A clock a test moves by hand, for virtual devices whose ``VirtualDeviceClockMode`` is `.manual(clock)`.
+///
+/// A device on the clock delivers a frame (or audio period) only when the clock has reached its time, and
+/// ``advance(by:timeout:)`` returns once every device on it has delivered everything due by then, its delegate
+/// calls on the capture thread done. So `advance(by: CMTime(value: 1, timescale: 1))` gives exactly one more second
+/// of a 30 fps camera's frames, however loaded the machine is:
+///
+///     let clock = VirtualDeviceClock()
+///     VirtualCameraController.back.clockMode = .manual(clock)
+///     session.startRunning()
+///     clock.advance(by: CMTime(value: 2, timescale: 1))   // two seconds of frames, delivered
+///
+/// Items keep the timestamps a live device gives them (host time from the moment the device started), one frame
+/// or period apart. The clock starts where the first device on it starts, whose first item comes at once; a device
+/// started later begins at its own start time. Work done later on other queues (an output's encoder, a delegate's
+/// queue) is not waited for: wait for its result as you would with a live device.
+///
+/// Threading: thread safe. Call `advance` from the test's thread, not from a delegate method of a device on the
+/// clock (that device cannot deliver while its own capture thread waits). Equal only to itself.
+public final class VirtualDeviceClock: Sendable, Hashable {
+    let clock: VirtualManualClock
+
+    /// A clock at rest; it starts with the first device that streams on it.
+    public init() {
+        clock = VirtualManualClock()
+    }
+
+    init(_ clock: VirtualManualClock) {
+        self.clock = clock
+    }
+
+    /// How far the clock has been advanced in all.
+    public var elapsed: CMTime { CMTime(value: clock.elapsedNanoseconds, timescale: 1_000_000_000) }
+
+    /// Moves the clock on by `duration` and returns when every device on it has delivered every item due by then,
+    /// or has stopped. Returns false when that took longer than `timeout` seconds of host time: a delegate that
+    /// never returns, or buffers that never come back. Advancing before any device streams moves the first
+    /// device's start on instead.
+    @discardableResult
+    public func advance(by duration: CMTime, timeout: TimeInterval = 60) -> Bool {
+        precondition(
+            duration.isNumeric && duration >= .zero,
+            "VirtualDeviceClock.advance(by:) takes a numeric duration of 0 or more, got \(duration)")
+        let nanoseconds = duration.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
+        return clock.advance(byNanoseconds: nanoseconds, timeout: timeout)
+    }
+
+    public static func == (lhs: VirtualDeviceClock, rhs: VirtualDeviceClock) -> Bool { lhs.clock === rhs.clock }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(clock)) }
 }
 
 /// The colour of the light falling on the virtual cameras' scene, as linear RGB factors.

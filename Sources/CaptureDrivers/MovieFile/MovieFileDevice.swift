@@ -11,6 +11,13 @@ package enum MoviePacing: Sendable, Hashable {
     case realTime
     /// As fast as the sink takes them, stamped with their file times: device time runs ahead of host time.
     case freeRunning
+    /// Each packet when a test's clock reaches its time in the file (see `VirtualManualClock`).
+    case manual(VirtualManualClock)
+
+    /// The manual clock, if the device is paced by one.
+    var manualClock: VirtualManualClock? {
+        if case .manual(let clock) = self { clock } else { nil }
+    }
 }
 
 /// Where file time 0 falls on the host clock for the camera and microphone of one file, so that they play in sync
@@ -81,7 +88,7 @@ final class MoviePlaybackClock: Sendable {
 /// HEVC, MJPEG, AAC, … with their codec configuration in the format description) for the graph to decode, raw
 /// frames (y4m) copied into pixel buffers, raw PCM (wav) as it is. File time t is host time anchor + t, the anchor
 /// shared by the file's camera and microphone (`MoviePlaybackClock`); in `.realTime` a packet is delivered when its
-/// decode time comes, in `.freeRunning` at once. With `loops`, the file starts again at its end, each pass the
+/// decode time comes, in `.freeRunning` at once, on a `.manual` clock when the clock reaches that time. With `loops`, the file starts again at its end, each pass the
 /// longest track's length later on the host clock.
 ///
 /// The end of the input (without `loops`) is reported as the device's disconnection: once every playing track of
@@ -208,7 +215,7 @@ package final class MovieFileDevice: CaptureBackend {
             sink: sink)
         let handOff = UncheckedSource(source: source)
         try lifecycle.start(
-            name: "OpenAVCapture movie \(identity.localizedName)", prepare: {},
+            name: "OpenAVCapture movie \(identity.localizedName)", pacedBy: pacing.manualClock, prepare: {},
             body: { thread in player.run(from: handOff.source, on: thread) })
     }
 
@@ -251,6 +258,12 @@ private struct MovieTrackPlayer: Sendable {
         var passEnd = CMTime.zero
         var sequence: UInt64 = 0
         var frames = RawFrameCopier()
+        // The thread took its place on a manual clock before it started; its items begin at the anchor.
+        let manual = thread.manualTurn
+        if let manual {
+            manual.clock.begin(
+                manual.participant, at: anchor.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value)
+        }
         while !thread.isInterrupted {
             let next: MoviePacket?
             do {
@@ -288,9 +301,12 @@ private struct MovieTrackPlayer: Sendable {
                 passEnd = max(passEnd, presentation)
             }
             let decode = packet.decodeTime.isNumeric ? packet.decodeTime : presentation
+            let due = (anchor + passOffset + decode).convertScale(1_000_000_000, method: .roundHalfAwayFromZero)
             if pacing == .realTime {
-                let due = (anchor + passOffset + decode).convertScale(1_000_000_000, method: .roundHalfAwayFromZero)
                 guard thread.sleep(untilHostNanoseconds: due.value) else { break }
+            } else if let manual {
+                guard manual.clock.waitForTurn(manual.participant, at: due.value, isInterrupted: { thread.isInterrupted })
+                else { break }
             }
             let hostPresentation = anchor + passOffset + presentation
             let hostDecode = packet.decodeTime.isNumeric ? anchor + passOffset + packet.decodeTime : CMTime.invalid

@@ -83,7 +83,8 @@ extension VirtualDevice {
 /// picture) counts from 0. Frames are rendered into a `CVPixelBufferPool` of the format's size and pixel format
 /// (NV12 or YUYV); when consumers hold `poolAllocationThreshold` buffers, the frame is dropped with
 /// `.outOfBuffers`. In `.freeRunning` mode frames are rendered as fast as the sink takes them (waiting up to a
-/// frame's duration for a buffer to come back before dropping), their timestamps still a frame duration apart.
+/// frame's duration for a buffer to come back before dropping), their timestamps still a frame duration apart; on
+/// a `.manual` clock, when a test's clock reaches their time (waiting up to a second for a buffer).
 ///
 /// Threading: thread safe (`Sendable`; every mutable part is behind a mutex). `start` and `stop` are serialized by
 /// the caller; the sink and completion handlers run on the capture thread.
@@ -260,8 +261,8 @@ package final class VirtualCamera: VirtualDevice, HighResolutionStillCapturing {
             format: format, frameDuration: configuration.frameDuration, clockMode: clockMode, pool: pool,
             formatDescription: formatDescription, controls: cameraControls, compression: compression, sink: sink)
         try lifecycle.start(
-            name: "OpenAVCapture \(identity.localizedName)",
-            prepare: { cameraControls.streamWillStart(isFreeRunning: clockMode == .freeRunning) },
+            name: "OpenAVCapture \(identity.localizedName)", pacedBy: clockMode.manualClock,
+            prepare: { cameraControls.streamWillStart(isFreeRunning: clockMode.isDetachedFromHostClock) },
             body: { thread in stream.run(on: thread) })
         VirtualUnplugSchedule.streamDidStart(self)
     }
@@ -381,9 +382,15 @@ private struct VirtualCameraStream: Sendable {
         // Sample buffer objects are recycled too: with the pool, a frame allocates nothing after warm-up.
         let samples = CMSampleBufferRecycler(capacity: VirtualCamera.poolAllocationThreshold + 2)
 
-        /// A buffer from the pool; free-running waits up to a frame's duration for one to come back.
+        /// A buffer from the pool; free-running waits up to a frame's duration for one to come back, on a manual
+        /// clock up to a second (a test stepping time expects its frames, not drops, from a consumer that keeps up).
+        let bufferWait: Int64 =
+            switch clockMode {
+            case .realTime, .freeRunning: frameNanoseconds
+            case .manual: max(frameNanoseconds, 1_000_000_000)
+            }
         func buffer() -> CVPixelBuffer? {
-            let deadline = CMClock.hostNanosecondsNow() + frameNanoseconds
+            let deadline = CMClock.hostNanosecondsNow() + bufferWait
             while true {
                 samples.releaseIdleImages()
                 if case .success(let buffer) = pool.pixelBuffer(
@@ -396,7 +403,7 @@ private struct VirtualCameraStream: Sendable {
                     }
                     return buffer
                 }
-                guard clockMode == .freeRunning, CMClock.hostNanosecondsNow() < deadline else { return nil }
+                guard clockMode.isDetachedFromHostClock, CMClock.hostNanosecondsNow() < deadline else { return nil }
                 let retry = min(deadline, CMClock.hostNanosecondsNow() + 1_000_000)
                 guard thread.sleep(untilHostNanoseconds: retry) else { return nil }
             }

@@ -19,6 +19,19 @@ package enum VirtualClockMode: Sendable, Hashable {
     /// apart, so device time runs ahead of host time: for benchmarks and fast tests. Free-running devices keep
     /// together on the clock they share (`VirtualLockstep`): none gets more than 50 ms ahead of the slowest.
     case freeRunning
+    /// Items are delivered when a test's clock reaches their time (`VirtualManualClock.advance(byNanoseconds:)`):
+    /// tests step time instead of waiting for it.
+    case manual(VirtualManualClock)
+
+    /// The manual clock, if the stream is paced by one.
+    package var manualClock: VirtualManualClock? {
+        if case .manual(let clock) = self { clock } else { nil }
+    }
+
+    /// Whether the device's time is not the host's: free-running or on a manual clock.
+    package var isDetachedFromHostClock: Bool {
+        if case .realTime = self { false } else { true }
+    }
 }
 
 /// The one thread a running virtual device streams on, and the requests other threads make of it (stop, fault,
@@ -44,12 +57,16 @@ final class VirtualCaptureThread: Sendable {
 
     /// The thread's name, as `top -H` and debuggers show it.
     let name: String
+    /// The manual clock the stream is paced by and its place on it, taken before the thread starts and given up
+    /// when the body returns, whatever it did.
+    let manualTurn: (clock: VirtualManualClock, participant: VirtualManualClock.Participant)?
     private let requests = Mutex(Requests())
     /// Signalled once when the body has returned; every waiter signals it again, so any number of joins pass.
     private let finished = DispatchSemaphore(value: 0)
 
-    init(name: String) {
+    init(name: String, pacedBy clock: VirtualManualClock? = nil) {
         self.name = name
+        manualTurn = clock.map { ($0, $0.reserve()) }
     }
 
     /// Starts the thread running `body`.
@@ -57,6 +74,7 @@ final class VirtualCaptureThread: Sendable {
         let thread = Thread { [self] in
             requests.withLock { $0.threadID = pthread_self() }
             body(self)
+            if let manualTurn { manualTurn.clock.leave(manualTurn.participant) }
             requests.withLock { $0.isFinished = true }
             finished.signal()
         }
@@ -167,6 +185,10 @@ struct VirtualStreamPacer {
         let lockstep = clockMode == .freeRunning ? VirtualLockstep.shared : nil
         let participant = lockstep?.join(at: due(firstIndex))
         defer { if let lockstep, let participant { lockstep.leave(participant) } }
+        // A manual clock paces its devices itself (and keeps them in a lockstep of their own); the thread took its
+        // place on it before it started.
+        let manual = thread.manualTurn
+        if let manual { manual.clock.begin(manual.participant, at: due(firstIndex)) }
         streaming: while !thread.isInterrupted {
             switch clockMode {
             case .realTime:
@@ -187,6 +209,16 @@ struct VirtualStreamPacer {
                         index += 1
                     }
                 }
+            case .manual:
+                if let stall = thread.takeStall() {
+                    // Device time is the clock's: the stall spans the items of that much of it, and no host time.
+                    let count = (Int64(stall * 1e9) + itemNanoseconds - 1) / itemNanoseconds
+                    for _ in 0..<count {
+                        drop(index, sequence(index), .discontinuity)
+                        index += 1
+                    }
+                    continue
+                }
             case .freeRunning:
                 if let stall = thread.takeStall() {
                     let stallNanoseconds = Int64(stall * 1e9)
@@ -205,6 +237,11 @@ struct VirtualStreamPacer {
             }
             if let lockstep, let participant,
                 !lockstep.advance(participant, to: due(index), isInterrupted: { thread.isInterrupted })
+            {
+                break streaming
+            }
+            if let manual,
+                !manual.clock.waitForTurn(manual.participant, at: due(index), isInterrupted: { thread.isInterrupted })
             {
                 break streaming
             }
@@ -245,8 +282,11 @@ package final class VirtualDeviceLifecycle: Sendable {
 
     /// Makes the capture thread, runs `prepare`, then starts the thread with `body`. Throws when unplugged or busy;
     /// traps when already streaming (the caller serializes start and stop).
+    /// A stream paced by a manual clock (`pacedBy`) takes its place on it here, so an advance made as soon as the
+    /// start returns waits for its first items.
     func start(
         name: String,
+        pacedBy clock: VirtualManualClock? = nil,
         prepare: () -> Void,
         body: @escaping @Sendable (VirtualCaptureThread) -> Void
     ) throws(DeviceFault) {
@@ -255,7 +295,7 @@ package final class VirtualDeviceLifecycle: Sendable {
             guard !state.isBusy else { throw DeviceFault.busy }
             precondition(
                 state.thread.map(\.isFinished) ?? true, "\(name): start() while streaming; call stop() first")
-            let thread = VirtualCaptureThread(name: name)
+            let thread = VirtualCaptureThread(name: name, pacedBy: clock)
             state.thread = thread
             return thread
         }

@@ -71,7 +71,8 @@ package final class VirtualMicrophone: VirtualDevice {
             format: format, clock: VirtualSampleClock(sampleRate: Self.sampleRate, ppm: ppm),
             clockMode: lifecycle.clockMode, formatDescription: formatDescription, sink: sink)
         try lifecycle.start(
-            name: "OpenAVCapture \(identity.localizedName)", prepare: {}, body: { thread in stream.run(on: thread) })
+            name: "OpenAVCapture \(identity.localizedName)", pacedBy: stream.clockMode.manualClock, prepare: {},
+            body: { thread in stream.run(on: thread) })
         VirtualUnplugSchedule.streamDidStart(self)
     }
 
