@@ -21,7 +21,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
+.PHONY: all build demo test doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
 
 all: build
 
@@ -47,16 +47,28 @@ demo: deps
 		--metadata title="OpenAVCapture demo" && \
 	echo && "$$($(SWIFT) build --show-bin-path)/avcapture" probe "$$out"
 
-## test: the whole suite; fails on any compiler warning in our own code.
+## test: the whole suite; fails on any compiler warning in our own code, and on a false claim in the documentation
+## (doc-check, with the avcapture just built).
 test: deps
 	@$(SWIFT) build --build-tests 2>&1 | tee .build-warnings.log | grep -vE '^\[[0-9]+/[0-9]+\]' || true
 	@if grep -E '^/.*/(Sources|Tests)/.*: (warning|error):' .build-warnings.log; then \
 		echo "error: the build has warnings or errors (above); the project builds warning-free"; rm -f .build-warnings.log; exit 1; fi
 	@rm -f .build-warnings.log
-	@# Serial: the virtual devices are process-wide test instruments (one back camera, one front camera, one
+	@$(MAKE) --no-print-directory doc-check AVCAPTURE="$$($(SWIFT) build --show-bin-path)/avcapture"
+	@# Serial: the virtual devices are process-wide test instruments (a back, a front and a USB webcam camera, one
 	@# microphone) and many suites change their scene, format or faults; in parallel they would disturb each other.
 	$(SWIFT) test --skip-build --no-parallel
 	@$(MAKE) --no-print-directory test-kernel
+
+## doc-check: what README.md, docs/*.md and the DocC catalogs claim that the code can answer (the avcapture commands
+## and their options, counts of listings, shims, test targets and fuzz targets, the C shim lists, links, paths, make
+## targets, test suites, api-coverage's names), checked against the code by scripts/doc-check (python3, standard
+## library, a second or two); fails naming the file, the line, the claim and the truth. Reads the commands from
+## Sources/avcapture, and from AVCAPTURE (a built avcapture) or .build/debug/avcapture when newer than the sources.
+PYTHON ?= python3
+AVCAPTURE ?=
+doc-check:
+	@$(PYTHON) scripts/doc-check $(if $(AVCAPTURE),--avcapture "$(AVCAPTURE)")
 
 ## test-kernel: the suites named *KernelTests against real kernel drivers (vivid, snd-aloop, and uvcvideo and
 ## snd-usb-audio on the USB/IP webcam emulator) in a throw-away VM:
