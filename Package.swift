@@ -159,7 +159,8 @@ let package = Package(
         .testTarget(name: "CX11Tests", dependencies: ["CX11"], swiftSettings: strictSwift),
         .testTarget(name: "OpenCoreVideoTests", dependencies: ["OpenCoreVideo"], swiftSettings: strictSwift),
         .testTarget(name: "OpenCoreMediaTests", dependencies: ["OpenCoreMedia"], swiftSettings: strictSwift),
-        .testTarget(name: "CaptureDriversTests", dependencies: ["CaptureDrivers"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "CaptureDriversTests", dependencies: ["CaptureDrivers", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(
             name: "MediaCodecsTests", dependencies: ["MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
             swiftSettings: strictSwift),

@@ -279,14 +279,11 @@ final class PortalSession {
 
     /// Polls `condition` every 50 ms until it holds; throws, with the session's logs, after `timeout`.
     func waitFor(_ what: String, timeout: Duration = .seconds(15), _ condition: () -> Bool) throws {
-        let deadline = ContinuousClock.now + timeout
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                let logs = processes.keys.sorted().map { "--- \($0):\n\(log(of: $0))" }.joined(separator: "\n")
-                throw PortalSessionFailure("\(what) not ready within \(timeout)\n\(logs)")
-            }
-            // Polling interval: the programs offer no readiness notification we could wait on instead.
-            usleep(50_000)
+        // The programs offer no readiness notification we could wait on instead.
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        guard eventually(timeout: seconds, every: 0.05, condition) else {
+            let logs = processes.keys.sorted().map { "--- \($0):\n\(log(of: $0))" }.joined(separator: "\n")
+            throw PortalSessionFailure("\(what) not ready within \(timeout)\n\(logs)")
         }
     }
 
@@ -370,28 +367,20 @@ final class AccessDialogStandIn: Sendable {
         let thread = Thread { [self] in serve(busAddress: busAddress) }
         thread.name = "AccessDialogStandIn"
         thread.start()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while true {
-            let (serving, failure) = state.withLock { ($0.serving, $0.startFailure) }
-            if serving { return }
-            if let failure { throw PortalSessionFailure("the Access dialog stand-in did not start: \(failure)") }
-            guard ContinuousClock.now < deadline else {
-                stop()
-                throw PortalSessionFailure("the Access dialog stand-in did not take its name within 10 s")
-            }
-            // Polling interval: the serving thread reports through the state, which has nothing to wait on.
-            usleep(10_000)
-        }
+        // The serving thread reports through the state, which has nothing to wait on.
+        _ = eventually(timeout: 10, every: 0.01) { state.withLock { $0.serving || $0.startFailure != nil } }
+        let (serving, failure) = state.withLock { ($0.serving, $0.startFailure) }
+        if serving { return }
+        if let failure { throw PortalSessionFailure("the Access dialog stand-in did not start: \(failure)") }
+        stop()
+        throw PortalSessionFailure("the Access dialog stand-in did not take its name within 10 s")
     }
 
     /// Stops serving and waits (at most 2 s) for the thread to leave the bus.
     func stop() {
         state.withLock { $0.stopping = true }
-        let deadline = ContinuousClock.now + .seconds(2)
-        while !state.withLock({ $0.finished }), ContinuousClock.now < deadline {
-            // Polling interval: the thread notices `stopping` within its 100 ms read timeout.
-            usleep(10_000)
-        }
+        // The thread notices `stopping` within its 100 ms read timeout.
+        _ = eventually(timeout: 2, every: 0.01) { state.withLock { $0.finished } }
     }
 
     private func serve(busAddress: String) {
@@ -467,16 +456,12 @@ final class SessionProcess {
         guard !reaped else { return }
         reaped = true
         kill(-processID, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(2)
-        var information = siginfo_t()
         // WNOWAIT: notice the exit without reaping yet. (si_pid stays 0 while the child runs; Swift reaches it
-        // through glibc's union.)
-        while waitid(P_PID, id_t(processID), &information, WEXITED | WNOHANG | WNOWAIT) == 0,
-            information._sifields._kill.si_pid == 0, ContinuousClock.now < deadline
-        {
-            // Polling interval: waitid has no timeout of its own.
-            usleep(10_000)
-            information = siginfo_t()
+        // through glibc's union.) Polled: waitid has no timeout of its own.
+        _ = eventually(timeout: 2, every: 0.01) {
+            var information = siginfo_t()
+            return waitid(P_PID, id_t(processID), &information, WEXITED | WNOHANG | WNOWAIT) != 0
+                || information._sifields._kill.si_pid != 0
         }
         kill(-processID, SIGKILL)
         var status: Int32 = 0
@@ -493,15 +478,11 @@ final class SessionProcess {
         defer { try? FileManager.default.removeItem(at: output) }
         let child = try spawn(program, arguments, environment: environment, output: output.path)
         var status: Int32 = 0
-        let deadline = ContinuousClock.now + timeout
-        while waitpid(child, &status, WNOHANG) == 0 {
-            guard ContinuousClock.now < deadline else {
-                kill(-child, SIGKILL)
-                waitpid(child, &status, 0)
-                break
-            }
-            // Polling interval: waitpid has no timeout of its own.
-            usleep(10_000)
+        // Polled: waitpid has no timeout of its own.
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        if !eventually(timeout: seconds, every: 0.01, { waitpid(child, &status, WNOHANG) != 0 }) {
+            kill(-child, SIGKILL)
+            waitpid(child, &status, 0)
         }
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         let exited = status & 0x7f == 0

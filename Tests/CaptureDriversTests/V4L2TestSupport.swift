@@ -5,6 +5,7 @@ import OpenCoreMedia
 import OpenCoreVideo
 import Synchronization
 import Testing
+import TestSupport
 
 /// What a V4L2 test keeps of one event: for frames, where the pixels are (to prove no copy) and the first bytes.
 enum V4L2Event: Sendable {
@@ -121,12 +122,8 @@ func configuration(_ camera: V4L2Camera, _ width: Int32, _ height: Int32, _ subT
     return camera.defaultConfiguration(for: format)
 }
 
-/// Polls `condition` (checked every millisecond) up to `timeout` seconds.
-func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = CMClock.hostNanosecondsNow() + Int64(timeout * 1e9)
-    while CMClock.hostNanosecondsNow() < deadline {
-        if condition() { return true }
-        usleep(1000)
-    }
-    return condition()
+/// Polls `condition` every `interval` seconds (a millisecond by default) up to `timeout` seconds, with the tests'
+/// one polling wait (`waitUntil`); whether it held.
+func eventually(timeout: Double = 5, every interval: Double = 0.001, _ condition: () -> Bool) -> Bool {
+    waitUntil(timeout: timeout, every: interval, condition)
 }

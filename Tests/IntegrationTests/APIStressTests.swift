@@ -196,10 +196,7 @@ struct APIStressTests {
         rig.windDown()
         // Every recording started gets its didFinish (some end at once: no session, no data).
         let started = rig.recordings.withLock { $0.count }
-        let finishDeadline = Date().addingTimeInterval(60)
-        while rig.delegate.finished.withLock({ $0.count }) < started, Date() < finishDeadline {
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        _ = waitUntil(timeout: 60, every: 0.05) { rig.delegate.finished.withLock({ $0.count }) >= started }
         let finished = rig.delegate.finished.withLock { $0 }
         print(
             "API stress, \(seconds) s: \(rig.operations.withLock { $0 }.sorted { $0.key < $1.key }), "

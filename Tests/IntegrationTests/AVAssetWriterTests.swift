@@ -41,11 +41,7 @@ func makeSoundBuffer(
 
 /// Waits (polling) until `input` takes more data: back-pressure as an offline writer honours it.
 func waitUntilReady(_ input: AVAssetWriterInput) {
-    var waited = 0
-    while !input.isReadyForMoreMediaData, waited < 10_000 {
-        usleep(500)
-        waited += 1
-    }
+    _ = waitUntil(timeout: 5, every: 0.0005) { input.isReadyForMoreMediaData }
 }
 
 /// What one test movie holds.

@@ -55,11 +55,7 @@ final class RunningTool: @unchecked Sendable {
             let matching = lines.withLock { $0.filter { $0.hasPrefix(prefix) } }
             return matching.count >= occurrence ? matching[occurrence - 1] : nil
         }
-        let deadline = Date().addingTimeInterval(timeout)
-        repeat {
-            if let line = found() { return line }
-            usleep(10_000)
-        } while Date() < deadline && process.isRunning
+        _ = waitUntil(timeout: timeout) { found() != nil || !process.isRunning }
         return found()
     }
 
@@ -70,8 +66,7 @@ final class RunningTool: @unchecked Sendable {
 
     /// Waits for the process to end (killing it after `timeout`); its exit status.
     func wait(timeout: TimeInterval = 20) -> Int32 {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
+        _ = waitUntil(timeout: timeout) { !process.isRunning }
         if process.isRunning { process.interrupt() }
         process.waitUntilExit()
         return process.terminationStatus
@@ -115,9 +110,8 @@ struct AVCapturePreviewToolTests {
 
         try xvfb.xdotool("key", "Return")
         #expect(tool.line(startingWith: "recording") != nil)
-        // Record for a while: until the movie has grown past its first second of media on disk.
-        let deadline = Date().addingTimeInterval(2)
-        while Date() < deadline { usleep(50_000) }
+        // The tool records in real time in a process of its own: two seconds of it must pass.
+        Thread.sleep(forTimeInterval: 2)
         try xvfb.xdotool("key", "Return")
         let movieLine = try #require(tool.line(startingWith: "movie "), "no movie: \(tool.standardError)")
         let movie = URL(fileURLWithPath: String(movieLine.dropFirst("movie ".count)))

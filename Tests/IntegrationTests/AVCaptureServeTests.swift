@@ -187,12 +187,10 @@ struct AVCaptureServeTests {
             return answer.status == 200 ? answer.text : nil
         }
         // The publishing output writes its playlist once the first segment is complete: wait for three.
-        let deadline = Date().addingTimeInterval(20)
         var listed = ""
-        while Date() < deadline {
+        _ = waitUntil(timeout: 20, every: 0.1) {
             listed = playlist() ?? ""
-            if listed.components(separatedBy: "#EXTINF").count > 3 { break }
-            usleep(100_000)
+            return listed.components(separatedBy: "#EXTINF").count > 3
         }
         try #require(listed.components(separatedBy: "#EXTINF").count > 3, "no playlist of 3 segments: \(listed)")
         #expect(listed.contains("application/vnd.apple.mpegurl"), "\(listed)")

@@ -112,6 +112,7 @@ struct AVPlayerTests {
                     shown.append((CMTimeGetSeconds(time), PlayerMovie.index(of: picture)))
                 }
             }
+            // Sampling, as a display's refresh would: the player plays in real time, so time must pass.
             try await Task.sleep(for: .milliseconds(3))
         }
         try #require(watch.endCount > 0, "the end notification never came")
@@ -275,9 +276,8 @@ struct AVPlayerTests {
         let target = CMTime(value: 30, timescale: 30)
         #expect(await player.seek(to: target))
         // The window draws the sought frame once its event loop runs.
-        let deadline = Date().addingTimeInterval(20)
-        while window.statistics.lastFrameTime != target, Date() < deadline, failure.withLock({ $0 }) == nil {
-            try await Task.sleep(for: .milliseconds(10))
+        _ = await waitUntil(timeout: 20) {
+            window.statistics.lastFrameTime == target || failure.withLock({ $0 }) != nil
         }
         try #require(window.statistics.lastFrameTime == target, "\(failure.withLock { $0 } ?? "no frame drawn")")
         #expect(layer.isReadyForDisplay)
@@ -292,13 +292,9 @@ struct AVPlayerTests {
         let watch = PlayerWatch(player, interval: CMTime(value: 1, timescale: 1))
         defer { watch.close() }
         player.play()
-        let end = Date().addingTimeInterval(30)
-        while watch.endCount == 0, Date() < end { try await Task.sleep(for: .milliseconds(10)) }
+        _ = await waitUntil(timeout: 30) { watch.endCount > 0 }
         let last = CMTime(value: CMTimeValue(PlayerMovie.frames - 1), timescale: 30)
-        let drawnEnd = Date().addingTimeInterval(10)
-        while window.statistics.lastFrameTime != last, Date() < drawnEnd {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await waitUntil(timeout: 10) { window.statistics.lastFrameTime == last }
         #expect(window.statistics.lastFrameTime == last)
         #expect(window.statistics.framesDrawn > 1)
     }

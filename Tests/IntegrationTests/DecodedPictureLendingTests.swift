@@ -155,12 +155,7 @@ struct DecodedPictureLendingTests {
         try #require(delegate.waitForStart())
         /// Waits until the movie holds `seconds`, up to 10 s.
         func recorded(_ seconds: Double) -> Bool {
-            let deadline = Date().addingTimeInterval(10)
-            while rig.movie.recordedDuration.seconds < seconds {
-                guard Date() < deadline else { return false }
-                usleep(10_000)
-            }
-            return true
+            waitUntil(timeout: 10) { rig.movie.recordedDuration.seconds >= seconds }
         }
         // Lent pictures first (only the movie reads them), then copies while the data output draws on its own,
         // then lent again.

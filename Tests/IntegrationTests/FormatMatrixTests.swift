@@ -193,8 +193,7 @@ import TestSupport
         let (photoResult, photoRecorder) = takePhoto(photo, AVCapturePhotoSettings())
         #expect(recording.waitForStart())
         // Two seconds of movie: wait for the output to have recorded them.
-        let deadline = Date().addingTimeInterval(30)
-        while movie.recordedDuration.seconds < 2, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        _ = await waitUntil(timeout: 30, every: 0.05) { movie.recordedDuration.seconds >= 2 }
         movie.stopRecording()
         #expect(recording.waitForFinish(timeout: 30), "the movie did not finish")
         #expect(recording.error == nil, "\(String(describing: recording.error))")

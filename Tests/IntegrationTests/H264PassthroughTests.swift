@@ -44,8 +44,7 @@ import TestSupport
         session.startRunning()
         defer { session.stopRunning() }
         // Past the first key frame, so the recording is asked for in the middle of a group of pictures.
-        let deadline = Date().addingTimeInterval(30)
-        while cameraFrames.withLock({ $0.count }) < 5, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        _ = waitUntil(timeout: 30, every: 0.02) { cameraFrames.withLock({ $0.count }) >= 5 }
         let url = try scratchURL(name)
         let recording = MovieRecordingDelegate()
         movie.startRecording(to: url, recordingDelegate: recording)

@@ -28,10 +28,7 @@ struct MetadataWhileRecordingTests {
         output.startRecording(to: url, recordingDelegate: delegate)
         #expect(delegate.waitForStart())
         // Wait until a fragment with the first title is on disk, so the change cannot be taken as the initial value.
-        let deadline = Date().addingTimeInterval(10)
-        while GrowingFile.tags(url)["com.apple.quicktime.title"] != "First title", Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        _ = waitUntil(timeout: 10, every: 0.05) { GrowingFile.tags(url)["com.apple.quicktime.title"] == "First title" }
         let created = GrowingFile.tags(url)["creation_time"]
         #expect(created != nil)
         output.metadata = [Self.title("Second title")]

@@ -73,6 +73,7 @@ let isSoak = ProcessInfo.processInfo.environment["OPENAV_SOAK"] == "1"
 enum CrashingRecorder {
     final class StartWatcher: NSObject, AVCaptureFileOutputRecordingDelegate, @unchecked Sendable {
         let started = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
         func fileOutput(
             _ output: AVCaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [AVCaptureConnection]
         ) {
@@ -82,14 +83,15 @@ enum CrashingRecorder {
             _ output: AVCaptureFileOutput, didFinishRecordingTo outputFileURL: URL,
             from connections: [AVCaptureConnection],
             error: (any Error)?
-        ) {}
+        ) {
+            finished.signal()
+        }
     }
 
     /// Records to `url` until `seconds` of the recording's own progress, notes them in `elapsedFile`, and dies.
     static func recordThenDie(to url: URL, elapsedFile: String, at seconds: Double) throws {
         let output = try startRecording(to: url)
-        let deadline = Date().addingTimeInterval(seconds * 3 + 30)
-        while output.recordedDuration.seconds < seconds, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        _ = waitUntil(timeout: seconds * 3 + 30) { output.recordedDuration.seconds >= seconds }
         try String(output.recordedDuration.seconds).write(toFile: elapsedFile, atomically: true, encoding: .utf8)
         raise(SIGKILL)
     }
@@ -97,15 +99,15 @@ enum CrashingRecorder {
     /// Records 2 s to `url`, stops, and dies after the rewrite has copied a random number of packets.
     static func recordThenDieInTheRewrite(to url: URL, elapsedFile: String) throws {
         let output = try startRecording(to: url)
-        let deadline = Date().addingTimeInterval(60)
-        while output.recordedDuration.seconds < 2, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        _ = waitUntil(timeout: 60) { output.recordedDuration.seconds >= 2 }
         let victim = Int.random(in: 1...60)
         WriterStorageFaults.duringRewrite { _, packets in
             if packets == victim { raise(SIGKILL) }
         }
         try String(output.recordedDuration.seconds).write(toFile: elapsedFile, atomically: true, encoding: .utf8)
         output.stopRecording()
-        Thread.sleep(forTimeInterval: 30)
+        // The rewrite kills the process before the recording can finish; a finish (or none in 30 s) is a failure.
+        _ = (kept.last as? StartWatcher)?.finished.wait(timeout: .now() + 30)
         exit(4)
     }
 

@@ -72,15 +72,16 @@ struct PreEventFileOutputTests {
             preset: .inputPriority, devices: [try #require(devices.camera), try #require(devices.microphone)],
             outputs: [output])
         session.startRunning()
-        let deadline = Date().addingTimeInterval(10)
-        while output.bufferedDuration.seconds < 0.1 && Date() < deadline { usleep(10_000) }
-        usleep(2_500_000)  // The ring fills past its cap; how long does not matter to what is checked.
+        _ = await waitUntil(timeout: 10) { output.bufferedDuration.seconds >= 0.1 }
+        // The source plays in real time while the ring fills past its cap: 2.5 s of it must pass.
+        try await Task.sleep(for: .seconds(2.5))
         let url = try scratchURL("pre-event-cap.mov", suite: "pre-event-tests")
         let delegate = MovieRecordingDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
         #expect(delegate.waitForStart(), "the trigger did not open a file")
         let heldAtTrigger = output.bufferedDuration.seconds
-        usleep(500_000)
+        // Half a second of real-time source goes into the file after the trigger.
+        try await Task.sleep(for: .seconds(0.5))
         output.stopRecording()
         #expect(delegate.waitForFinish(), "didFinish never came")
         session.stopRunning()
@@ -168,7 +169,7 @@ struct PreEventToolTests {
         said = ""
         input.fileHandleForWriting.write(Data("now\n".utf8))
         try #require(waitFor("Event: writing"), "the line opened no file: \(said)")
-        usleep(700_000)
+        usleep(700_000)  // The tool records in real time in a process of its own.
         kill(process.processIdentifier, SIGINT)
         let printed = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

@@ -58,10 +58,7 @@ final class WindowUnderTest: @unchecked Sendable {
     /// Waits until `count` more frames have been drawn than now (or 10 s pass).
     func waitForFrames(_ count: Int) -> Bool {
         let target = window.statistics.framesDrawn + count
-        let deadline = Date().addingTimeInterval(10)
-        while window.statistics.framesDrawn < target, Date() < deadline {
-            usleep(5_000)
-        }
+        _ = waitUntil(timeout: 10, every: 0.005) { window.statistics.framesDrawn >= target }
         return window.statistics.framesDrawn >= target
     }
 
@@ -197,8 +194,7 @@ enum PreviewDrawingPath {
         try xvfb.xdotool("mousemove", "240", "120")
         try xvfb.xdotool("click", "1")
         let expected = CGPoint(x: 0.25, y: 0.25)
-        let deadline = Date().addingTimeInterval(10)
-        while camera.focusPointOfInterest != expected, Date() < deadline { usleep(5_000) }
+        _ = waitUntil(timeout: 10, every: 0.005) { camera.focusPointOfInterest == expected }
         #expect(camera.focusPointOfInterest == expected)
         // A one-shot autofocus: .autoFocus while it runs, .locked once it has settled (as Apple's).
         #expect([.autoFocus, .locked].contains(camera.focusMode))
@@ -242,8 +238,7 @@ enum PreviewDrawingPath {
         try app.waitUntilShowing()
         try xvfb.xdotool("search", "--name", "PreviewWindowTests", "windowsize", "640", "600")
         let resized = CGRect(x: 0, y: 0, width: 640, height: 600)
-        let deadline = Date().addingTimeInterval(10)
-        while app.layer.bounds != resized, Date() < deadline { usleep(5_000) }
+        _ = waitUntil(timeout: 10, every: 0.005) { app.layer.bounds == resized }
         #expect(app.layer.bounds == resized)
         #expect(app.waitForFrames(3))
         let grab = try ScreenGrab.take(display: xvfb.displayName)

@@ -251,9 +251,15 @@ struct PublishingToolTests {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        /// Whether a UDP socket is bound to the port, as the kernel lists them (SRT runs over UDP).
+        func listening() -> Bool {
+            let table = (try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8)) ?? ""
+            let local = ":" + String(format: "%04X", port) + " "
+            return table.split(separator: "\n").dropFirst().contains { $0.contains(local) }
+        }
         var listener = try listen(into: "first.ts")
         defer { stop(listener) }
-        usleep(300_000)  // srt-live-transmit binds its port; the output retries with backoff anyway.
+        try #require(waitUntil(timeout: 10, listening), "srt-live-transmit never bound port \(port)")
         let publisher = Process()
         publisher.executableURL = URL(fileURLWithPath: toolPath!)
         publisher.arguments = [

@@ -109,12 +109,7 @@ final class EdgeRecording {
 
     /// Waits (polling the output, at most `timeout` s) until it has recorded `seconds`.
     func waitUntilRecorded(_ seconds: Double, timeout: Double = 10) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while output.recordedDuration.seconds < seconds {
-            guard Date() < deadline else { return false }
-            usleep(5_000)
-        }
-        return true
+        waitUntil(timeout: timeout, every: 0.005) { output.recordedDuration.seconds >= seconds }
     }
 }
 

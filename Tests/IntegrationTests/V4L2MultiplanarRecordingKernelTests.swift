@@ -60,10 +60,7 @@ struct V4L2MultiplanarRecordingKernelTests {
         output.startRecording(to: url, recordingDelegate: delegate)
         #expect(delegate.waitForStart(timeout: 60))
         // Two seconds of video, however long vivid takes to render them on the emulated CPU.
-        let deadline = Date().addingTimeInterval(120)
-        while output.recordedDuration.seconds < 2, Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        _ = waitUntil(timeout: 120, every: 0.05) { output.recordedDuration.seconds >= 2 }
         #expect(output.recordedDuration.seconds >= 2)
         output.stopRecording()
         #expect(delegate.waitForFinish(timeout: 60))

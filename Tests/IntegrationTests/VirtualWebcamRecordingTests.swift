@@ -39,8 +39,7 @@ import TestSupport
         movie.startRecording(to: url, recordingDelegate: recording)
         #expect(recording.waitForStart())
         // Two seconds of movie: wait for the output to have recorded them.
-        let deadline = Date().addingTimeInterval(60)
-        while movie.recordedDuration.seconds < 2, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        _ = waitUntil(timeout: 60, every: 0.05) { movie.recordedDuration.seconds >= 2 }
         movie.stopRecording()
         #expect(recording.waitForFinish(timeout: 60), "the movie did not finish")
         #expect(recording.error == nil, "\(String(describing: recording.error))")

@@ -38,8 +38,7 @@ func recordUntil(
     let delegate = MovieRecordingDelegate()
     output.startRecording(to: url, recordingDelegate: delegate)
     try #require(delegate.waitForStart(), "the recording never started")
-    let deadline = Date().addingTimeInterval(timeout)
-    while output.isRecording, !stop(output), Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+    _ = waitUntil(timeout: timeout, every: 0.02) { !output.isRecording || stop(output) }
     if output.isRecording { output.stopRecording() }
     try #require(delegate.waitForFinish(timeout: 30), "didFinish never came")
     return (delegate, output)
@@ -194,7 +193,8 @@ struct WriterStorageTests {
         let url = try scratchURL("stalled.mov", suite: "writer-storage")
         let cuts = Mutex(0)
         WriterStorageFaults.beforeEachFragment { _ in
-            // The second fragment's write blocks for 2 s, as a stalled disk's write(2) would.
+            // Fault injection, not a wait: the second fragment's write blocks for 2 s, as a stalled disk's write(2)
+            // would; the stall is what is tested, so the time must pass.
             if cuts.withLock({
                 $0 += 1; return $0
             }) == 2 {
@@ -214,12 +214,10 @@ struct WriterStorageTests {
         output.startRecording(to: url, recordingDelegate: delegate)
         try #require(delegate.waitForStart())
         // Until the stall has come and gone and a second more was recorded.
-        let deadline = Date().addingTimeInterval(30)
-        while cuts.withLock({ $0 }) < 4, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        _ = waitUntil(timeout: 30, every: 0.02) { cuts.withLock({ $0 }) >= 4 }
         let delivered = frames.received.count
-        Thread.sleep(forTimeInterval: 0.5)
         // The session kept delivering to its other output while the recording waited for the disk.
-        #expect(frames.received.count > delivered)
+        #expect(waitUntil(timeout: 10) { frames.received.count > delivered })
         output.stopRecording()
         try #require(delegate.waitForFinish(timeout: 30))
         #expect(delegate.error == nil, "\(String(describing: delegate.error))")

@@ -64,10 +64,7 @@ struct ALSASessionKernelTests {
                 == 0)
         // The loopback's two sides must agree on a format: let the playback set it before the microphone opens.
         let status = "/proc/asound/Loopback/pcm0p/sub0/status"
-        let deadline = Date().addingTimeInterval(5)
-        while (try? String(contentsOfFile: status, encoding: .utf8))?.contains("RUNNING") != true && Date() < deadline {
-            usleep(10_000)
-        }
+        _ = waitUntil(timeout: 5) { (try? String(contentsOfFile: status, encoding: .utf8))?.contains("RUNNING") == true }
         try #require(
             (try? String(contentsOfFile: status, encoding: .utf8))?.contains("RUNNING") == true, "aplay did not start")
 

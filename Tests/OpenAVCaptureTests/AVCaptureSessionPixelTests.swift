@@ -125,12 +125,7 @@ import Testing
 @Suite(.serialized) struct AVCaptureSessionInterruptionTests {
     /// Waits until `condition` holds, checking every few milliseconds, or the timeout passes.
     private func eventually(timeout: TimeInterval = 5, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            if Date() > deadline { return false }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        return true
+        waitUntil(timeout: timeout, every: 0.005, condition)
     }
 
     @Test func aBusyCameraInterruptsTheSessionUntilItIsReleased() throws {

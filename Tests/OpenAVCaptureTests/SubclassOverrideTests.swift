@@ -109,8 +109,7 @@ import Testing
         let base: AVCaptureFileOutput = output
         base.startRecording(to: directory.appendingPathComponent("asked.mov"), recordingDelegate: delegate)
         #expect(output.outputFileURL?.lastPathComponent == "renamed.mov")
-        let deadline = Date().addingTimeInterval(10)
-        while output.recordedDuration.seconds < 0.2 && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        _ = waitUntil(timeout: 10) { output.recordedDuration.seconds >= 0.2 }
         #expect(output.recordedDuration.seconds >= 0.2, "frames reached the renamed movie")
         output.stopRecording()
         #expect(delegate.finished.wait(timeout: .now() + 10) == .success)

@@ -254,13 +254,7 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Waits until the program has exited; false when `seconds` passed first.
     public func waitForExit(seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !reap(blocking: false) {
-            guard Date() < deadline else { return false }
-            // Real time must pass: the program is shutting down.
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return true
+        waitUntil(timeout: seconds) { reap(blocking: false) }
     }
 
     private func reap(blocking: Bool) -> Bool {

@@ -15,6 +15,18 @@ public func waitUntil(timeout: TimeInterval = 20, every interval: TimeInterval =
     return condition()
 }
 
+/// The same for async tests: suspends between checks instead of blocking a thread of the cooperative pool.
+public func waitUntil(
+    timeout: TimeInterval = 20, every interval: TimeInterval = 0.01, _ condition: () -> Bool
+) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .seconds(interval))
+    }
+    return condition()
+}
+
 /// The same, throwing a failure that names `what` when the time runs out.
 public func waitUntil(_ what: String, timeout: TimeInterval = 10, _ condition: () -> Bool) throws {
     guard waitUntil(timeout: timeout, condition) else { throw TimedOut(description: "timed out waiting until \(what)") }
