@@ -43,17 +43,17 @@ public enum VirtualDeviceClockMode: Sendable, Hashable {
 ///     session.startRunning()
 ///     clock.advance(by: CMTime(value: 2, timescale: 1))   // two seconds of frames, delivered
 ///
-/// Items keep the timestamps a live device gives them (host time from the moment the device started), one frame
-/// or period apart. The clock starts where the first device on it starts, whose first item comes at once; a device
-/// started later begins at its own start time. Work done later on other queues (an output's encoder, a delegate's
-/// queue) is not waited for: wait for its result as you would with a live device.
+/// A device delivers its first item as it starts, as a live one does, and each later item once the clock has moved
+/// on from that start by the item's distance from the first. Items keep the timestamps a live device gives them
+/// (host time from the moment the device started), one frame or period apart. Work done later on other queues (an
+/// output's encoder, a delegate's queue) is not waited for: wait for its result as you would with a live device.
 ///
 /// Threading: thread safe. Call `advance` from the test's thread, not from a delegate method of a device on the
 /// clock (that device cannot deliver while its own capture thread waits). Equal only to itself.
 public final class VirtualDeviceClock: Sendable, Hashable {
     let clock: VirtualManualClock
 
-    /// A clock at rest; it starts with the first device that streams on it.
+    /// A clock at rest, at time 0.
     public init() {
         clock = VirtualManualClock()
     }
@@ -63,19 +63,17 @@ public final class VirtualDeviceClock: Sendable, Hashable {
     }
 
     /// How far the clock has been advanced in all.
-    public var elapsed: CMTime { CMTime(value: clock.elapsedNanoseconds, timescale: 1_000_000_000) }
+    public var elapsed: CMTime { clock.elapsed }
 
     /// Moves the clock on by `duration` and returns when every device on it has delivered every item due by then,
     /// or has stopped. Returns false when that took longer than `timeout` seconds of host time: a delegate that
-    /// never returns, or buffers that never come back. Advancing before any device streams moves the first
-    /// device's start on instead.
+    /// never returns, or buffers that never come back.
     @discardableResult
     public func advance(by duration: CMTime, timeout: TimeInterval = 60) -> Bool {
         precondition(
             duration.isNumeric && duration >= .zero,
             "VirtualDeviceClock.advance(by:) takes a numeric duration of 0 or more, got \(duration)")
-        let nanoseconds = duration.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value
-        return clock.advance(byNanoseconds: nanoseconds, timeout: timeout)
+        return clock.advance(by: duration, timeout: timeout)
     }
 
     public static func == (lhs: VirtualDeviceClock, rhs: VirtualDeviceClock) -> Bool { lhs.clock === rhs.clock }

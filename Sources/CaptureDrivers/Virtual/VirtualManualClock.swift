@@ -7,11 +7,10 @@ import OpenCoreMedia
 /// So a test steps time instead of waiting for it: `advance(by: 1 s)` makes a 30 fps camera deliver exactly the
 /// frames of the next second, and when it returns the sinks have had them all, however loaded the machine is.
 ///
-/// Time is host time on the devices' time lines (their items are stamped as a live device's would be). The clock
-/// starts where the first device to join starts (its first item is due at once) and moves only when advanced; a
-/// device that starts later begins at its own start time, which the clock reaches at a later advance. Devices on
-/// one clock also keep together as free-running ones do (`VirtualLockstep`): none runs more than 50 ms ahead of
-/// the slowest within one advance.
+/// The clock's time is the sum of its advances. A device delivers its first item as it starts, and each later item
+/// when the clock has moved on from the start by the item's distance from the first. Items keep the timestamps a
+/// live device gives them (host time from the device's start). Devices on one clock also keep together as
+/// free-running ones do (`VirtualLockstep`): none runs more than 50 ms ahead of the slowest within one advance.
 ///
 /// Threading: thread safe. `advance` is for the test's thread; `reserve` for the thread starting a device;
 /// `begin`, `waitForTurn` and `leave` for the capture threads of the devices it paces, each for its own participant. Identity is the clock: two values are equal only
@@ -24,13 +23,19 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
 
     // `@unchecked Sendable`: the condition's lock guards every field below it.
     private let condition = NSCondition()
-    /// The time the clock has reached (host nanoseconds); nil until the first device joins.
-    private var now: Int64?
-    /// Every advance so far, in nanoseconds.
-    private var advanced: Int64 = 0
-    /// Each participant's next item's time (everything before it is delivered), nil while it is starting.
+    /// The clock's time: every advance so far, exactly (a thirtieth of a second is not a whole nanosecond).
+    private var exact = CMTime.zero
+    /// The clock's time in nanoseconds, rounded up: an item is due when its time in nanoseconds (which devices
+    /// round up too) is at most this, so thirty advances of 1/30 s give exactly thirty frames at 30 fps.
+    private var now: Int64 = 0
+    /// Each participant's next item's time on the clock (everything before it is delivered), nil while it is
+    /// starting.
     private var positions: [Int: Int64?] = [:]
-    /// Each begun participant's place in the lockstep.
+    /// Each participant's host time at clock time 0 once begun (its item due at host time `h` is due at clock time
+    /// `h − anchor`); before, the clock's time when it was reserved, where its first item goes.
+    private var anchors: [Int: Int64] = [:]
+    private var startTimes: [Int: Int64] = [:]
+    /// Each begun participant's place in the lockstep (on clock time).
     private var lockstepTokens: [Int: VirtualLockstep.Participant] = [:]
     private var nextID = 0
     /// The lockstep the clock's own devices share (not the process-wide one of free-running devices).
@@ -38,11 +43,24 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
 
     package init() {}
 
-    /// How far the clock has been advanced, in nanoseconds.
+    /// How far the clock has been advanced, in nanoseconds (rounded up).
     package var elapsedNanoseconds: Int64 {
         condition.lock()
         defer { condition.unlock() }
-        return advanced
+        return now
+    }
+
+    /// How far the clock has been advanced, exactly.
+    package var elapsed: CMTime {
+        condition.lock()
+        defer { condition.unlock() }
+        return exact
+    }
+
+    /// `advance(by:timeout:)` by a whole number of nanoseconds.
+    @discardableResult
+    package func advance(byNanoseconds nanoseconds: Int64, timeout: Double = 60) -> Bool {
+        advance(by: CMTime(value: nanoseconds, timescale: 1_000_000_000), timeout: timeout)
     }
 
     /// Moves the clock on by `nanoseconds` and waits until every device on it has delivered every item due by the
@@ -50,13 +68,13 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
     /// for too. Returns false when that takes longer than `timeout` seconds of host time (a sink that never
     /// returns, a device that cannot get buffers).
     @discardableResult
-    package func advance(byNanoseconds nanoseconds: Int64, timeout: Double = 60) -> Bool {
-        precondition(nanoseconds >= 0, "a clock cannot go back: advance(by:) takes a duration of 0 or more")
+    package func advance(by duration: CMTime, timeout: Double = 60) -> Bool {
+        precondition(
+            duration.isNumeric && duration >= .zero, "a clock cannot go back: advance(by:) takes a duration of 0 or more")
         condition.lock()
         defer { condition.unlock() }
-        advanced += nanoseconds
-        // Before any device began, the advance moves the first device's start on (see `begin`).
-        if let current = now { now = current + nanoseconds }
+        exact = exact + duration
+        now = exact.convertScale(1_000_000_000, method: .roundTowardPositiveInfinity).value
         condition.broadcast()
         let deadline = Date(timeIntervalSinceNow: timeout)
         while hasItemsDue {
@@ -67,10 +85,7 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
 
     /// Whether a device is starting, or has an item due by the clock's time still to deliver. Under the lock.
     private var hasItemsDue: Bool {
-        positions.values.contains { position in
-            guard let position, let now else { return true }
-            return position <= now
-        }
+        positions.values.contains { position in position.map { $0 <= now } ?? true }
     }
 
     /// Takes part: called where the device starts, before its capture thread runs, so an advance made as soon as
@@ -80,19 +95,22 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
         defer { condition.unlock() }
         nextID += 1
         positions[nextID] = .some(nil)
+        startTimes[nextID] = now
         return Participant(id: nextID)
     }
 
-    /// The device's first item is due at host time `position`. The first device to begin starts the clock there,
-    /// moved on by what was advanced before.
+    /// The device's first item is due at host time `position`: on the clock, that is when the device started (it
+    /// was reserved), so a device delivers its first item as it starts, and its later items follow the clock from
+    /// there, including advances made while its thread was starting.
     package func begin(_ participant: Participant, at position: Int64) {
-        let token = lockstep.join(at: position)
         condition.lock()
         defer { condition.unlock() }
-        guard positions[participant.id] != nil else { return lockstep.leave(token) }
-        if now == nil { now = position + advanced }
-        positions[participant.id] = position
-        lockstepTokens[participant.id] = token
+        guard positions[participant.id] != nil, let start = startTimes.removeValue(forKey: participant.id) else {
+            return
+        }
+        anchors[participant.id] = position - start
+        positions[participant.id] = start
+        lockstepTokens[participant.id] = lockstep.join(at: start)
         condition.broadcast()
     }
 
@@ -105,19 +123,20 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
     /// told the lockstep its next item's time, which is past the clock's, so no device due by then waits for it.
     package func waitForTurn(_ participant: Participant, at position: Int64, isInterrupted: () -> Bool) -> Bool {
         condition.lock()
-        guard positions[participant.id] != nil else {
-            // Left already (the device is stopping): nothing more is delivered.
+        guard positions[participant.id] != nil, let anchor = anchors[participant.id] else {
+            // Left already (the device is stopping), or never begun: nothing more is delivered.
             condition.unlock()
             return false
         }
-        positions[participant.id] = position
+        let due = position - anchor
+        positions[participant.id] = due
         let token = lockstepTokens[participant.id]
         condition.broadcast()
         condition.unlock()
-        if let token, !lockstep.advance(token, to: position, isInterrupted: isInterrupted) { return false }
+        if let token, !lockstep.advance(token, to: due, isInterrupted: isInterrupted) { return false }
         condition.lock()
         defer { condition.unlock() }
-        while let current = now, position > current {
+        while due > now {
             if isInterrupted() { return false }
             _ = condition.wait(until: Date(timeIntervalSinceNow: 0.005))
         }
@@ -128,6 +147,8 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
     package func leave(_ participant: Participant) {
         condition.lock()
         positions[participant.id] = nil
+        anchors[participant.id] = nil
+        startTimes[participant.id] = nil
         let token = lockstepTokens.removeValue(forKey: participant.id)
         condition.broadcast()
         condition.unlock()

@@ -85,14 +85,14 @@ extension MovieRecordingEngine {
         let key = ObjectIdentifier(connection)
         guard recording.lostConnections[key] == nil else { return true }
         let isVideo = AVCaptureFileOutput.isVideo(connection)
-        let edge = isVideo ? recording.videoEdge : recording.audioEdge
+        let edge = isVideo ? recording.timeline.videoEdge : recording.timeline.audioEdge
         recording.lostConnections[key] = edge
         // A camera's H.264 recorded as it comes can only go on at a key frame.
         if isVideo && recording.isInterFramePassthrough { recording.awaitsKeyFrame = true }
-        guard recording.didStart, recording.start.isNumeric, let device = Self.device(of: connection) else {
+        guard recording.didStart, recording.timeline.start.isNumeric, let device = Self.device(of: connection) else {
             return true
         }
-        let gapStart = edge.isNumeric ? max(edge - recording.start, .zero) : .zero
+        let gapStart = edge.isNumeric ? max(edge - recording.timeline.start, .zero) : .zero
         callback(recording) { delegate, output, url, _ in
             (delegate as? any AVCaptureFileOutputDisconnectionDelegate)?.fileOutput(
                 output, recordingTo: url, didLoseDevice: device, at: gapStart)
@@ -104,10 +104,10 @@ extension MovieRecordingEngine {
     /// delegate hears where the gap lies.
     func noteReturn(of connection: AVCaptureConnection, in recording: Recording, at time: CMTime) {
         guard let edge = recording.lostConnections.removeValue(forKey: ObjectIdentifier(connection)),
-            recording.didStart, recording.start.isNumeric, let device = Self.device(of: connection)
+            recording.didStart, recording.timeline.start.isNumeric, let device = Self.device(of: connection)
         else { return }
-        let gapStart = edge.isNumeric ? max(edge - recording.start, .zero) : .zero
-        let gapEnd = max(time - recording.offset - recording.start, gapStart)
+        let gapStart = edge.isNumeric ? max(edge - recording.timeline.start, .zero) : .zero
+        let gapEnd = max(recording.timeline.elapsed(at: time), gapStart)
         let gap = CMTimeRange(start: gapStart, end: gapEnd)
         callback(recording) { delegate, output, url, _ in
             (delegate as? any AVCaptureFileOutputDisconnectionDelegate)?.fileOutput(

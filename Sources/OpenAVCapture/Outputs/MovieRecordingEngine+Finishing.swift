@@ -7,18 +7,20 @@ import Synchronization
 
 extension MovieRecordingEngine {
     /// Ends `recording`: with `drain`, audio is still taken up to the last video frame's end, or to written time
-    /// `until` when given (for at most 0.5 s).
+    /// `until` when given, until the timeline says the sound got there (``RecordingTimeline``), or for at most
+    /// ``drainBackstop`` when it does not come.
     func end(_ recording: Recording, error: AVError?, drain: Bool, until: CMTime = .invalid) {
         if recording === current { current = nil }
         let wasSwitchedFrom = recording === previous
         if wasSwitchedFrom { previous = nil }
         guard recording.phase != .draining, recording.phase != .finished else { return }
         recording.finishError = error
-        if recording.phase == .recording, !recording.heldAudio.isEmpty, recording.videoEdge.isNumeric {
-            releaseHeldAudio(recording, upTo: (until.isNumeric ? until : recording.videoEdge) + recording.offset)
+        let timeline = recording.timeline
+        if recording.phase == .recording, !recording.heldAudio.isEmpty, timeline.videoEdge.isNumeric {
+            releaseHeldAudio(recording, upTo: (until.isNumeric ? until : timeline.videoEdge) + timeline.offset)
             recording.heldAudio.removeAll()
         }
-        let drainUntil = until.isNumeric ? until : recording.videoEdge
+        let drainUntil = until.isNumeric ? until : timeline.videoEdge
         if wasSwitchedFrom, let next = current, next.phase == .waiting, drainUntil.isNumeric {
             // The file switched to never got its first frame (the input ended, a stop came first): the sound it
             // kept waiting for it came before this file's last frame ended, so it is this file's.
@@ -26,13 +28,13 @@ extension MovieRecordingEngine {
             next.pendingAudio.removeAll()
         }
         let audioBehind =
-            recording.hasVideo && recording.audioInput != nil && drainUntil.isNumeric
-            && !(recording.audioEdge.isNumeric && recording.audioEdge >= drainUntil)
+            recording.hasVideo && recording.audioInput != nil && recording.timeline.isSoundBehind(drainUntil)
         if drain, recording.didStart, audioBehind, recording.phase == .recording {
             recording.phase = .draining
-            recording.drainUntil = drainUntil
+            recording.timeline.drain(until: drainUntil)
             draining.append(recording)
-            queue.asyncAfter(deadline: .now() + 0.5) { [self] in
+            // The sound's own arrival ends the drain (`handleAudio`); this is for sound that does not come.
+            queue.asyncAfter(deadline: .now() + Self.drainBackstop) { [self] in
                 if recording.phase == .draining { finalize(recording) }
                 output?.setActive(current != nil || previous != nil || !draining.isEmpty)
             }
@@ -40,6 +42,10 @@ extension MovieRecordingEngine {
             finalize(recording)
         }
     }
+
+    /// How long a drain waits, in host time, for sound that does not come at all (a microphone that stalled or went
+    /// away as the recording ended): half a second, more than any microphone's period.
+    static let drainBackstop = 0.5
 
     func finalize(_ recording: Recording) {
         dispatchPrecondition(condition: .onQueue(queue))

@@ -1,5 +1,4 @@
-// Sample arithmetic of the engine: durations, the frames of an audio buffer before or after an edge (cut by
-// CMSampleBufferCopySampleBufferForRange), retiming, and the errors it reports.
+// Sample arithmetic of the engine: durations, retiming, and the errors it reports.
 
 import Foundation
 import MediaCodecs
@@ -72,49 +71,6 @@ extension MovieRecordingEngine {
     static func audioDuration(_ buffer: CMSampleBuffer) -> CMTime {
         let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
         return CMTime(value: Int64(buffer.numSamples), timescale: Int32(rate.rounded()))
-    }
-
-    /// The first frames of an interleaved PCM buffer that fit in `room`, when the buffer lasts longer than `room`
-    /// and at least one frame fits; nil otherwise (it fits whole, or nothing of it does).
-    static func framesBefore(_ room: CMTime, _ buffer: CMSampleBuffer) -> CMSampleBuffer? {
-        guard buffer.formatDescription?.audioStreamBasicDescription != nil else { return nil }
-        let frames = frameCount(in: room, of: buffer)
-        guard frames > 0, frames < buffer.numSamples else { return nil }
-        return pcmFrames(0..<frames, of: buffer)
-    }
-
-    /// How many frames of `buffer` fit in `room`, to the nearest frame (0 when it is not positive): device times
-    /// are host-clock nanoseconds, so the room is a sample count give or take a nanosecond.
-    static func frameCount(in room: CMTime, of buffer: CMSampleBuffer) -> Int {
-        guard room.isNumeric, room > .zero else { return 0 }
-        return sampleIndex(at: room, of: buffer)
-    }
-
-    /// The index of the sample `offset` after a PCM buffer's start, to the nearest sample, halves away from zero
-    /// (exact rational arithmetic, as the asset reader cuts): the one rounding every cut of the recording uses.
-    private static func sampleIndex(at offset: CMTime, of buffer: CMSampleBuffer) -> Int {
-        let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
-        return Int(offset.convertScale(Int32(rate.rounded()), method: .roundHalfAwayFromZero).value)
-    }
-
-    /// The frames of an interleaved PCM buffer after its first `skipped`, timed from there; nil when nothing of
-    /// it is left (or it is not PCM, whose frames cannot be split).
-    static func framesAfter(_ skipped: CMTime, _ buffer: CMSampleBuffer) -> CMSampleBuffer? {
-        guard buffer.formatDescription?.audioStreamBasicDescription != nil else { return nil }
-        guard skipped.isNumeric else { return buffer }
-        let first = sampleIndex(at: skipped, of: buffer)
-        guard first < buffer.numSamples else { return nil }
-        guard first > 0 else { return buffer }
-        return pcmFrames(first..<buffer.numSamples, of: buffer)
-    }
-
-    /// Frames `range` of an interleaved PCM buffer as a buffer of their own, timed from the first; nil when the
-    /// buffer is not linear PCM (compressed packets cannot be cut) or the range is not inside it.
-    private static func pcmFrames(_ range: Range<Int>, of buffer: CMSampleBuffer) -> CMSampleBuffer? {
-        guard buffer.formatDescription?.audioStreamBasicDescription?.mFormatID == kAudioFormatLinearPCM else {
-            return nil
-        }
-        return try? buffer.copy(samplesIn: range)
     }
 
     /// `buffer` moved to written time `time`; a compressed frame's decode time moves with it (a movie file's

@@ -17,7 +17,7 @@ extension MovieRecordingEngine {
         {
             return false
         }
-        let length = time - recording.offset - recording.start
+        let length = recording.timeline.elapsed(at: time)
         // maxRecordedDuration bounds the series: the next segment gets what is left of it.
         if limits.maxDuration.isNumeric { limits.maxDuration = limits.maxDuration - length }
         let url = series.nextURL(afterSegmentOf: length)
@@ -42,12 +42,12 @@ extension MovieRecordingEngine {
         guard edge.isNumeric else { return }
         // To the sample: a buffer that begins a nanosecond before the edge begins at it.
         while let first = recording.heldAudio.first,
-            Self.frameCount(in: edge - first.presentationTimeStamp, of: first) > 0
+            PCMSlicing.frameCount(in: edge - first.presentationTimeStamp, of: first) > 0
         {
             recording.heldAudio.removeFirst()
             let room = edge - first.presentationTimeStamp
-            guard let head = Self.framesBefore(room, first),
-                let tail = Self.framesAfter(room, first)
+            guard let head = PCMSlicing.frames(before: room, of: first),
+                let tail = PCMSlicing.frames(after: room, of: first)
             else {
                 appendAudio(first, to: recording)
                 continue
@@ -66,8 +66,7 @@ extension MovieRecordingEngine {
     /// recording.
     func checkLimits(_ recording: Recording, at time: CMTime, duration: CMTime) -> Bool {
         let limits = recording.request.limits
-        let end = time + duration - recording.start
-        if limits.maxDuration.isNumeric, end > limits.maxDuration + CMTime(value: 1, timescale: 1000) {
+        if recording.timeline.passes(limits.maxDuration, frameAt: time, duration: duration) {
             finishForLimit(
                 recording, .maximumDurationReached,
                 "The recording reached maxRecordedDuration (\(limits.maxDuration.seconds) s).")

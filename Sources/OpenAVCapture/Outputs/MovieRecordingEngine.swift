@@ -55,21 +55,12 @@ final class MovieRecordingEngine: @unchecked Sendable {
         var audioInput: AVAssetWriterInput?
         let hasVideo: Bool
         let hasAudio: Bool
-        /// The file's time 0, on the source clock.
-        var start: CMTime = .invalid
-        /// Paused time so far: written time = source time − offset.
-        var offset: CMTime = .zero
-        /// Ends of the last video frame and audio buffer written, in written time.
-        var videoEdge: CMTime = .invalid
-        var audioEdge: CMTime = .invalid
+        /// Where its samples fall in the file: start, pause offset, edges, the drain's edge.
+        var timeline = RecordingTimeline()
         var pendingAudio: [CMSampleBuffer] = []
         var didStart = false
-        /// While draining: the error to finish with, and the written time audio must reach.
+        /// While draining: the error to finish with.
         var finishError: AVError?
-        var drainUntil: CMTime = .invalid
-        /// After a resume: sound before this written time is already in the file (or would overlap it), so the
-        /// first buffers are trimmed to start exactly there; invalid once sound flows again.
-        var resumedAudioFrom: CMTime = .invalid
         /// Whether the video track holds a camera's inter-frame stream as it came (H.264): after a frame was left
         /// out, nothing until the next key frame can be decoded, so nothing until then is written.
         var isInterFramePassthrough = false
@@ -99,12 +90,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
         }
 
         var recordedDuration: CMTime {
-            var edge = hasVideo ? videoEdge : audioEdge
             // A size limit stopped the writer there: later samples were given to it but not written.
-            if let stopped = writer?.sizeLimits.stoppedAt, stopped.isNumeric, edge.isNumeric, stopped < edge {
-                edge = stopped
-            }
-            return edge.isNumeric && start.isNumeric ? max(edge - start, .zero) : .zero
+            timeline.recordedDuration(hasVideo: hasVideo, stoppedAt: writer?.sizeLimits.stoppedAt)
         }
     }
 
@@ -211,7 +198,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
             let wasStarted = recording.didStart
             recording.phase = wasStarted ? .paused : .waiting
             if recording.phase == .paused {
-                releaseHeldAudio(recording, upTo: recording.videoEdge + recording.offset)
+                releaseHeldAudio(recording, upTo: recording.timeline.videoEdge + recording.timeline.offset)
                 recording.heldAudio.removeAll()
                 recording.pendingAudio.removeAll()
                 callback(recording) { $0.fileOutput($1, didPauseRecordingTo: $2, from: $3) }
@@ -240,7 +227,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
             // frame. Until the new file starts, the one it replaces keeps the frames, so a switch loses none.
             switch recording.phase {
             case .waiting:
-                if let previous, checkLimits(previous, at: time - previous.offset, duration: duration) {
+                if let previous, checkLimits(previous, at: previous.timeline.written(time), duration: duration) {
                     appendVideo(buffer, duration: duration, to: previous)
                 }
                 return
@@ -254,7 +241,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
         switch recording.phase {
         case .waiting:
             guard makeWriter(recording, firstVideo: buffer) else { return }
-            recording.start = time
+            recording.timeline.begin(at: time)
             recording.writer?.startSession(atSourceTime: time)
             recording.phase = .recording
             let pending = recording.pendingAudio
@@ -262,26 +249,25 @@ final class MovieRecordingEngine: @unchecked Sendable {
             if let previous {
                 // The old file's sound ends where this frame begins, to the sample; sound from before it that is
                 // still to come goes there too (a drain), the rest to the new file, cut at its start.
-                let edge = time - previous.offset
+                let edge = previous.timeline.written(time)
                 for audio in pending { appendAudio(audio, to: previous, before: edge) }
                 end(previous, error: nil, drain: true, until: edge)
             }
             appendVideo(buffer, duration: duration, to: recording)
             for audio in pending { appendAudio(audio, to: recording) }
         case .resuming:
-            recording.offset = time - recording.videoEdge
-            recording.resumedAudioFrom = max(recording.videoEdge, recording.audioEdge)
+            recording.timeline.resume(atVideo: time)
             recording.phase = .recording
             let pending = recording.pendingAudio
             recording.pendingAudio.removeAll()
-            if checkLimits(recording, at: time - recording.offset, duration: duration) {
+            if checkLimits(recording, at: recording.timeline.written(time), duration: duration) {
                 appendVideo(buffer, duration: duration, to: recording)
                 for audio in pending { appendAudio(audio, to: recording) }
             }
         case .recording:
             if let series = recording.request.segments, let writer = recording.writer,
                 series.isDue(
-                    elapsed: time - recording.offset - recording.start, frameDuration: duration,
+                    elapsed: recording.timeline.elapsed(at: time), frameDuration: duration,
                     encodedBytes: writer.encodedBytes.value),
                 cutSegment(recording, of: series, at: time)
             {
@@ -289,7 +275,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 handleVideo(buffer, from: connection)
                 return
             }
-            if checkLimits(recording, at: time - recording.offset, duration: duration) {
+            if checkLimits(recording, at: recording.timeline.written(time), duration: duration) {
                 releaseHeldAudio(recording, upTo: time)
                 appendVideo(buffer, duration: duration, to: recording)
                 recording.lastFrameTime = time
@@ -302,9 +288,12 @@ final class MovieRecordingEngine: @unchecked Sendable {
     private func handleAudio(_ buffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         for recording in draining where recording.request.connections.contains(where: { $0 === connection }) {
             // The sound ends with the picture, to the sample.
-            appendAudio(buffer, to: recording, before: recording.drainUntil)
-            let end = buffer.presentationTimeStamp - recording.offset + Self.audioDuration(buffer)
-            if !(end < recording.drainUntil) { finalize(recording) }
+            appendAudio(buffer, to: recording, before: recording.timeline.drainUntil)
+            if recording.timeline.drainIsComplete(
+                afterSoundAt: buffer.presentationTimeStamp, duration: Self.audioDuration(buffer))
+            {
+                finalize(recording)
+            }
         }
         guard let recording = current, recording.request.connections.contains(where: { $0 === connection }) else {
             return
@@ -317,18 +306,18 @@ final class MovieRecordingEngine: @unchecked Sendable {
             if recording.pendingAudio.count > 1000 { recording.pendingAudio.removeFirst() }
         case .waiting:
             guard makeWriter(recording, firstVideo: nil, firstAudio: buffer) else { return }
-            recording.start = time
+            recording.timeline.begin(at: time)
             recording.writer?.startSession(atSourceTime: time)
             recording.phase = .recording
             appendAudio(buffer, to: recording)
         case .resuming:
-            recording.offset = time - recording.audioEdge
+            recording.timeline.resume(atAudio: time)
             recording.phase = .recording
             appendAudio(buffer, to: recording)
         case .paused where recording.hasVideo:
             // The pause ends the sound where it ends the picture, to the sample, as a stop does: sound that
             // arrives after the pause but belongs before the last frame's end is still written.
-            appendAudio(buffer, to: recording, before: recording.videoEdge)
+            appendAudio(buffer, to: recording, before: recording.timeline.videoEdge)
         case .recording where recording.hasVideo && recording.request.segments != nil:
             // A segment's sound waits for its video frame, so a cut can split it at the frame that opens the next.
             recording.heldAudio.append(buffer)
@@ -336,11 +325,12 @@ final class MovieRecordingEngine: @unchecked Sendable {
             // The picture stalled: sound goes on rather than piling up.
             while recording.heldAudio.count > 1000 { appendAudio(recording.heldAudio.removeFirst(), to: recording) }
         case .recording:
-            let written = time - recording.offset
+            let written = recording.timeline.written(time)
+            let start = recording.timeline.start
             if recording.hasVideo {
                 // Sound stops at maxRecordedDuration to the sample (the frame that crosses it ends the recording,
                 // and the drain brings the sound up to the last frame's end, which is the limit at most).
-                let limit = recording.start + recording.request.limits.maxDuration
+                let limit = start + recording.request.limits.maxDuration
                 if limit.isNumeric {
                     appendAudio(buffer, to: recording, before: limit)
                 } else {
@@ -356,7 +346,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
             }
             // Sound alone ends at maxRecordedDuration to the sample: the frames of the buffer that crosses it that
             // still fit are written before the limit ends the recording.
-            if let head = Self.framesBefore(recording.request.limits.maxDuration - (written - recording.start), buffer) {
+            if let head = PCMSlicing.frames(before: recording.request.limits.maxDuration - (written - start), of: buffer) {
                 appendAudio(head, to: recording)
             }
             if checkLimits(recording, at: written, duration: Self.audioDuration(buffer)) {
@@ -384,59 +374,42 @@ final class MovieRecordingEngine: @unchecked Sendable {
             if recording.isInterFramePassthrough { recording.awaitsKeyFrame = true }
             return
         }
-        let written = buffer.presentationTimeStamp - recording.offset
+        let written = recording.timeline.written(buffer.presentationTimeStamp)
         guard let retimed = Self.retimed(buffer, to: written, sampleDuration: duration),
             retimed.imageBuffer != nil ? input.append(retimed) : input.appendAsItComes(retimed)
         else {
             writerFailed(recording)
             return
         }
-        recording.videoEdge = written + duration
+        recording.timeline.wroteVideo(at: written, duration: duration)
         didWrite(recording)
     }
 
     /// Appends what of `buffer` comes before written time `edge`: all of it, its first frames (cut to the sample),
     /// or nothing. The one place sound is cut at an edge: a limit, a pause, the end of a drain.
     func appendAudio(_ buffer: CMSampleBuffer, to recording: Recording, before edge: CMTime) {
-        let room = edge - (buffer.presentationTimeStamp - recording.offset)
+        let room = edge - recording.timeline.written(buffer.presentationTimeStamp)
         // To the sample: a buffer that ends a nanosecond past the edge fits whole, one that begins a nanosecond
         // before it does not fit at all.
-        let frames = Self.frameCount(in: room, of: buffer)
+        let frames = PCMSlicing.frameCount(in: room, of: buffer)
         guard frames > 0 else { return }
-        appendAudio(frames < buffer.numSamples ? Self.framesBefore(room, buffer) : buffer, to: recording)
+        appendAudio(frames < buffer.numSamples ? PCMSlicing.frames(before: room, of: buffer) : buffer, to: recording)
     }
 
     func appendAudio(_ buffer: CMSampleBuffer?, to recording: Recording) {
-        guard var buffer, let input = recording.audioInput, recording.start.isNumeric else { return }
-        if recording.resumedAudioFrom.isNumeric {
-            // The first sound after a resume starts where the file's sound stopped, to the sample: what comes
-            // before that edge was heard before the pause (or while paused) and is left out.
-            let skipped = recording.resumedAudioFrom - (buffer.presentationTimeStamp - recording.offset)
-            if skipped > .zero {
-                guard let tail = Self.framesAfter(skipped, buffer) else { return }
-                buffer = tail
-            }
-            recording.resumedAudioFrom = .invalid
-        }
+        guard let buffer, let input = recording.audioInput, recording.timeline.start.isNumeric else { return }
+        // The first sound after a resume starts where the file's sound stopped, to the sample: what comes before
+        // that edge was heard before the pause (or while paused) and is left out.
+        guard let trimmed = recording.timeline.trimmedAfterResume(buffer) else { return }
         guard input.pendingBufferCount < Self.maximumAudioBacklog else {
             output?.encoderWasBehind(isVideo: false)
             return
         }
-        var written = buffer.presentationTimeStamp - recording.offset
-        if written < recording.start {
-            // It straddles the file's start (the first frame of a file switched to): its frames from the start on.
-            guard let tail = Self.framesAfter(recording.start - written, buffer) else { return }
-            buffer = tail
-            // Its first frame is the start's, to the sample: device times are host-clock nanoseconds, so the tail's
-            // time may fall a nanosecond before the start (or the buffer began within half a sample of it).
-            written = max(recording.start, buffer.presentationTimeStamp - recording.offset)
-        }
-        // Overlapping what was written before a pause: left out.
-        guard written >= recording.start else { return }
-        if recording.audioEdge.isNumeric, written < recording.audioEdge - CMTime(value: 1, timescale: 1000) { return }
-        let rate = buffer.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
+        // From the file's start on, and not overlapping what was written before a pause.
+        guard let (placed, written) = recording.timeline.placement(of: trimmed) else { return }
+        let rate = placed.formatDescription?.audioStreamBasicDescription?.mSampleRate ?? 48_000
         let each = CMTime(value: 1, timescale: Int32(rate.rounded()))
-        guard let retimed = Self.retimed(buffer, to: written, sampleDuration: each) else {
+        guard let retimed = Self.retimed(placed, to: written, sampleDuration: each) else {
             writerFailed(recording)
             return
         }
@@ -446,7 +419,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 return
             }
         }
-        recording.audioEdge = written + Self.audioDuration(buffer)
+        recording.timeline.wroteAudio(at: written, duration: Self.audioDuration(placed))
         didWrite(recording)
     }
 
