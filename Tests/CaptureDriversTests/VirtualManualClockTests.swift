@@ -10,13 +10,25 @@ import Testing
 struct VirtualManualClockTests {
     private static let second: Int64 = 1_000_000_000
 
-    @Test("a 30 fps camera delivers its first frame at start, then exactly the frames each advance reaches")
-    func cameraFollowsTheClock() throws {
-        let clock = VirtualManualClock()
+    /// The back camera at 30 fps on `clock`, streaming into a new recorder (or into `sink` after it).
+    private func startCamera(
+        on clock: VirtualManualClock, then sink: (@Sendable (StreamRecorder) -> Void)? = nil
+    ) throws -> (VirtualCamera, StreamRecorder) {
         let camera = VirtualCamera(position: .back)
         camera.clockMode = .manual(clock)
         let recorder = StreamRecorder()
-        try camera.start(camera.configuration(fps: 30), sink: recorder.sink)
+        let record = recorder.sink
+        try camera.start(camera.configuration(fps: 30)) { event in
+            record(event)
+            sink?(recorder)
+        }
+        return (camera, recorder)
+    }
+
+    @Test("a 30 fps camera delivers its first frame at start, then exactly the frames each advance reaches")
+    func cameraFollowsTheClock() throws {
+        let clock = VirtualManualClock()
+        let (camera, recorder) = try startCamera(on: clock)
         defer { camera.stop() }
         // The first frame is due at once; nothing more comes until the clock moves.
         #expect(recorder.wait(forEvents: 1))
@@ -82,10 +94,7 @@ struct VirtualManualClockTests {
     func startOnAnAdvancedClock() throws {
         let clock = VirtualManualClock()
         #expect(clock.advance(byNanoseconds: 5 * Self.second))
-        let camera = VirtualCamera(position: .back)
-        camera.clockMode = .manual(clock)
-        let recorder = StreamRecorder()
-        try camera.start(camera.configuration(fps: 30), sink: recorder.sink)
+        let (camera, recorder) = try startCamera(on: clock)
         defer { camera.stop() }
         #expect(clock.advance(byNanoseconds: 0))
         #expect(recorder.frames.count == 1, "the clock's earlier time is not the camera's to catch up")
@@ -96,10 +105,7 @@ struct VirtualManualClockTests {
     @Test("stop ends a device's wait for the clock at once, and an advance no longer waits for it")
     func stopEndsTheWait() throws {
         let clock = VirtualManualClock()
-        let camera = VirtualCamera(position: .back)
-        camera.clockMode = .manual(clock)
-        let recorder = StreamRecorder()
-        try camera.start(camera.configuration(fps: 30), sink: recorder.sink)
+        let (camera, recorder) = try startCamera(on: clock)
         #expect(recorder.wait(forEvents: 1))
         camera.stop()
         recorder.close()
@@ -111,13 +117,8 @@ struct VirtualManualClockTests {
     @Test("an advance reports false when a sink does not return in time, and the frames come once it does")
     func slowSinkTimesOut() throws {
         let clock = VirtualManualClock()
-        let camera = VirtualCamera(position: .back)
-        camera.clockMode = .manual(clock)
         let gate = DispatchSemaphore(value: 0)
-        let recorder = StreamRecorder()
-        let sink = recorder.sink
-        try camera.start(camera.configuration(fps: 30)) { event in
-            sink(event)
+        let (camera, recorder) = try startCamera(on: clock) { recorder in
             if recorder.frames.count == 2 { gate.wait() }
         }
         defer { camera.stop() }

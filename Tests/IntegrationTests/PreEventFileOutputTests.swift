@@ -158,18 +158,35 @@ struct PreEventToolTests {
             }
             return true
         }
+        // Waits until the tool's status line says the event file holds `seconds` (it prints
+        // "RECORDING <file> <seconds> s" twice a second while a file records).
+        func waitForRecorded(_ seconds: Double) -> Bool {
+            func recorded() -> Double {
+                let values = said.components(separatedBy: "RECORDING ").dropFirst().compactMap { part in
+                    part.split(separator: " ").dropFirst().first.flatMap { Double($0) }
+                }
+                return values.last ?? 0
+            }
+            let deadline = Date().addingTimeInterval(20)
+            while recorded() < seconds {
+                if Date() > deadline { return false }
+                let data = errors.fileHandleForReading.availableData
+                if data.isEmpty { return false }
+                said += String(decoding: data, as: UTF8.self)
+            }
+            return true
+        }
         try #require(waitFor("memory ring"), "the tool never started: \(said)")
         try #require(waitFor("ring   1."), "the ring never held a second: \(said)")
         kill(process.processIdentifier, SIGUSR2)
         try #require(waitFor("Event: writing"), "SIGUSR2 opened no file: \(said)")
-        try #require(waitFor("RECORDING"), "no file recording: \(said)")
-        usleep(700_000)  // The file records; how long does not matter to what is checked.
+        try #require(waitForRecorded(0.6), "the file never held 0.6 s: \(said)")
         kill(process.processIdentifier, SIGUSR2)
         try #require(waitFor("Event: finished"), "the second SIGUSR2 did not end the file: \(said)")
         said = ""
         input.fileHandleForWriting.write(Data("now\n".utf8))
         try #require(waitFor("Event: writing"), "the line opened no file: \(said)")
-        usleep(700_000)  // The tool records in real time in a process of its own.
+        try #require(waitForRecorded(0.6), "the second file never held 0.6 s: \(said)")
         kill(process.processIdentifier, SIGINT)
         let printed = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

@@ -169,7 +169,8 @@ struct ScreenCaptureTests {
         session.startRunning()
         defer { session.stopRunning() }
 
-        // The painter counts up while the recording runs, a new index every 50 ms.
+        // The painter counts up while the recording runs, a new index every 50 ms of real time: the X server's
+        // screen is what is captured, so the animation must really play.
         let painting = Atomic<Bool>(true)
         let painted = Atomic<Int>(0)
         Thread.detachNewThread {
@@ -341,10 +342,11 @@ struct ScreenCaptureTests {
         session.startRunning()
         defer { session.stopRunning() }
         try #require(collector.waitFor(1))
-        // Fifteen frame times of a still screen: nothing more.
+        // Fifteen frame times of a still screen: nothing more. Absence over time is what is checked, so the time
+        // must pass (the X server's screen runs on the host clock).
         usleep(500_000)
         #expect(collector.count == 1)
-        // A change outside the crop: still nothing.
+        // A change outside the crop: still nothing, for fifteen frame times.
         painter.draw([.init(x: 600, y: 400, width: 50, height: 50, color: 0xFF_FFFF)])
         usleep(500_000)
         #expect(collector.count == 1)
@@ -353,7 +355,7 @@ struct ScreenCaptureTests {
         try #require(collector.waitFor(2))
         let changed = try #require(collector.last)
         #expect(rgb(changed, 120, 120) == (255, 255, 255))
-        usleep(500_000)
+        usleep(500_000)  // Quiet again for fifteen frame times.
         #expect(collector.count == 2)
         // Without duplicate removal the same still screen streams every frame time.
         input.removesDuplicateFrames = false

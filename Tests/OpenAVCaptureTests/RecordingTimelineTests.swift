@@ -87,7 +87,7 @@ struct RecordingTimelineTests {
         #expect(timeline.trimmedAfterResume(next) === next)
     }
 
-    @Test("a resume's first sound lying wholly before the edge is left out, and the trim ends with it")
+    @Test("sound after a resume lying wholly before the edge is left out, and the trim goes on until sound reaches it")
     func resumeDropsWholeBuffer() throws {
         var timeline = RecordingTimeline()
         timeline.begin(at: seconds(0))
@@ -96,6 +96,10 @@ struct RecordingTimelineTests {
         timeline.resume(atVideo: seconds(2))
         #expect(timeline.resumedAudioFrom == seconds(1))
         #expect(timeline.trimmedAfterResume(try sound(at: 1.5, frames: 480)) == nil)
+        #expect(timeline.resumedAudioFrom == seconds(1), "still trimming")
+        // 1.995 s source is 0.995 s written (1 s was paused): its first 5 ms (240 frames) were heard before.
+        let tail = try #require(timeline.trimmedAfterResume(try sound(at: 1.995, frames: 480)))
+        #expect(tail.numSamples == 240 && firstFrame(tail) == 240)
         #expect(timeline.resumedAudioFrom == .invalid)
     }
 

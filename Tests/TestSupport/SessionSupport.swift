@@ -45,6 +45,7 @@ public final class RecordingDelegate: NSObject, AVCaptureVideoDataOutputSampleBu
                     sampleCount: sampleBuffer.numSamples))
         }
         inspect?(sampleBuffer, connection)
+        // A slow consumer's work: the output sees its delegate busy for this long, so the time must pass.
         if work > 0 { Thread.sleep(forTimeInterval: work) }
         arrivals.signal()
     }

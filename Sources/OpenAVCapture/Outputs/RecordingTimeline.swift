@@ -87,14 +87,18 @@ struct RecordingTimeline: Equatable {
     // MARK: Sound
 
     /// The sound buffer `buffer` as it goes in after a resume: without the frames before the sound already
-    /// written, nil when nothing of it is left. Ends the trimming (whatever becomes of this buffer, the next goes
-    /// in as it comes).
+    /// written, nil when nothing of it is left (the trimming then goes on with the next buffer). The first buffer
+    /// that reaches past the edge ends the trimming: whatever becomes of it, the next goes in as it comes.
     mutating func trimmedAfterResume(_ buffer: CMSampleBuffer) -> CMSampleBuffer? {
         guard resumedAudioFrom.isNumeric else { return buffer }
-        defer { resumedAudioFrom = .invalid }
         let skipped = resumedAudioFrom - written(buffer.presentationTimeStamp)
-        guard skipped > .zero else { return buffer }
-        return PCMSlicing.frames(after: skipped, of: buffer)
+        guard skipped > .zero else {
+            resumedAudioFrom = .invalid
+            return buffer
+        }
+        guard let tail = PCMSlicing.frames(after: skipped, of: buffer) else { return nil }
+        resumedAudioFrom = .invalid
+        return tail
     }
 
     /// Where sound buffer `buffer` goes: the part of it from the file's start on (a buffer that straddles the start
