@@ -20,7 +20,8 @@ import Foundation
 /// ```
 ///
 /// The camera is shared by the whole process: restore what a test changes (`restoreDefaults()`), and keep tests
-/// that use one camera from running in parallel (`@Suite(.serialized)`).
+/// that use one camera from running in parallel. `@Suite(.serialized)` orders only the tests inside one suite, not
+/// suites against each other: run such suites with `swift test --no-parallel`, or in a process of their own.
 ///
 /// Threading: thread safe; every member may be called from any thread. Scene changes show from the next frame
 /// rendered. The fault methods block until the capture thread has delivered its last event, so do not call them
