@@ -27,18 +27,8 @@ public final class MovieFileDevice: Sendable {
     /// per file, each `MovieFileDevice` is a device pair of its own with its own settings.
     public init(url: URL, loop: Bool = false, clock: VirtualDeviceClockMode = .realTime) throws {
         let devices = try MovieFileDevices.open(
-            path: url.relativePath, loops: loop, pacing: clock.moviePacing)
+            path: url.relativePath, loops: loop, pacing: clock.driverMode)
         camera = devices.camera.map(DeviceDirectory.shared.device(for:))
         microphone = devices.microphone.map(DeviceDirectory.shared.device(for:))
-    }
-}
-
-extension VirtualDeviceClockMode {
-    var moviePacing: MoviePacing {
-        switch self {
-        case .realTime: .realTime
-        case .freeRunning: .freeRunning
-        case .manual(let clock): .manual(clock.clock)
-        }
     }
 }

@@ -39,7 +39,7 @@ public enum VirtualDeviceClockMode: Sendable, Hashable {
 /// of a 30 fps camera's frames, however loaded the machine is:
 ///
 ///     let clock = VirtualDeviceClock()
-///     VirtualCameraController.back.clockMode = .manual(clock)
+///     VirtualCameraController(camera)?.clockMode = .manual(clock)
 ///     session.startRunning()
 ///     clock.advance(by: CMTime(value: 2, timescale: 1))   // two seconds of frames, delivered
 ///
@@ -76,7 +76,9 @@ public final class VirtualDeviceClock: Sendable, Hashable {
         return clock.advance(by: duration, timeout: timeout)
     }
 
+    /// Whether both are the same clock.
     public static func == (lhs: VirtualDeviceClock, rhs: VirtualDeviceClock) -> Bool { lhs.clock === rhs.clock }
+    /// Hashes the clock's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(clock)) }
 }
 

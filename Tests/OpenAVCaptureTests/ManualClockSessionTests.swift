@@ -29,7 +29,8 @@ import Testing
             #expect(clock.advance(by: frameTime))
             // The frame reached the session when the advance returned; its delegate call is on the output's queue.
             let arrived = delegate.wait(for: step + 1)
-            #expect(arrived, "frame \(step) never reached the delegate: \(delegate.received.count) frames, drops \(delegate.dropped.map { "\($0.time.seconds) \($0.reason ?? "")" })")
+            let drops = delegate.dropped.map { "\($0.time.seconds) \($0.reason ?? "")" }
+            #expect(arrived, "frame \(step) never came: \(delegate.received.count) frames, drops \(drops)")
             if !arrived { break }
         }
         #expect(clock.elapsed == CMTime(value: 2, timescale: 1))

@@ -36,6 +36,17 @@ private func firstFrame(_ buffer: CMSampleBuffer) -> Int16 {
 private func seconds(_ value: Double) -> CMTime { CMTime(seconds: value, preferredTimescale: 48_000) }
 private let frame = CMTime(value: 1, timescale: 30)
 
+/// A timeline started at 0 whose picture was written up to 1 s and sound up to `soundEnd`, paused, and resumed by a
+/// video frame at source time `resumedAt`.
+private func resumed(soundEnd: Double, at resumedAt: Double) -> RecordingTimeline {
+    var timeline = RecordingTimeline()
+    timeline.begin(at: seconds(0))
+    timeline.wroteVideo(at: seconds(0.9), duration: seconds(0.1))
+    timeline.wroteAudio(at: seconds(soundEnd - 0.1), duration: seconds(0.1))
+    timeline.resume(atVideo: seconds(resumedAt))
+    return timeline
+}
+
 @Suite("RecordingTimeline, the recording core's time arithmetic")
 struct RecordingTimelineTests {
     @Test("a fresh timeline has recorded nothing and places no sound before it starts")
@@ -67,11 +78,7 @@ struct RecordingTimelineTests {
 
     @Test("a resume on a video frame continues the picture at its edge; 2 s paused are left out of written time")
     func resumeOnVideo() throws {
-        var timeline = RecordingTimeline()
-        timeline.begin(at: seconds(0))
-        timeline.wroteVideo(at: seconds(0.9), duration: seconds(0.1))
-        timeline.wroteAudio(at: seconds(0.95), duration: seconds(0.1))
-        timeline.resume(atVideo: seconds(3))
+        var timeline = resumed(soundEnd: 1.05, at: 3)
         #expect(timeline.offset == seconds(2))
         #expect(timeline.written(seconds(3)) == seconds(1))
         #expect(timeline.elapsed(at: seconds(3.5)) == seconds(1.5))
@@ -82,18 +89,14 @@ struct RecordingTimelineTests {
         #expect(trimmed.numSamples == 4_800 - 3_360)
         #expect(firstFrame(trimmed) == 3_360)
         #expect(timeline.written(trimmed.presentationTimeStamp) == seconds(1.05))
-        // Only the first buffer after a resume is trimmed.
+        // Once a buffer reached past the edge, the next goes in as it comes.
         let next = try sound(at: 2.98, frames: 4_800)
         #expect(timeline.trimmedAfterResume(next) === next)
     }
 
     @Test("sound after a resume lying wholly before the edge is left out, and the trim goes on until sound reaches it")
     func resumeDropsWholeBuffer() throws {
-        var timeline = RecordingTimeline()
-        timeline.begin(at: seconds(0))
-        timeline.wroteVideo(at: seconds(0.9), duration: seconds(0.1))
-        timeline.wroteAudio(at: seconds(0.9), duration: seconds(0.1))
-        timeline.resume(atVideo: seconds(2))
+        var timeline = resumed(soundEnd: 1, at: 2)
         #expect(timeline.resumedAudioFrom == seconds(1))
         #expect(timeline.trimmedAfterResume(try sound(at: 1.5, frames: 480)) == nil)
         #expect(timeline.resumedAudioFrom == seconds(1), "still trimming")

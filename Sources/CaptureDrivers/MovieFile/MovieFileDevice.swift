@@ -3,23 +3,6 @@ import OpenCoreMedia
 import OpenCoreVideo
 import Synchronization
 
-/// How a movie-file device paces its packets.
-///
-/// Value type; safe to use from any thread.
-package enum MoviePacing: Sendable, Hashable {
-    /// Each packet when the host clock reaches its time in the file: a live camera.
-    case realTime
-    /// As fast as the sink takes them, stamped with their file times: device time runs ahead of host time.
-    case freeRunning
-    /// Each packet when a test's clock reaches its time in the file (see `VirtualManualClock`).
-    case manual(VirtualManualClock)
-
-    /// The manual clock, if the device is paced by one.
-    var manualClock: VirtualManualClock? {
-        if case .manual(let clock) = self { clock } else { nil }
-    }
-}
-
 /// Where file time 0 falls on the host clock for the camera and microphone of one file, so that they play in sync
 /// whichever starts first: the first to start sets it, and it is forgotten when both have stopped. It also lets the
 /// tracks of a file end together: a track that reached its end waits until every playing track of the file has, so
@@ -88,8 +71,8 @@ final class MoviePlaybackClock: Sendable {
 /// HEVC, MJPEG, AAC, … with their codec configuration in the format description) for the graph to decode, raw
 /// frames (y4m) copied into pixel buffers, raw PCM (wav) as it is. File time t is host time anchor + t, the anchor
 /// shared by the file's camera and microphone (`MoviePlaybackClock`); in `.realTime` a packet is delivered when its
-/// decode time comes, in `.freeRunning` at once, on a `.manual` clock when the clock reaches that time. With `loops`, the file starts again at its end, each pass the
-/// longest track's length later on the host clock.
+/// decode time comes, in `.freeRunning` at once, on a `.manual` clock when the clock reaches that time. With
+/// `loops`, the file starts again at its end, each pass the longest track's length later on the host clock.
 ///
 /// The end of the input (without `loops`) is reported as the device's disconnection: once every playing track of
 /// the file has delivered its last packet, each sends `.fault(.explained(.disconnected, advice:))` saying the file
@@ -104,7 +87,7 @@ package final class MovieFileDevice: CaptureBackend {
     package let url: URL
     package let track: MovieTrack
     package let loops: Bool
-    package let pacing: MoviePacing
+    package let pacing: VirtualClockMode
     private let opener: MoviePacketSourceOpener
     private let playbackClock: MoviePlaybackClock
     private let lifecycle = VirtualDeviceLifecycle()
@@ -112,7 +95,7 @@ package final class MovieFileDevice: CaptureBackend {
     private let endOfInput = Atomic<Bool>(false)
 
     init(
-        url: URL, track: MovieTrack, uniqueID: String, loops: Bool, pacing: MoviePacing,
+        url: URL, track: MovieTrack, uniqueID: String, loops: Bool, pacing: VirtualClockMode,
         opener: @escaping MoviePacketSourceOpener, clock: MoviePlaybackClock
     ) {
         self.url = url
@@ -135,7 +118,7 @@ package final class MovieFileDevice: CaptureBackend {
     ///
     /// - Throws: what `opener` throws for a file it cannot read.
     package static func devices(
-        url: URL, loops: Bool, pacing: MoviePacing, opener: @escaping MoviePacketSourceOpener
+        url: URL, loops: Bool, pacing: VirtualClockMode, opener: @escaping MoviePacketSourceOpener
     ) throws -> (camera: MovieFileDevice?, microphone: MovieFileDevice?) {
         let source = try opener(url)
         let clock = MoviePlaybackClock()
@@ -242,7 +225,7 @@ private struct MovieTrackPlayer: Sendable {
     let name: String
     let track: MovieTrack
     let loops: Bool
-    let pacing: MoviePacing
+    let pacing: VirtualClockMode
     let opener: MoviePacketSourceOpener
     let clock: MoviePlaybackClock
     /// Marks the device played out, before the fault that says so is sent.
@@ -301,12 +284,15 @@ private struct MovieTrackPlayer: Sendable {
                 passEnd = max(passEnd, presentation)
             }
             let decode = packet.decodeTime.isNumeric ? packet.decodeTime : presentation
-            let due = (anchor + passOffset + decode).convertScale(1_000_000_000, method: .roundHalfAwayFromZero)
-            if pacing == .realTime {
-                guard thread.sleep(untilHostNanoseconds: due.value) else { break }
-            } else if let manual {
-                guard manual.clock.waitForTurn(manual.participant, at: due.value, isInterrupted: { thread.isInterrupted })
-                else { break }
+            if pacing != .freeRunning {
+                let due = (anchor + passOffset + decode).convertScale(1_000_000_000, method: .roundHalfAwayFromZero)
+                if let manual {
+                    let turn = manual.clock.waitForTurn(
+                        manual.participant, at: due.value, isInterrupted: { thread.isInterrupted })
+                    guard turn else { break }
+                } else {
+                    guard thread.sleep(untilHostNanoseconds: due.value) else { break }
+                }
             }
             let hostPresentation = anchor + passOffset + presentation
             let hostDecode = packet.decodeTime.isNumeric ? anchor + passOffset + packet.decodeTime : CMTime.invalid

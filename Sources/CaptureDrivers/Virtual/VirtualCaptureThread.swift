@@ -181,6 +181,13 @@ struct VirtualStreamPacer {
     func run(on thread: VirtualCaptureThread) -> DeviceFault? {
         var index = firstIndex
         func sequence(_ index: Int64) -> UInt64 { UInt64(index - firstIndex) }
+        /// Drops, as a discontinuity, the items a stall of `nanoseconds` spans on the device's own time line.
+        func dropItems(spanning nanoseconds: Int64) {
+            for _ in 0..<((nanoseconds + itemNanoseconds - 1) / itemNanoseconds) {
+                drop(index, sequence(index), .discontinuity)
+                index += 1
+            }
+        }
         // Free-running devices keep together on the virtual clock they share (see `VirtualLockstep`).
         let lockstep = clockMode == .freeRunning ? VirtualLockstep.shared : nil
         let participant = lockstep?.join(at: due(firstIndex))
@@ -212,11 +219,7 @@ struct VirtualStreamPacer {
             case .manual:
                 if let stall = thread.takeStall() {
                     // Device time is the clock's: the stall spans the items of that much of it, and no host time.
-                    let count = (Int64(stall * 1e9) + itemNanoseconds - 1) / itemNanoseconds
-                    for _ in 0..<count {
-                        drop(index, sequence(index), .discontinuity)
-                        index += 1
-                    }
+                    dropItems(spanning: Int64(stall * 1e9))
                     continue
                 }
             case .freeRunning:
@@ -227,11 +230,7 @@ struct VirtualStreamPacer {
                     }
                     // Device time runs ahead of host time here, so "the items that fell due" are those the stall
                     // spans on the device's own time line.
-                    let count = (stallNanoseconds + itemNanoseconds - 1) / itemNanoseconds
-                    for _ in 0..<count {
-                        drop(index, sequence(index), .discontinuity)
-                        index += 1
-                    }
+                    dropItems(spanning: stallNanoseconds)
                     continue
                 }
             }

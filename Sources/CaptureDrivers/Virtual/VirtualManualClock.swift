@@ -13,8 +13,8 @@ import OpenCoreMedia
 /// free-running ones do (`VirtualLockstep`): none runs more than 50 ms ahead of the slowest within one advance.
 ///
 /// Threading: thread safe. `advance` is for the test's thread; `reserve` for the thread starting a device;
-/// `begin`, `waitForTurn` and `leave` for the capture threads of the devices it paces, each for its own participant. Identity is the clock: two values are equal only
-/// when they are the same clock.
+/// `begin`, `waitForTurn` and `leave` for the capture threads of the devices it paces, each for its own
+/// participant. Identity is the clock: two values are equal only when they are the same clock.
 package final class VirtualManualClock: @unchecked Sendable, Hashable {
     /// One device taking part; the token `reserve` gives and the other calls take.
     package struct Participant: Hashable, Sendable {
@@ -28,15 +28,15 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
     /// The clock's time in nanoseconds, rounded up: an item is due when its time in nanoseconds (which devices
     /// round up too) is at most this, so thirty advances of 1/30 s give exactly thirty frames at 30 fps.
     private var now: Int64 = 0
-    /// Each participant's next item's time on the clock (everything before it is delivered), nil while it is
-    /// starting.
-    private var positions: [Int: Int64?] = [:]
-    /// Each participant's host time at clock time 0 once begun (its item due at host time `h` is due at clock time
-    /// `h − anchor`); before, the clock's time when it was reserved, where its first item goes.
-    private var anchors: [Int: Int64] = [:]
-    private var startTimes: [Int: Int64] = [:]
-    /// Each begun participant's place in the lockstep (on clock time).
-    private var lockstepTokens: [Int: VirtualLockstep.Participant] = [:]
+    /// Where each participant is.
+    private enum Member {
+        /// Reserved, its thread not yet begun: its first item goes at this clock time (when it was started).
+        case starting(at: Int64)
+        /// Begun: its item due at host time `h` is due at clock time `h − anchor`; `next` is its next item's clock
+        /// time (everything before it is delivered); `token` its place in the lockstep.
+        case running(anchor: Int64, next: Int64, token: VirtualLockstep.Participant)
+    }
+    private var members: [Int: Member] = [:]
     private var nextID = 0
     /// The lockstep the clock's own devices share (not the process-wide one of free-running devices).
     private let lockstep = VirtualLockstep()
@@ -70,7 +70,8 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
     @discardableResult
     package func advance(by duration: CMTime, timeout: Double = 60) -> Bool {
         precondition(
-            duration.isNumeric && duration >= .zero, "a clock cannot go back: advance(by:) takes a duration of 0 or more")
+            duration.isNumeric && duration >= .zero,
+            "a clock cannot go back: advance(by:) takes a duration of 0 or more")
         condition.lock()
         defer { condition.unlock() }
         exact = exact + duration
@@ -85,7 +86,12 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
 
     /// Whether a device is starting, or has an item due by the clock's time still to deliver. Under the lock.
     private var hasItemsDue: Bool {
-        positions.values.contains { position in position.map { $0 <= now } ?? true }
+        members.values.contains { member in
+            switch member {
+            case .starting: true
+            case .running(_, let next, _): next <= now
+            }
+        }
     }
 
     /// Takes part: called where the device starts, before its capture thread runs, so an advance made as soon as
@@ -94,8 +100,7 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
         condition.lock()
         defer { condition.unlock() }
         nextID += 1
-        positions[nextID] = .some(nil)
-        startTimes[nextID] = now
+        members[nextID] = .starting(at: now)
         return Participant(id: nextID)
     }
 
@@ -105,12 +110,8 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
     package func begin(_ participant: Participant, at position: Int64) {
         condition.lock()
         defer { condition.unlock() }
-        guard positions[participant.id] != nil, let start = startTimes.removeValue(forKey: participant.id) else {
-            return
-        }
-        anchors[participant.id] = position - start
-        positions[participant.id] = start
-        lockstepTokens[participant.id] = lockstep.join(at: start)
+        guard case .starting(let start) = members[participant.id] else { return }
+        members[participant.id] = .running(anchor: position - start, next: start, token: lockstep.join(at: start))
         condition.broadcast()
     }
 
@@ -123,17 +124,16 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
     /// told the lockstep its next item's time, which is past the clock's, so no device due by then waits for it.
     package func waitForTurn(_ participant: Participant, at position: Int64, isInterrupted: () -> Bool) -> Bool {
         condition.lock()
-        guard positions[participant.id] != nil, let anchor = anchors[participant.id] else {
+        guard case .running(let anchor, _, let token) = members[participant.id] else {
             // Left already (the device is stopping), or never begun: nothing more is delivered.
             condition.unlock()
             return false
         }
         let due = position - anchor
-        positions[participant.id] = due
-        let token = lockstepTokens[participant.id]
+        members[participant.id] = .running(anchor: anchor, next: due, token: token)
         condition.broadcast()
         condition.unlock()
-        if let token, !lockstep.advance(token, to: due, isInterrupted: isInterrupted) { return false }
+        guard lockstep.advance(token, to: due, isInterrupted: isInterrupted) else { return false }
         condition.lock()
         defer { condition.unlock() }
         while due > now {
@@ -146,13 +146,10 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
     /// Ends `participant`'s part: the clock no longer waits for it. Calling it again does nothing.
     package func leave(_ participant: Participant) {
         condition.lock()
-        positions[participant.id] = nil
-        anchors[participant.id] = nil
-        startTimes[participant.id] = nil
-        let token = lockstepTokens.removeValue(forKey: participant.id)
+        let member = members.removeValue(forKey: participant.id)
         condition.broadcast()
         condition.unlock()
-        if let token { lockstep.leave(token) }
+        if case .running(_, _, let token) = member { lockstep.leave(token) }
     }
 
     package static func == (lhs: VirtualManualClock, rhs: VirtualManualClock) -> Bool { lhs === rhs }

@@ -192,7 +192,7 @@ package enum MovieFileDevices {
     ///   not permitted, a directory); `AVError(.fileFormatNotRecognized)` when FFmpeg does not read it as media;
     ///   `AVError(.decoderNotFound)` naming the codecs when it has no track that can be played.
     package static func open(
-        path: String, loops: Bool, pacing: MoviePacing
+        path: String, loops: Bool, pacing: VirtualClockMode
     ) throws -> (camera: CaptureDrivers.MovieFileDevice?, microphone: CaptureDrivers.MovieFileDevice?) {
         let url = URL(fileURLWithPath: path).standardizedFileURL
         try checkReadable(url.path, given: path)

@@ -26,10 +26,10 @@ extension AVCaptureVideoDataOutputSampleBufferDelegate {
 ///
 /// The device's own format goes through without a copy (NV12 from the virtual cameras); another pixel format or
 /// size is converted with libswscale by the session's conversion stage, on the device's capture thread, once per
-/// frame for every output asking the same; rotation and mirroring run on the delegate's queue. With `alwaysDiscardsLateVideoFrames` (the default)
-/// a frame that arrives while the delegate is still busy is dropped and reported through
-/// `captureOutput(_:didDrop:from:)` with reason `FrameWasLate`; without it up to four frames wait, and the device
-/// drops with `OutOfBuffers` when the delegate holds its buffers.
+/// frame for every output asking the same; rotation and mirroring run on the delegate's queue. With
+/// `alwaysDiscardsLateVideoFrames` (the default) a frame that arrives while the delegate is still busy is dropped
+/// and reported through `captureOutput(_:didDrop:from:)` with reason `FrameWasLate`; without it up to four frames
+/// wait, and the device drops with `OutOfBuffers` when the delegate holds its buffers.
 ///
 /// Threading: thread safe. Settings are guarded by a mutex; delegate calls run on the delegate's queue.
 open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {

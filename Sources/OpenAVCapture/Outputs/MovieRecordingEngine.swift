@@ -346,7 +346,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
             }
             // Sound alone ends at maxRecordedDuration to the sample: the frames of the buffer that crosses it that
             // still fit are written before the limit ends the recording.
-            if let head = PCMSlicing.frames(before: recording.request.limits.maxDuration - (written - start), of: buffer) {
+            let room = recording.request.limits.maxDuration - (written - start)
+            if let head = PCMSlicing.frames(before: room, of: buffer) {
                 appendAudio(head, to: recording)
             }
             if checkLimits(recording, at: written, duration: Self.audioDuration(buffer)) {
