@@ -1,4 +1,6 @@
 import CaptureDrivers
+import Foundation
+import OpenAVCapture
 
 /// How a virtual device paces its stream.
 ///
@@ -74,6 +76,35 @@ public final class VirtualDeviceClock: Sendable, Hashable {
             duration.isNumeric && duration >= .zero,
             "VirtualDeviceClock.advance(by:) takes a numeric duration of 0 or more, got \(duration)")
         return clock.advance(by: duration, timeout: timeout)
+    }
+
+    /// Moves the clock on by `duration`, `step` at a time, and after each step waits until `outputs` have handled
+    /// everything their devices delivered (their queues, delegates, encoders and writers have caught up).
+    ///
+    /// Outputs drop what waits too long, as Apple's do: a movie file output drops a frame when 8 wait for its
+    /// encoder, a video data output a late frame. A test that steps a whole second at once hands a second's frames
+    /// over at once and so sees drops that no real-time device causes; stepping a frame at a time and settling
+    /// makes the recording the one a machine that keeps up makes, however loaded this one is. Returns false when a
+    /// step or a settling took longer than `timeout` seconds of host time.
+    @discardableResult
+    public func advance(
+        by duration: CMTime, step: CMTime, settling outputs: [AVCaptureOutput], timeout: TimeInterval = 60
+    ) -> Bool {
+        precondition(
+            step.isNumeric && step > .zero, "VirtualDeviceClock.advance(by:step:settling:) takes a step above 0, got \(step)")
+        var remaining = duration
+        while remaining > .zero {
+            let next = CMTimeMinimum(step, remaining)
+            guard advance(by: next, timeout: timeout) else { return false }
+            let deadline = Date().addingTimeInterval(timeout)
+            // Polled: the outputs' queues have no completion to wait on that covers their encoders' threads too.
+            while outputs.contains(where: \.hasWorkInFlight) {
+                guard Date() < deadline else { return false }
+                usleep(500)
+            }
+            remaining = remaining - next
+        }
+        return true
     }
 
     /// Whether both are the same clock.

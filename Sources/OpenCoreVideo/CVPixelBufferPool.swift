@@ -47,6 +47,9 @@ public final class CVPixelBufferPool: @unchecked Sendable {
     package let maximumBufferAge: Double
     /// Every buffer the pool has made, handed out or not, with when each was last handed out.
     private let buffers: Mutex<Slots>
+    /// Where buffer ages are read from: the monotonic clock, nanoseconds. Tests of aging set their own, to step
+    /// time rather than wait for it.
+    package let agingClock = Mutex<@Sendable () -> Int64>(CVPixelBufferPool.nowNanoseconds)
 
     /// The pool's buffers and their last use (host nanoseconds), index for index.
     private struct Slots {
@@ -141,7 +144,7 @@ public final class CVPixelBufferPool: @unchecked Sendable {
     /// The Swift form of ``CVPixelBufferPoolCreatePixelBufferWithAuxAttributes(_:_:_:_:)``. Allocation-free once
     /// the pool holds enough buffers; O(number of buffers the pool has made).
     package func pixelBuffer(allocationThreshold: Int = .max) -> Result<CVPixelBuffer, CVPixelBufferCreationError> {
-        let now = Self.nowNanoseconds()
+        let now = agingClock.withLock { $0 }()
         return buffers.withLock { slots -> Result<CVPixelBuffer, CVPixelBufferCreationError> in
             releaseAgedBuffers(&slots, now: now)
             var free: Int?
@@ -207,7 +210,7 @@ public final class CVPixelBufferPool: @unchecked Sendable {
         }
     }
 
-    private static func nowNanoseconds() -> Int64 {
+    @Sendable private static func nowNanoseconds() -> Int64 {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)

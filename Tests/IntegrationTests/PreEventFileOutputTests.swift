@@ -64,7 +64,11 @@ struct PreEventFileOutputTests {
     func capAndApiTrigger() async throws {
         guard MediaTool.available(for: "PreEventFileOutputTests.capAndApiTrigger") else { return }
         let source = try await burstSource("pre-event-cap", frames: 180, burst: 10..<11)
-        let devices = try MovieFileDevice(url: source)
+        // Stepped a frame at a time, each step encoded before the next: the ring sees the source as a machine that
+        // keeps up would, however loaded this one is.
+        let clock = VirtualDeviceClock()
+        let frame = CMTime(value: 1, timescale: 30)
+        let devices = try MovieFileDevice(url: source, clock: .manual(clock))
         let output = AVCapturePreEventFileOutput()
         output.maximumBufferedBytes = 24_000
         output.videoBitRate = 1_000_000
@@ -72,17 +76,20 @@ struct PreEventFileOutputTests {
             preset: .inputPriority, devices: [try #require(devices.camera), try #require(devices.microphone)],
             outputs: [output])
         session.startRunning()
-        _ = await waitUntil(timeout: 10) { output.bufferedDuration.seconds >= 0.1 }
-        // The source plays in real time while the ring fills past its cap: 2.5 s of it must pass.
-        try await Task.sleep(for: .seconds(2.5))
+        // The ring fills past its cap: 2.6 s of the source.
+        #expect(clock.advance(by: CMTime(value: 78, timescale: 30), step: frame, settling: [output]))
         let url = try scratchURL("pre-event-cap.mov", suite: "pre-event-tests")
         let delegate = MovieRecordingDelegate()
         output.startRecording(to: url, recordingDelegate: delegate)
-        #expect(delegate.waitForStart(), "the trigger did not open a file")
         let heldAtTrigger = output.bufferedDuration.seconds
-        // Half a second of real-time source goes into the file after the trigger.
-        try await Task.sleep(for: .seconds(0.5))
+        // Half a second of the source goes into the file after the trigger.
+        #expect(clock.advance(by: CMTime(value: 15, timescale: 30), step: frame, settling: [output]))
+        #expect(delegate.waitForStart(), "the trigger did not open a file")
         output.stopRecording()
+        // The file ends with the sound up to its last frame: the source plays on until it has.
+        for _ in 0..<30 where !delegate.events.contains("didFinish") {
+            #expect(clock.advance(by: frame, step: frame, settling: [output]))
+        }
         #expect(delegate.waitForFinish(), "didFinish never came")
         session.stopRunning()
         #expect(delegate.error == nil, "\(String(describing: delegate.error))")

@@ -76,8 +76,8 @@ final class EdgeRecording {
     let output: AVCaptureMovieFileOutput
     let devices: MovieFileDevice
 
-    init(_ source: EdgeSource, pcm: Bool) throws {
-        devices = try MovieFileDevice(url: source.url)
+    init(_ source: EdgeSource, pcm: Bool, clock: VirtualDeviceClockMode = .realTime) throws {
+        devices = try MovieFileDevice(url: source.url, clock: clock)
         output = AVCaptureMovieFileOutput()
         session = try makeSession(
             preset: .inputPriority, devices: [try #require(devices.camera), try #require(devices.microphone)],
@@ -234,14 +234,21 @@ struct RecordingEdgesTests {
     func pauseAndResume() async throws {
         guard MediaTool.available(for: "RecordingEdgesTests.pauseAndResume") else { return }
         let source = try await EdgeSource.make("edge-pause", frames: 90)
-        let recording = try EdgeRecording(source, pcm: true)
+        // Stepped a frame at a time, each step handled before the next, so the pause and the resume fall between
+        // two known frames however loaded the machine is.
+        let clock = VirtualDeviceClock()
+        let recording = try EdgeRecording(source, pcm: true, clock: .manual(clock))
         let url = try scratchURL("edge-pause.mov", suite: "edges-tests")
         let delegate = MovieRecordingDelegate()
         recording.start(url, delegate)
-        #expect(recording.waitUntilRecorded(0.8))
+        let frame = CMTime(value: 1, timescale: 30)
+        #expect(clock.advance(by: CMTime(value: 24, timescale: 30), step: frame, settling: [recording.output]))
         recording.output.pauseRecording()
-        usleep(500_000)  // The source plays on; how long does not matter to what is checked.
+        // The source plays on, paused: half a second of it is left out.
+        #expect(clock.advance(by: CMTime(value: 15, timescale: 30), step: frame, settling: [recording.output]))
         recording.output.resumeRecording()
+        // To the end of the source, and past it: the recording ends with its input.
+        #expect(clock.advance(by: CMTime(value: 60, timescale: 30), step: frame, settling: [recording.output]))
         #expect(delegate.waitForFinish(timeout: 20), "didFinish never came")
         recording.session.stopRunning()
         #expect(delegate.events.contains("didPause") && delegate.events.contains("didResume"), "\(delegate.events)")

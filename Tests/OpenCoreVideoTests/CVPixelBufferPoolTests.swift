@@ -85,6 +85,8 @@ struct CVPixelBufferPoolTests {
     func aging() throws {
         for (age, expected) in [(0.05, 1), (0.0, 4)] {
             let pool = try agingPool(age: age)
+            let now = Atomic<Int64>(1_000_000_000)
+            pool.agingClock.withLock { $0 = { now.load(ordering: .relaxed) } }
             #expect(CVPixelBufferPoolGetAttributes(pool)?[kCVPixelBufferPoolMaximumBufferAgeKey] as? Double == age)
             var held: [CVPixelBuffer] = []
             for _ in 0..<4 { held.append(try #require(take(pool))) }
@@ -92,8 +94,8 @@ struct CVPixelBufferPoolTests {
             // Within the age, the four stay for the next burst.
             _ = try #require(take(pool))
             #expect(pool.bufferCount == 4)
-            // The age has to pass: that is what is tested, not a wait for something to happen.
-            Thread.sleep(forTimeInterval: 0.12)
+            // The age passes.
+            now.add(120_000_000, ordering: .relaxed)
             _ = try #require(take(pool))
             #expect(pool.bufferCount == expected, "age \(age)")
         }

@@ -314,6 +314,9 @@ private struct MovieTrackPlayer: Sendable {
     private func finish(on thread: VirtualCaptureThread) {
         // Played out from now on, even if stopped while waiting for the file's other track.
         endOfInput()
+        // Nothing more is due from this track: a manual clock's advances must not wait for it while it waits for
+        // the other track, which only that clock moves on.
+        if let manual = thread.manualTurn { manual.clock.leave(manual.participant) }
         clock.trackEnded()
         while !clock.mayReportEnd(of: track.media) {
             guard thread.sleep(untilHostNanoseconds: CMClock.hostNanosecondsNow() + 5_000_000) else { break }

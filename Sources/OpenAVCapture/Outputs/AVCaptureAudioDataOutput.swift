@@ -49,6 +49,8 @@ open class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
 
     public override init() { super.init() }
 
+    override package var hasWorkInFlight: Bool { settings.withLock { $0.mailbox }.map { !$0.isIdle } ?? false }
+
     /// Sets the delegate (held weakly) and the serial queue its method runs on.
     open func setSampleBufferDelegate(
         _ sampleBufferDelegate: (any AVCaptureAudioDataOutputSampleBufferDelegate)?, queue sampleBufferCallbackQueue: DispatchQueue?

@@ -312,6 +312,10 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     }
     func setActive(_ active: Bool) { isActive.store(active, ordering: .sequentiallyConsistent) }
     func videoHandled() { videoInFlight.subtract(1, ordering: .relaxed) }
+
+    override package var hasWorkInFlight: Bool {
+        !mailbox.isIdle || videoInFlight.load(ordering: .relaxed) > 0 || workQueue.sync { engine.hasPendingWrites }
+    }
     /// The engine left a buffer out because the encoder had too many waiting.
     func encoderWasBehind(isVideo: Bool) { countLate(isVideo: isVideo) }
 

@@ -103,6 +103,12 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
 
     /// A device fault ended the output's input (unplugged, taken by another application).
     package func inputDidFail(_ error: AVError, connection: AVCaptureConnection) {}
+
+    /// Whether something the output was given is still waiting for its queue, its delegate, an encoder or the
+    /// writer: what a test stepping a manual clock waits out between steps, so that an output which drops what
+    /// waits too long (8 frames for an encoder, Apple's late-frame policy) drops only what it would on a machine
+    /// that keeps up. Not for the output's own queue (it may wait on it).
+    package var hasWorkInFlight: Bool { false }
 }
 
 /// A weak reference to a session, for outputs and inputs to find theirs.

@@ -154,6 +154,8 @@ open class AVCapturePreEventFileOutput: AVCaptureFileOutput, @unchecked Sendable
 
     func frameHandled() { videoInFlight.subtract(1, ordering: .relaxed) }
 
+    override package var hasWorkInFlight: Bool { !mailbox.isIdle || videoInFlight.load(ordering: .relaxed) > 0 }
+
     private func post(_ work: PreEventCore.Work) {
         if !mailbox.post(work) {
             let item = UncheckedSendable(work)

@@ -129,6 +129,8 @@ open class AVCapturePublishingOutput: AVCaptureOutput, @unchecked Sendable {
     }
     func frameHandled() { videoInFlight.subtract(1, ordering: .relaxed) }
 
+    override package var hasWorkInFlight: Bool { !mailbox.isIdle || videoInFlight.load(ordering: .relaxed) > 0 }
+
     // MARK: Graph hooks
 
     override package func accepts(_ mediaType: AVMediaType) -> Bool { mediaType == .video || mediaType == .audio }

@@ -77,6 +77,11 @@ open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
 
     public override init() { super.init() }
 
+    override package var hasWorkInFlight: Bool {
+        guard let mailboxes = settings.withLock({ $0.mailboxes }) else { return false }
+        return !mailboxes.frames.isIdle || !mailboxes.drops.isIdle
+    }
+
     // MARK: Delegate
 
     /// Sets the delegate (held weakly) and the serial queue its methods run on. A nil delegate stops delivery.

@@ -106,6 +106,13 @@ final class MovieRecordingEngine: @unchecked Sendable {
 
     init(queue: DispatchQueue) { self.queue = queue }
 
+    /// Whether a recording's writer inputs still hold buffers for their encoders. On the work queue.
+    var hasPendingWrites: Bool {
+        ([current, previous].compactMap { $0 } + draining).contains { recording in
+            (recording.videoInput?.pendingBufferCount ?? 0) > 0 || (recording.audioInput?.pendingBufferCount ?? 0) > 0
+        }
+    }
+
     /// The thread (on the work queue) showing a sample-accurate file output delegate a buffer, or 0: requests that
     /// delegate makes from that thread are handled at once, before that buffer. Atomic: read from any thread.
     let sampleAccurateCallbackThread = Atomic<UInt>(0)

@@ -68,6 +68,9 @@ final class SampleBufferMailbox<Item: Sendable>: @unchecked Sendable {
         set { slots.ring.withLock { $0.limit = max(1, min(newValue, $0.slots.count)) } }
     }
 
+    /// Whether nothing is waiting or being handled.
+    var isIdle: Bool { slots.ring.withLock { $0.count == 0 && $0.handling == 0 } }
+
     /// Queues `item` for the handler unless `limit` items are in flight; returns whether it was queued.
     func post(_ item: Item) -> Bool {
         let accepted = slots.ring.withLock { ring in
