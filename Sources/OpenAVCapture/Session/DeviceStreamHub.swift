@@ -6,11 +6,39 @@ import Synchronization
 /// use one camera: the device streams while anyone subscribes, in the configuration of its latest subscriber (a
 /// device has one active format), and every event goes to every subscriber.
 ///
-/// Threading: thread safe. Events are delivered on the device's capture thread while the hub's delivery lock is
-/// held, so when `unsubscribe` returns its sink gets nothing more; sinks must not call back into the hub.
+/// Threading: thread safe. Events are delivered on the device's capture thread, each sink under a lock of its own
+/// subscription, not the hub's: a sink's work (decoding, converting, routing to outputs) never holds up another
+/// subscriber joining or leaving, nor a look at the hub's state. `unsubscribe` takes that subscription's lock, so
+/// when it returns its sink gets nothing more; sinks must not call back into the hub.
 package final class DeviceStreamHub: Sendable {
+    /// One subscriber's sink, called under its own lock; `isActive` turns false, under that lock, as it leaves.
+    private final class Subscription: @unchecked Sendable {
+        let token: Int
+        let sink: StreamSink
+        private let lock = NSLock()
+        private var isActive = true
+
+        init(token: Int, sink: @escaping StreamSink) {
+            self.token = token
+            self.sink = sink
+        }
+
+        func deliver(_ event: StreamEvent) {
+            lock.lock()
+            defer { lock.unlock() }
+            if isActive { sink(event) }
+        }
+
+        /// Waits for a delivery in progress to end; none starts after.
+        func end() {
+            lock.lock()
+            isActive = false
+            lock.unlock()
+        }
+    }
+
     private struct State {
-        var subscribers: [(token: Int, sink: StreamSink)] = []
+        var subscribers: [Subscription] = []
         var configuration: StreamConfiguration?
         var isStreaming = false
         /// The backend was started and not stopped since. A fault ends its stream (`isStreaming` false) but not
@@ -47,14 +75,18 @@ package final class DeviceStreamHub: Sendable {
         let (token, needsRestart) = state.withLock { state in
             let token = state.nextToken
             state.nextToken += 1
-            state.subscribers.append((token, sink))
+            state.subscribers.append(Subscription(token: token, sink: sink))
             return (token, !state.isStreaming || state.configuration != configuration)
         }
         guard needsRestart else { return token }
         do {
             try restart(with: configuration)
         } catch {
-            state.withLock { $0.subscribers.removeAll { $0.token == token } }
+            let failed = state.withLock { state in
+                defer { state.subscribers.removeAll { $0.token == token } }
+                return state.subscribers.filter { $0.token == token }
+            }
+            for subscription in failed { subscription.end() }
             throw error
         }
         return token
@@ -65,10 +97,12 @@ package final class DeviceStreamHub: Sendable {
     package func unsubscribe(_ token: Int) {
         control.lock()
         defer { control.unlock() }
-        let isLast = state.withLock { state in
+        let (leaving, isLast) = state.withLock { state in
+            let leaving = state.subscribers.filter { $0.token == token }
             state.subscribers.removeAll { $0.token == token }
-            return state.subscribers.isEmpty
+            return (leaving, state.subscribers.isEmpty)
         }
+        for subscription in leaving { subscription.end() }
         if isLast {
             backend.stop()
             state.withLock {
@@ -106,12 +140,13 @@ package final class DeviceStreamHub: Sendable {
         }
     }
 
-    /// Calls every sink under the state lock: `unsubscribe` takes the same lock, so once it has removed a sink
-    /// no delivery to it is in progress or can start. Sinks only hand buffers on; they never call the hub.
+    /// Calls every sink, each under its subscription's lock (see `Subscription`), outside the hub's: a frame's
+    /// decoding and conversion in one session's sink never block the hub.
     private func deliver(_ event: StreamEvent) {
-        state.withLock { state in
+        let subscribers = state.withLock { state in
             if case .fault = event { state.isStreaming = false }
-            for subscriber in state.subscribers { subscriber.sink(event) }
+            return state.subscribers
         }
+        for subscription in subscribers { subscription.deliver(event) }
     }
 }
