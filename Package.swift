@@ -123,13 +123,13 @@ let package = Package(
 
         /// Renderers of `AVCaptureVideoPreviewLayer`: the SDL2 window. Reads the layer's model (gravity, rotation,
         /// mirroring, conversions); the layer itself knows nothing of SDL.
-        .target(name: "OpenAVCaptureUI", dependencies: ["OpenAVCapture", "MediaCodecs", "CSDL2"], swiftSettings: strictSwift),
+        .target(name: "OpenAVCaptureUI", dependencies: ["OpenAVCapture", "CSDL2"], swiftSettings: strictSwift),
         /// The preview in a browser: Hummingbird serves the camera app's page and streams the layer's video as
         /// MJPEG (TurboJPEG straight from I420 planes); taps convert through the layer's geometry.
         .target(
             name: "OpenAVCaptureWeb",
             dependencies: [
-                "OpenAVCapture", "CTurboJPEG", .product(name: "Hummingbird", package: "hummingbird"),
+                "OpenAVCapture", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

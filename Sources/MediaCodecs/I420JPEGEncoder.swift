@@ -1,5 +1,7 @@
+// I420JPEGEncoder: preview frames as JPEG for a browser, straight from their planes, with TurboJPEG.
+
 import CTurboJPEG
-import OpenAVCapture
+import OpenCoreVideo
 
 /// Encodes I420 frames as JPEG straight from their planes (TurboJPEG's `tjCompressFromYUVPlanes`): no colour
 /// conversion, one pass of DCT. The frames' levels are passed as they are (video range), so blacks show at 16 of
@@ -8,15 +10,16 @@ import OpenAVCapture
 /// Wraps `tjInitCompress`, `tjCompressFromYUVPlanes`, `tjFree`, `tjDestroy`; the encoder owns its handle and its
 /// output buffer (reused frame to frame) and frees them in `deinit`.
 ///
-/// Threading: thread-bound; one frame at a time (the feed's queue).
-final class JPEGFrameEncoder {
+/// Threading: thread-bound; one frame at a time (a preview feed's queue). Not `Sendable`.
+package final class I420JPEGEncoder {
     private let handle: tjhandle
     private var output: UnsafeMutablePointer<UInt8>?
     private var capacity: UInt = 0
     private let quality: Int32
 
-    init(quality: Int32 = 80) throws(PreviewError) {
-        guard let handle = tjInitCompress() else { throw PreviewError("TurboJPEG could not start (tjInitCompress)") }
+    /// An encoder at `quality` (1–100), or nil when TurboJPEG cannot start (`tjInitCompress` failed).
+    package init?(quality: Int32 = 80) {
+        guard let handle = tjInitCompress() else { return nil }
         self.handle = handle
         self.quality = quality
     }
@@ -27,7 +30,7 @@ final class JPEGFrameEncoder {
     }
 
     /// The JPEG of an I420 frame, or nil for another format or when TurboJPEG fails.
-    func encode(_ image: CVPixelBuffer) -> [UInt8]? {
+    package func encode(_ image: CVPixelBuffer) -> [UInt8]? {
         guard CVPixelBufferGetPixelFormatType(image) == kCVPixelFormatType_420YpCbCr8Planar,
             CVPixelBufferGetPlaneCount(image) == 3
         else { return nil }

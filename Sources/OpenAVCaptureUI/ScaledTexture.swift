@@ -1,5 +1,4 @@
 import CSDL2
-import MediaCodecs
 import OpenAVCapture
 
 /// The frame converted to BGRA and scaled to the size it is shown at by libswscale (one SIMD pass), then uploaded
@@ -7,9 +6,9 @@ import OpenAVCapture
 /// CPU itself, pixel by pixel (its software renderer, or OpenGL on a software rasterizer such as Mesa's llvmpipe),
 /// which costs several times as much (figures in docs/time-and-memory.md).
 ///
-/// Threading: the window's thread only (SDL's rule; the converter is thread-bound too).
+/// Threading: the window's thread only (SDL's rule; the scaler is thread-bound too).
 struct ScaledTexture {
-    private var converter: PixelBufferConverter?
+    private var scaler = PreviewPictureScaler()
     private var texture = Texture()
 
     /// The SDL texture holding the last frame uploaded, `size` pixels large.
@@ -18,18 +17,7 @@ struct ScaledTexture {
     /// Converts and scales `image` to `width` x `height` BGRA and uploads it; false when it cannot (a pixel format
     /// libswscale does not take, a size of zero).
     mutating func upload(_ image: CVPixelBuffer, width: Int, height: Int, renderer: OpaquePointer) -> Bool {
-        guard width > 0, height > 0 else { return false }
-        let source = PixelBufferConverter.Format(of: image)
-        let destination = PixelBufferConverter.Format(
-            pixelFormatType: kCVPixelFormatType_32BGRA, width: width, height: height)
-        if converter?.source != source || converter?.destination != destination {
-            // Bilinear even when shrinking a lot: the window is resized by dragging, and area averaging's setup for
-            // every intermediate size buys nothing a viewer sees.
-            converter = try? PixelBufferConverter(
-                from: source, to: destination,
-                matrix: YCbCrMatrix(attachedTo: image), scalingFilter: .bilinear, minimumBufferCount: 1, bufferLimit: 2)
-        }
-        guard let converter, let scaled = try? converter.convert(image) else { return false }
+        guard let scaled = scaler.bgra(image, width: width, height: height) else { return false }
         return texture.upload(scaled, renderer: renderer, as: Self.windowFormat(renderer))
     }
 
@@ -44,7 +32,7 @@ struct ScaledTexture {
 
     mutating func destroy() {
         texture.destroy()
-        converter = nil
+        scaler.reset()
     }
 }
 

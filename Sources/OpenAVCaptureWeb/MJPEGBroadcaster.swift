@@ -28,15 +28,16 @@ final class MJPEGBroadcaster: @unchecked Sendable {
     let maximumViewers: Int
     private let state = Mutex(State())
     private var feed: PreviewFeed?
-    private let encoder: JPEGFrameEncoder
+    private let encoder: PreviewJPEGEncoder
 
     init(layer: AVCaptureVideoPreviewLayer, maximumViewers: Int) throws(PreviewError) {
         guard let session = layer.session else { throw PreviewError("the preview layer has no session; set one first") }
         self.maximumViewers = maximumViewers
-        encoder = try JPEGFrameEncoder()
+        guard let encoder = PreviewJPEGEncoder() else { throw PreviewError("TurboJPEG could not start (tjInitCompress)") }
+        self.encoder = encoder
         let feed = try PreviewFeed(
-            session: session, drawablePixelFormats: [kCVPixelFormatType_420YpCbCr8Planar],
-            preferredPixelFormat: kCVPixelFormatType_420YpCbCr8Planar
+            session: session, drawablePixelFormats: [PreviewJPEGEncoder.pixelFormat],
+            preferredPixelFormat: PreviewJPEGEncoder.pixelFormat
         ) { [weak self] in self?.frameArrived() }
         // The browser shows the frames as they come, scaled by CSS's object-fit (the layer's gravity); the session
         // turns and mirrors them as the layer's connection says, so the picture is the layer's.
