@@ -31,8 +31,11 @@ final class RunningTool: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = error
         process.standardInput = FileHandle.nullDevice
-        output.fileHandleForReading.readabilityHandler = { [unowned self] handle in
+        // Weak: a handler call already on its way when the tool goes (deinit clears the handlers, but cannot stop
+        // one already dispatched) must find nothing, not a freed object.
+        output.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let chunk = handle.availableData
+            guard let self else { return }
             pending.withLock { pending in
                 pending.append(chunk)
                 while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
@@ -42,8 +45,9 @@ final class RunningTool: @unchecked Sendable {
                 }
             }
         }
-        error.fileHandleForReading.readabilityHandler = { [unowned self] handle in
+        error.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let chunk = handle.availableData
+            guard let self else { return }
             errors.withLock { $0.append(chunk) }
         }
         try process.run()
