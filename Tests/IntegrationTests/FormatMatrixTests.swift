@@ -196,7 +196,9 @@ import TestSupport
         let movieURL = try scratchURL("matrix-\(fourCC(cameraFormat.subType)).mov")
         let recording = MovieRecordingDelegate()
         movie.startRecording(to: movieURL, recordingDelegate: recording)
-        let (photoResult, photoRecorder) = takePhoto(photo, AVCapturePhotoSettings())
+        // The photo is taken from a frame to come: the clock steps on while it is being taken.
+        let photoRecorder = PhotoRecorder()
+        photo.capturePhoto(with: AVCapturePhotoSettings(), delegate: photoRecorder)
         // Two seconds of movie.
         let frameTime = camera.activeVideoMinFrameDuration
         while movie.recordedDuration.seconds < 2 {
@@ -207,6 +209,7 @@ import TestSupport
             }
         }
         #expect(recording.waitForStart())
+        let photoResult = photoRecorder.waitForFinish() ? photoRecorder.photos.first : nil
         movie.stopRecording()
         #expect(recording.waitForFinish(timeout: 30), "the movie did not finish")
         #expect(recording.error == nil, "\(String(describing: recording.error))")
