@@ -67,6 +67,11 @@ public final class VirtualDeviceClock: Sendable, Hashable {
     /// How far the clock has been advanced in all.
     public var elapsed: CMTime { clock.elapsed }
 
+    /// How many devices are on the clock now, starting or streaming. A device takes its clock as it starts: one
+    /// that was already streaming (for another session, or a tap) when its clock mode was set keeps the clock it
+    /// had until it starts again.
+    public var deviceCount: Int { clock.deviceCount }
+
     /// Moves the clock on by `duration` and returns when every device on it has delivered every item due by then,
     /// or has stopped. Returns false when that took longer than `timeout` seconds of host time: a delegate that
     /// never returns, or buffers that never come back.
@@ -84,24 +89,31 @@ public final class VirtualDeviceClock: Sendable, Hashable {
     /// Outputs drop what waits too long, as Apple's do: a movie file output drops a frame when 8 wait for its
     /// encoder, a video data output a late frame. A test that steps a whole second at once hands a second's frames
     /// over at once and so sees drops that no real-time device causes; stepping a frame at a time and settling
-    /// makes the recording the one a machine that keeps up makes, however loaded this one is. Returns false when a
-    /// step or a settling took longer than `timeout` seconds of host time.
+    /// makes the recording the one a machine that keeps up makes, however loaded this one is. Returns false, without
+    /// moving, when no device is on the clock (stepping it would pace nothing: see ``deviceCount``), and when a step
+    /// or a settling took longer than `timeout` seconds of host time.
     @discardableResult
     public func advance(
         by duration: CMTime, step: CMTime, settling outputs: [AVCaptureOutput], timeout: TimeInterval = 60
     ) -> Bool {
         precondition(
             step.isNumeric && step > .zero, "VirtualDeviceClock.advance(by:step:settling:) takes a step above 0, got \(step)")
-        var remaining = duration
-        while remaining > .zero {
-            let next = CMTimeMinimum(step, remaining)
-            guard advance(by: next, timeout: timeout) else { return false }
+        guard deviceCount > 0 else { return false }
+        func settle() -> Bool {
             let deadline = Date().addingTimeInterval(timeout)
             // Polled: the outputs' queues have no completion to wait on that covers their encoders' threads too.
             while outputs.contains(where: \.hasWorkInFlight) {
                 guard Date() < deadline else { return false }
                 usleep(500)
             }
+            return true
+        }
+        // What is due already (a starting device's first item) is handled first, so the first step brings one.
+        guard advance(by: .zero, timeout: timeout), settle() else { return false }
+        var remaining = duration
+        while remaining > .zero {
+            let next = CMTimeMinimum(step, remaining)
+            guard advance(by: next, timeout: timeout), settle() else { return false }
             remaining = remaining - next
         }
         return true

@@ -28,6 +28,13 @@ import TestSupport
     private func recordWebcam(
         _ webcam: AVCaptureDevice, name: String, settings: [String: Any]?, dataOutput: AVCaptureVideoDataOutput? = nil
     ) throws -> (url: URL, cameraFrames: [[[UInt8]]], movie: AVCaptureMovieFileOutput) {
+        // Stepped a frame at a time, the outputs caught up before the next (a debug build decodes 1080p H.264 for
+        // the data output slower than real time on a loaded machine): every output sees every frame. Set before
+        // the tap starts the camera: a camera takes its clock as it starts.
+        let controller = try #require(VirtualCameraController(webcam))
+        let clock = VirtualDeviceClock()
+        controller.clockMode = .manual(clock)
+        defer { controller.clockMode = .realTime }
         let cameraFrames = Mutex<[[[UInt8]]]>([])
         let tap = CaptureDeviceTap(device: webcam) { event in
             guard case .sample(let sample, _) = event, let data = sample.dataBuffer else { return }
@@ -41,13 +48,22 @@ import TestSupport
             preset: .inputPriority, devices: [webcam], outputs: [movie] + (dataOutput.map { [$0] } ?? []))
         if let settings { movie.setOutputSettings(settings, for: try #require(movie.connection(with: .video))) }
         movie.maxRecordedDuration = CMTime(value: 2, timescale: 1)
+        let frame = webcam.activeVideoMinFrameDuration
+        let outputs = session.outputs
         session.startRunning()
         defer { session.stopRunning() }
         // Past the first key frame, so the recording is asked for in the middle of a group of pictures.
-        _ = waitUntil(timeout: 30, every: 0.02) { cameraFrames.withLock({ $0.count }) >= 5 }
+        while cameraFrames.withLock({ $0.count }) < 5, clock.elapsed.seconds < 5 {
+            #expect(clock.advance(by: frame, step: frame, settling: outputs))
+        }
         let url = try scratchURL(name)
         let recording = MovieRecordingDelegate()
         movie.startRecording(to: url, recordingDelegate: recording)
+        // On to the recording's limit, and a little past it: the file ends there by itself.
+        let limit = clock.elapsed.seconds + 3
+        while !recording.events.contains("didFinish"), clock.elapsed.seconds < limit {
+            #expect(clock.advance(by: frame, step: frame, settling: outputs))
+        }
         #expect(recording.waitForFinish(timeout: 90), "the movie did not finish")
         #expect(recording.avError?.code == .maximumDurationReached, "\(String(describing: recording.error))")
         session.stopRunning()

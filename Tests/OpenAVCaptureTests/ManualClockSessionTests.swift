@@ -41,4 +41,29 @@ import Testing
             #expect(later.time - earlier.time == frameTime, "\(earlier.time.seconds) then \(later.time.seconds)")
         }
     }
+
+    @Test("stepping with settling: a delegate slower than the frames still gets every one; no device, no step")
+    func steppingWaitsForTheOutputs() throws {
+        let controller = try #require(VirtualCameraController(VirtualDevices.back))
+        let clock = VirtualDeviceClock()
+        let frameTime = CMTime(value: 1, timescale: 30)
+        // Nothing is on the clock yet: stepping would pace nothing.
+        #expect(clock.deviceCount == 0)
+        #expect(!clock.advance(by: frameTime, step: frameTime, settling: []))
+        #expect(clock.elapsed == .zero)
+        controller.clockMode = .manual(clock)
+        defer { controller.clockMode = .realTime }
+        // Each frame takes the delegate 20 ms, and late frames are discarded (one in flight): stepping a second at
+        // once would lose most of them; stepping with settling loses none.
+        let delegate = RecordingDelegate(work: 0.02)
+        let output = AVCaptureVideoDataOutput()
+        output.setSampleBufferDelegate(delegate, queue: DispatchQueue(label: "settled-frames"))
+        let session = try makeSession(preset: .vga640x480, devices: [VirtualDevices.back], outputs: [output])
+        session.startRunning()
+        defer { session.stopRunning() }
+        #expect(clock.advance(by: CMTime(value: 1, timescale: 1), step: frameTime, settling: [output]))
+        #expect(clock.deviceCount == 1)
+        #expect(delegate.received.count == 31, "\(delegate.received.count) frames")
+        #expect(delegate.dropped.isEmpty, "\(delegate.dropped.map(\.reason))")
+    }
 }

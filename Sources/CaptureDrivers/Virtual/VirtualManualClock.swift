@@ -50,6 +50,13 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
         return now
     }
 
+    /// How many devices are on the clock now (starting or streaming).
+    package var deviceCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return members.count
+    }
+
     /// How far the clock has been advanced, exactly.
     package var elapsed: CMTime {
         condition.lock()
