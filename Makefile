@@ -21,7 +21,7 @@ VM_PACKAGES := qemu-system-x86 mmdebstrap
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
+.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
 
 all: build
 
@@ -55,10 +55,19 @@ test: deps
 		echo "error: the build has warnings or errors (above); the project builds warning-free"; rm -f .build-warnings.log; exit 1; fi
 	@rm -f .build-warnings.log
 	@$(MAKE) --no-print-directory doc-check AVCAPTURE="$$($(SWIFT) build --show-bin-path)/avcapture"
-	@# Serial: the virtual devices are process-wide test instruments (a back, a front and a USB webcam camera, one
-	@# microphone) and many suites change their scene, format or faults; in parallel they would disturb each other.
-	$(SWIFT) test --skip-build --no-parallel
+	@# The host suites in TEST_JOBS processes at once, each running its suites serially: the virtual devices are
+	@# process-wide test instruments (a back, a front and a USB webcam camera, one microphone) that many suites
+	@# reconfigure, so suites of one process must not overlap; two processes each have their own.
+	$(PYTHON) scripts/test-host --jobs $(TEST_JOBS) "$$($(SWIFT) build --show-bin-path)/OpenAVCapturePackageTests.xctest"
 	@$(MAKE) --no-print-directory test-kernel
+
+## test-times: runs every host suite alone (TEST_JOBS at once) and writes the seconds each took into
+## Tests/suite-times.tsv, which scripts/test-host hands the suites out by (longest first, short ones batched).
+## Refresh it when suites were added or grew: a stale file only makes `make test` a little slower, never wrong.
+test-times:
+	@$(SWIFT) build --build-tests 2>&1 | grep -E 'error|warning: ' || true
+	$(PYTHON) scripts/test-host --jobs $(TEST_JOBS) --write-times Tests/suite-times.tsv \
+		"$$($(SWIFT) build --show-bin-path)/OpenAVCapturePackageTests.xctest"
 
 ## doc-check: what README.md, docs/*.md and the DocC catalogs claim that the code can answer (the avcapture commands
 ## and their options, counts of listings, shims, test targets and fuzz targets, the C shim lists, links, paths, make
@@ -66,6 +75,9 @@ test: deps
 ## library, a second or two); fails naming the file, the line, the claim and the truth. Reads the commands from
 ## Sources/avcapture, and from AVCAPTURE (a built avcapture) or .build/debug/avcapture when newer than the sources.
 PYTHON ?= python3
+# Host test processes at once (scripts/test-host), one per core here: most suites wait on real time (recordings,
+# servers) more than they compute, but a third process beside two real-time suites made them drop frames.
+TEST_JOBS ?= 2
 AVCAPTURE ?=
 doc-check:
 	@$(PYTHON) scripts/doc-check $(if $(AVCAPTURE),--avcapture "$(AVCAPTURE)")
