@@ -214,12 +214,20 @@ struct RecordingEdgesTests {
     func stopInTheMiddle() async throws {
         guard MediaTool.available(for: "RecordingEdgesTests.stopInTheMiddle") else { return }
         let source = try await EdgeSource.make("edge-stop", frames: 90)
-        let recording = try EdgeRecording(source, pcm: true)
+        // Stepped a frame at a time, each handled before the next: the sound up to the last frame's end comes
+        // before the drain's host-time backstop, however loaded the machine is.
+        let clock = VirtualDeviceClock()
+        let recording = try EdgeRecording(source, pcm: true, clock: .manual(clock))
         let url = try scratchURL("edge-stop.mov", suite: "edges-tests")
         let delegate = MovieRecordingDelegate()
         recording.start(url, delegate)
-        #expect(recording.waitUntilRecorded(1.2))
+        let frame = CMTime(value: 1, timescale: 30)
+        #expect(clock.advance(by: CMTime(value: 36, timescale: 30), step: frame, settling: [recording.output]))
         recording.output.stopRecording()
+        // The source plays on until the file has its sound up to the last frame's end.
+        for _ in 0..<30 where !delegate.events.contains("didFinish") {
+            #expect(clock.advance(by: frame, step: frame, settling: [recording.output]))
+        }
         #expect(delegate.waitForFinish(), "didFinish never came")
         recording.session.stopRunning()
         #expect(delegate.error == nil, "\(String(describing: delegate.error))")
