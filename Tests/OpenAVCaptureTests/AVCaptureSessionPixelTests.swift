@@ -103,7 +103,15 @@ import Testing
         let slowQueue = DispatchQueue(label: "slow-index")
         slow.setSampleBufferDelegate(slowDelegate, queue: slowQueue)
         fast.setSampleBufferDelegate(fastDelegate, queue: DispatchQueue(label: "fast-index"))
+        // Stepped a frame at a time, the fast output caught up before the next and the slow one not waited for: the
+        // fast one misses nothing however loaded the machine is, the slow one falls behind at once.
+        let controller = try #require(VirtualCameraController(VirtualDevices.front))
+        let clock = VirtualDeviceClock()
+        controller.clockMode = .manual(clock)
+        defer { controller.clockMode = .realTime }
         session.startRunning()
+        let frame = CMTime(value: 1, timescale: 30)
+        #expect(clock.advance(by: CMTimeMultiply(frame, multiplier: 44), step: frame, settling: [fast]))
         #expect(fastDelegate.wait(for: 45))
         session.stopRunning()
         slowQueue.sync {}
