@@ -108,24 +108,10 @@ func recordUntilFinished(
     let session = try makeMovieSession(output)
     // Stepped a frame at a time, each frame and its sound written before the next: the file holds what a machine
     // that keeps up records, however loaded this one is.
-    let clock = VirtualDeviceClock()
-    let camera = try #require(VirtualCameraController(VirtualDevices.back))
-    let microphone = try #require(VirtualMicrophoneController(VirtualDevices.microphone))
-    camera.clockMode = .manual(clock)
-    microphone.clockMode = .manual(clock)
-    defer {
-        camera.clockMode = .realTime
-        microphone.clockMode = .realTime
-    }
-    session.startRunning()
-    defer { session.stopRunning() }
-    let delegate = MovieRecordingDelegate()
-    output.startRecording(to: url, recordingDelegate: delegate)
     // Until the recording ends by itself (a limit), at most a minute of the devices' time.
-    let frame = CMTime(value: 1, timescale: 30)
-    while !delegate.events.contains("didFinish"), clock.elapsed.seconds < 60 {
-        guard clock.advance(by: frame, step: frame, settling: [output]) else { break }
-    }
+    let delegate = try recordStepping(
+        session, output, to: url, devices: [VirtualDevices.back, VirtualDevices.microphone],
+        frame: CMTime(value: 1, timescale: 30), limit: 60)
     return delegate.waitForFinish(timeout: timeout) ? delegate : nil
 }
 

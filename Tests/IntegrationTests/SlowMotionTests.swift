@@ -57,24 +57,10 @@ struct SlowMotionTests {
         }
         // Stepped a frame at a time, each written before the next: all 480 frames, however slowly a loaded
         // machine's debug build encodes 240 of them a second.
-        let clock = VirtualDeviceClock()
-        let cameraControl = try #require(VirtualCameraController(camera))
-        let microphoneControl = try #require(VirtualMicrophoneController(VirtualDevices.microphone))
-        cameraControl.clockMode = .manual(clock)
-        microphoneControl.clockMode = .manual(clock)
-        defer {
-            cameraControl.clockMode = .realTime
-            microphoneControl.clockMode = .realTime
-        }
-        session.startRunning()
-        defer { session.stopRunning() }
-        let delegate = MovieRecordingDelegate()
-        output.startRecording(to: url, recordingDelegate: delegate)
         // On to the 2 s limit, and a little past it: the file ends there by itself.
-        let frame = CMTime(value: 1, timescale: 240)
-        while !delegate.events.contains("didFinish"), clock.elapsed.seconds < 3 {
-            try #require(clock.advance(by: frame, step: frame, settling: [output]), "the recording stopped keeping up")
-        }
+        let delegate = try recordStepping(
+            session, output, to: url, devices: [camera, VirtualDevices.microphone],
+            frame: CMTime(value: 1, timescale: 240), limit: 3)
         try #require(delegate.waitForFinish(timeout: 30), "didFinish never came")
         #expect(delegate.successfullyFinished == true, "\(String(describing: delegate.error))")
     }
