@@ -100,6 +100,12 @@ package final class VideoDecoder {
         }
     }
 
+    /// Whether this FFmpeg build has the decoder `codecName` (`avcodec_find_decoder_by_name`): a build may leave
+    /// codecs out.
+    package static func hasDecoder(named codecName: String) -> Bool {
+        avcodec_find_decoder_by_name(codecName) != nil
+    }
+
     /// libavcodec's decoder for a QuickTime video codec type, or nil when the type is a pixel format or unknown.
     package static func decoderName(for codecType: FourCharCode) -> String? {
         switch fourCharCodeString(codecType) {
@@ -111,6 +117,18 @@ package final class VideoDecoder {
         case "vp08": "vp8"
         case "vp09": "vp9"
         case "av01": "av1"
+        // What DVB sticks, DVD rips and camcorders write (MPEG-1/2 in MPEG-TS or PS), and older AVI and FLV codecs:
+        // Apple's codes where it has them (`kCMVideoCodecType_MPEG2Video`), else the FourCC AVI files carry.
+        case "mp1v": "mpeg1video"
+        case "mp2v", "hdv2", "hdv3", "xdv7", "xdvc", "mx5p", "mpg2": "mpeg2video"
+        case "h263", "s263": "h263"
+        case "dvc ", "dvcp", "dvpp", "dv5n", "dv5p": "dvvideo"
+        case "XiTh": "theora"
+        case "WMV3": "wmv3"
+        case "WVC1": "vc1"
+        case "FLV1": "flv"
+        case "DIV3": "msmpeg4"
+        case "cvid": "cinepak"
         default: nil
         }
     }

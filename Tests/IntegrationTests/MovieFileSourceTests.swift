@@ -156,6 +156,10 @@ struct MovieFileSourceTests {
         ("mjpeg.mov", ["-c:v", "mjpeg", "-q:v", "2", "-an"]),
         ("mjpeg.avi", ["-c:v", "mjpeg", "-q:v", "2", "-pix_fmt", "yuvj422p", "-an"]),
         ("h264.mkv", ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "10", "-c:a", "flac"]),
+        // What a DVB stick writes (MPEG-2 with B-frames and MP2 sound in a transport stream), and a camcorder's or a
+        // VCD's MPEG-1 program stream.
+        ("mpeg2.ts", ["-c:v", "mpeg2video", "-q:v", "2", "-bf", "2", "-c:a", "mp2"]),
+        ("mpeg1.mpg", ["-c:v", "mpeg1video", "-q:v", "2", "-c:a", "mp2", "-f", "mpeg"]),
     ]
 
     @Test(
