@@ -6,7 +6,15 @@ import OpenAVCapture
 struct DevicesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
-        abstract: "List cameras and microphones (* marks the defaults), and the X server's screens for record --screen.")
+        abstract:
+            "List cameras and microphones (* marks the defaults), and the X server's screens for record --screen.",
+        discussion: """
+            --json prints an array of objects, cameras, then microphones, then screens, each with: index (what \
+            DEVICE takes; screens count from 0 on their own, as --screen N takes them), name, uniqueID, type \
+            ("built-in camera", "external", "microphone", "screen"), position ("back", "front", "unspecified"), \
+            media (["video"], ["audio"] or both), isDefault, isConnected, isInUseByAnotherApplication. Nothing \
+            found prints [] (a note on stderr; exit status 0).
+            """)
 
     @OptionGroup var logging: LoggingOptions
     @Flag(help: "Print JSON instead of a table.") var json = false
@@ -41,6 +49,11 @@ struct DevicesCommand: ParsableCommand {
                 uniqueID: "screen:\(display.displayID)", type: "screen", position: "unspecified", media: ["video"],
                 isDefault: display.isMain, isConnected: true, isInUseByAnotherApplication: false)
         }
+        if entries.isEmpty && screenEntries.isEmpty {
+            // Said on stderr, so standard output stays what a script expects (nothing, or `[]`), and exit 0: an
+            // empty list is an answer, not a failure.
+            Terminal.error("avcapture: no cameras, microphones or screens found. \(Self.emptyHint)")
+        }
         if json {
             print(try JSONOutput.string(entries + screenEntries))
             return
@@ -58,6 +71,18 @@ struct DevicesCommand: ParsableCommand {
                 "\(display.isMain ? "*" : " ") \(index)  \(display.name)  \(Int(bounds.width))x\(Int(bounds.height))"
                     + " at +\(Int(bounds.minX))+\(Int(bounds.minY))  [display \(display.displayID)]")
         }
+    }
+
+    /// Where to look when nothing is found: which devices OPENAV_DEVICES lets in, and the permissions a camera
+    /// and a sound card need.
+    static var emptyHint: String {
+        let choice = ProcessInfo.processInfo.environment["OPENAV_DEVICES"]?.lowercased()
+        let scope =
+            choice == "virtual"
+            ? "OPENAV_DEVICES=virtual lists only the virtual devices."
+            : "OPENAV_DEVICES=virtual gives virtual ones to try things with."
+        return scope + " Cameras are /dev/video* (V4L2) and need the video group, microphones ALSA cards"
+            + " (/dev/snd) and the audio group: sudo usermod -aG video,audio $USER, then log in again."
     }
 
     /// The X server's displays; none when OPENAV_DEVICES=virtual (screens are real devices) or there is no server
