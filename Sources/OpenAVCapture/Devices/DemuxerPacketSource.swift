@@ -14,7 +14,8 @@ import Synchronization
 /// Tracks: the first video and the first audio stream that can be played. Video: H.264 (`'avc1'`, its `avcC` or
 /// Annex B parameter sets under the sample description atoms), HEVC (`'hvc1'`), MJPEG (`'jpeg'`), MPEG-4 part 2,
 /// ProRes, VP8/VP9, AV1, MPEG-1 and MPEG-2 (`'mp1v'`, `'mp2v'`: DVB transport streams, program streams), H.263,
-/// DV, Theora, VC-1/WMV3, FLV, MS-MPEG-4 v3 and Cinepak (each when this FFmpeg has its decoder), and raw video in
+/// DV, Theora, VC-1/WMV3, FLV, MS-MPEG-4 v3 and Cinepak (each when this FFmpeg has its decoder), any other codec this
+/// FFmpeg decodes (FFV1, HuffYUV, …: `VideoDecoder.ffmpegCodecType(forCodecNamed:)`), and raw video in
 /// any container (y4m, NUT, Matroska, AVI) in the pixel formats OpenCoreVideo has (`'y420'`, `'f420'`, `'420v'`,
 /// `'yuvs'`, `'2vuy'`, `'L008'`, `'24RGB'`, `'24BG'`, the 32-bit RGB orders). Audio: AAC (`'aac '`, the
 /// AudioSpecificConfig as magic cookie), ALAC, MP3, MP2, MP1, AC-3, E-AC-3, Opus, FLAC, and little-endian linear
@@ -147,12 +148,13 @@ package final class DemuxerPacketSource: MoviePacketSource {
                     rawLayout: RawVideoLayout(pixelFormat: pixelFormat, isBottomUp: isBottomUp),
                     frameDuration: frameDuration, duration: stream.duration))
         }
-        // A build of FFmpeg without the decoder cannot play the track, whatever the table says.
-        guard let code = videoCodecTypes[stream.codecName],
-            VideoDecoder.decoderName(for: fourCharCode(code)).map(VideoDecoder.hasDecoder(named:)) == true
-        else {
-            let known = videoCodecTypes.keys.sorted().joined(separator: ", ")
-            return .failure(Unplayable(text: "video codec \(stream.codecName) (codecs played: \(known), rawvideo)"))
+        // A build of FFmpeg without the decoder cannot play the track, whatever the table says. A codec QuickTime
+        // has no code for gets one that names FFmpeg's decoder, when there is one.
+        let tabled = videoCodecTypes[stream.codecName].map(fourCharCode).flatMap { code in
+            VideoDecoder.decoderName(for: code).map(VideoDecoder.hasDecoder(named:)) == true ? code : nil
+        }
+        guard let codeValue = tabled ?? VideoDecoder.ffmpegCodecType(forCodecNamed: stream.codecName) else {
+            return .failure(Unplayable(text: "video codec \(stream.codecName) (this FFmpeg has no decoder for it)"))
         }
         var extensions: [String: Any] = [:]
         if !stream.extradata.isEmpty {
@@ -161,7 +163,7 @@ package final class DemuxerPacketSource: MoviePacketSource {
         }
         guard
             let description = try? CMFormatDescription(
-                videoCodecType: .init(rawValue: fourCharCode(code)), width: stream.width, height: stream.height,
+                videoCodecType: .init(rawValue: codeValue), width: stream.width, height: stream.height,
                 extensions: extensions)
         else { return .failure(Unplayable(text: "video codec \(stream.codecName)")) }
         return .success(
