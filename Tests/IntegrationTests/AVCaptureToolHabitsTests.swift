@@ -55,6 +55,15 @@ struct AVCaptureToolHabitsTests {
         #expect(text.outputText.contains("  \(mjpeg)  jpeg (mjpeg) 1280x720 @ 30, 15 fps"), "\(text.outputText)")
     }
 
+    @Test("frames --camera-format 1280x720@30:mjpeg: the webcam's MJPEG, decoded, written as raw NV12")
+    func framesCameraFormat() throws {
+        let result = try avcapture(
+            ["frames", "--video", "usb", "--camera-format", "1280x720@30:mjpeg", "--format", "nv12", "--count", "2"],
+            in: try scratch())
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output.count == 2 * 1280 * 720 * 3 / 2, "\(result.output.count) bytes")
+    }
+
     @Test(
         "Formats and devices that are not there: one line naming what there is, and the status",
         arguments: [
