@@ -77,7 +77,8 @@ struct DeviceSelector {
         // The system's own names, as v4l2-ctl, ffmpeg -f v4l2 and arecord take them.
         if SystemDeviceNames.isPath(specification) {
             guard mediaType == .video,
-                let uniqueID = SystemDeviceNames.camera(atPath: specification, among: candidates.map(\.uniqueID)),
+                let uniqueID = SystemDeviceNames.camera(
+                    atPath: specification, among: candidates.map { ($0.uniqueID, $0.linuxDeviceName) }),
                 let device = candidates.first(where: { $0.uniqueID == uniqueID })
             else {
                 let reason =

@@ -10,7 +10,8 @@ struct DevicesCommand: ParsableCommand {
             "List cameras and microphones (* marks the defaults), and the X server's screens for record --screen.",
         discussion: """
             --json prints an array of objects, cameras, then microphones, then screens, each with: index (what \
-            DEVICE takes; screens count from 0 on their own, as --screen N takes them), name, uniqueID, type \
+            DEVICE takes; screens count from 0 on their own, as --screen N takes them), name, uniqueID, \
+            linuxDeviceName (/dev/videoN or the ALSA PCM, when the device has one), type \
             ("built-in camera", "external", "microphone", "screen"), position ("back", "front", "unspecified"), \
             media (["video"], ["audio"] or both), isDefault, isConnected, isInUseByAnotherApplication. Nothing \
             found prints [] (a note on stderr; exit status 0).
@@ -23,6 +24,8 @@ struct DevicesCommand: ParsableCommand {
         var index: Int
         var name: String
         var uniqueID: String
+        /// The node or ALSA PCM Linux's tools use (`/dev/video2`, `plughw:CARD=…,DEV=0`); absent for others.
+        var linuxDeviceName: String?
         var type: String
         var position: String
         var media: [String]
@@ -37,6 +40,7 @@ struct DevicesCommand: ParsableCommand {
         let entries = DeviceSelector.allDevices.enumerated().map { index, device in
             Entry(
                 index: index, name: device.localizedName, uniqueID: device.uniqueID,
+                linuxDeviceName: device.linuxDeviceName,
                 type: Self.typeName(device.deviceType), position: Self.positionName(device.position),
                 media: [AVMediaType.video, .audio].filter(device.hasMediaType).map { $0 == .video ? "video" : "audio" },
                 isDefault: defaults.contains(device.uniqueID), isConnected: device.isConnected,
@@ -60,8 +64,9 @@ struct DevicesCommand: ParsableCommand {
         }
         for entry in entries {
             let state = entry.isInUseByAnotherApplication ? "  (in use by another application)" : ""
+            let system = entry.linuxDeviceName.map { " \($0)" } ?? ""
             print(
-                "\(entry.isDefault ? "*" : " ") \(entry.index)  \(entry.name)  [\(entry.uniqueID)]  "
+                "\(entry.isDefault ? "*" : " ") \(entry.index)  \(entry.name)  [\(entry.uniqueID)]\(system)  "
                     + "\(entry.media.joined(separator: "+")), \(entry.type), \(entry.position)\(state)")
         }
         if !screens.isEmpty { print("Screens (record --screen N):") }

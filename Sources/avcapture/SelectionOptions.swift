@@ -76,21 +76,26 @@ struct FormatOptions: ParsableArguments {
 
 /// The device names of the system's own tools, mapped to OpenAVCapture's unique IDs: a V4L2 node's path
 /// (`/dev/video2`, `/dev/v4l/by-id/…`, any symlink to one) and ALSA's `hw:X,Y`, `plughw:X,Y` and
-/// `hw:CARD=ID,DEV=Y`. A V4L2 camera's unique ID is udev's `by-id/…` (or `by-path/…`) name when udev made one;
-/// an ALSA card's is `alsa:hw:CARD=ID,DEV=N`.
+/// `hw:CARD=ID,DEV=Y`. A V4L2 camera's `linuxDeviceName` is its node, and its unique ID udev's `by-id/…` (or
+/// `by-path/…`) name when udev made one; an ALSA card's unique ID is `alsa:hw:CARD=ID,DEV=N`.
 enum SystemDeviceNames {
     /// Whether `name` is a path: it names a V4L2 node, not a camera's name.
     static func isPath(_ name: String) -> Bool { name.hasPrefix("/") }
 
-    /// The camera among `uniqueIDs` whose node is `path`, once both are resolved to the node itself. Looks the IDs
-    /// up under `deviceRoot` (`/dev`; tests give a directory of their own).
-    static func camera(atPath path: String, among uniqueIDs: [String], deviceRoot: String = "/dev") -> String? {
-        let node = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-        return uniqueIDs.first { uniqueID in
-            guard uniqueID.hasPrefix("by-id/") || uniqueID.hasPrefix("by-path/") else { return false }
-            let link = URL(fileURLWithPath: "\(deviceRoot)/v4l/\(uniqueID)")
-            return FileManager.default.fileExists(atPath: link.path) && link.resolvingSymlinksInPath().path == node
-        }
+    /// The unique ID of the camera whose node is `path`, once both are resolved to the node itself: by the node
+    /// each camera names (`linuxDeviceName`), else by its udev unique ID looked up under `deviceRoot` (`/dev`;
+    /// tests give a directory of their own).
+    static func camera(
+        atPath path: String, among cameras: [(uniqueID: String, node: String?)], deviceRoot: String = "/dev"
+    ) -> String? {
+        func resolved(_ path: String) -> String { URL(fileURLWithPath: path).resolvingSymlinksInPath().path }
+        let node = resolved(path)
+        if let named = cameras.first(where: { $0.node.map(resolved) == node }) { return named.uniqueID }
+        return cameras.first { camera in
+            guard camera.uniqueID.hasPrefix("by-id/") || camera.uniqueID.hasPrefix("by-path/") else { return false }
+            let link = "\(deviceRoot)/v4l/\(camera.uniqueID)"
+            return FileManager.default.fileExists(atPath: link) && resolved(link) == node
+        }?.uniqueID
     }
 
     /// `alsa:hw:CARD=ID,DEV=Y` for `hw:X,Y`, `plughw:X,Y`, `hw:X` (device 0) or their `CARD=…,DEV=…` forms, X a card

@@ -30,8 +30,10 @@ struct SystemDeviceNameTests {
     @Test("A node's path, or any link to it, names the camera whose udev name leads there")
     func cameraPaths() throws {
         let roots = try makeRoots()
-        let cameras = [
-            "virtual:back-camera", "by-path/platform-vivid.0-video-index0", "by-id/usb-Acme_Webcam-video-index0",
+        // Nodes left out: found by the udev names alone, as for a device that does not name its node.
+        let cameras: [(uniqueID: String, node: String?)] = [
+            ("virtual:back-camera", nil), ("by-path/platform-vivid.0-video-index0", nil),
+            ("by-id/usb-Acme_Webcam-video-index0", nil),
         ]
         func camera(_ path: String) -> String? {
             SystemDeviceNames.camera(atPath: path, among: cameras, deviceRoot: roots.dev)
@@ -41,6 +43,20 @@ struct SystemDeviceNameTests {
         #expect(camera("\(roots.dev)/video0") == "by-path/platform-vivid.0-video-index0")
         #expect(camera("\(roots.dev)/video7") == nil)
         #expect(SystemDeviceNames.isPath("/dev/video2") && !SystemDeviceNames.isPath("video2"))
+    }
+
+    @Test("Without udev (a bare VM, a container) the camera's own node name finds it, through links too")
+    func cameraNodes() throws {
+        let roots = try makeRoots()
+        let cameras: [(uniqueID: String, node: String?)] = [
+            ("v4l2:platform:vivid-000:0", "\(roots.dev)/video0"), ("v4l2:usb-0000:00:14.0-1:0", "\(roots.dev)/video2"),
+        ]
+        func camera(_ path: String) -> String? {
+            SystemDeviceNames.camera(atPath: path, among: cameras, deviceRoot: roots.dev + "/none")
+        }
+        #expect(camera("\(roots.dev)/video2") == "v4l2:usb-0000:00:14.0-1:0")
+        #expect(camera("\(roots.dev)/v4l/by-path/platform-vivid.0-video-index0") == "v4l2:platform:vivid-000:0")
+        #expect(camera("\(roots.dev)/video9") == nil)
     }
 
     @Test("hw:X,Y and plughw:X,Y by card index or ID become the card's unique ID; other names are not cards")
