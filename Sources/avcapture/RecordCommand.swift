@@ -25,7 +25,7 @@ struct RecordCommand: ParsableCommand {
             allowed on sizes.
 
             Pre-event recording (--pre-roll SECONDS): the last SECONDS are kept encoded in memory (at most \
-            --ring-size bytes, default 24M) and each trigger writes a movie that starts a key frame at or before \
+            --ring-size bytes, default 24Mi) and each trigger writes a movie that starts a key frame at or before \
             SECONDS earlier, named by OUTPUT's strftime escapes: --trigger signal (SIGUSR2), stdin (a line), \
             level:DBFS (the sound's peak reaching it, e.g. level:-20), or several, comma separated. The file goes on \
             --post-roll seconds after its trigger, or until the next signal or line. Runs until Ctrl-C, --duration \
@@ -74,7 +74,7 @@ struct RecordCommand: ParsableCommand {
     var postRoll: Double?
     @Option(help: "With --pre-roll: signal (SIGUSR2), stdin (a line), level:DBFS, or several, comma separated.")
     var trigger: String = "signal"
-    @Option(name: .customLong("ring-size"), help: "With --pre-roll: the most bytes kept in memory (default 24M).")
+    @Option(name: .customLong("ring-size"), help: "With --pre-roll: the most bytes kept in memory (default 24Mi).")
     var ringSize: Quantity?
     @Option(help: "Orientation of the picture.") var orientation: OrientationChoice?
     @Flag(help: "Mirror the picture left to right.") var mirror = false
