@@ -171,6 +171,9 @@ let package = Package(
             name: "OpenAVCaptureUITests", dependencies: ["OpenAVCaptureUI", "OpenAVCapture"], swiftSettings: strictSwift),
         .testTarget(
             name: "OpenAVCaptureTestingTests", dependencies: ["OpenAVCaptureTesting"], swiftSettings: strictSwift),
+        /// avcapture's option values, option groups and device names, parsed in process (`@testable import
+        /// avcapture`); IntegrationTests runs the built binary end to end.
+        .testTarget(name: "avcaptureTests", dependencies: ["avcapture"], swiftSettings: strictSwift),
 
         // MARK: Integration tests: the outside tools (ffprobe, ffmpeg, gst-discoverer, mediainfo, exiftool, the
         // built avcapture binary) read what the public API wrote.

@@ -45,10 +45,14 @@ package struct DeviceIdentity: Sendable, Hashable {
     package var position: DevicePosition
     package var media: DeviceMedia
     package var origin: DeviceOrigin
+    /// The name the system's own tools give the device: a V4L2 camera's node (`/dev/video2`, as `v4l2-ctl -d` and
+    /// `ffmpeg -f v4l2` take it), an ALSA microphone's PCM (`plughw:CARD=…,DEV=0`, as `arecord -D` takes it); nil
+    /// for virtual devices, movie files, screens and PipeWire nodes.
+    package var systemName: String?
 
     package init(
         uniqueID: String, modelID: String, localizedName: String, manufacturer: String, kind: DeviceKind,
-        position: DevicePosition, media: DeviceMedia, origin: DeviceOrigin
+        position: DevicePosition, media: DeviceMedia, origin: DeviceOrigin, systemName: String? = nil
     ) {
         self.uniqueID = uniqueID
         self.modelID = modelID
@@ -58,5 +62,6 @@ package struct DeviceIdentity: Sendable, Hashable {
         self.position = position
         self.media = media
         self.origin = origin
+        self.systemName = systemName
     }
 }

@@ -59,6 +59,10 @@ package final class AudioDecoder {
         case "aac ": "aac"
         case "alac": "alac"
         case ".mp3": "mp3"
+        // MPEG-1 Layer 2 is the sound of DVB broadcasts and of MPEG-1/2 program streams (`kAudioFormatMPEGLayer2`).
+        case ".mp2": "mp2"
+        case ".mp1": "mp1"
+        case "ec-3": "eac3"
         case "opus": "opus"
         case "flac": "flac"
         case "ac-3": "ac3"

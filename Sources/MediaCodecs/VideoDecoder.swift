@@ -79,6 +79,10 @@ package final class VideoDecoder {
         /// H.264 decoder predicts later pictures from them. Off by default: pixel buffers handed to a user are
         /// theirs to draw on.
         package var lendsFrames = false
+        /// The picture's size as the container says it, for decoders whose bitstream does not carry it (FFV1); 0
+        /// when unknown. Decoders that read it from the stream (H.264, MPEG-2, …) ignore it.
+        package var width: Int32 = 0
+        package var height: Int32 = 0
 
         package init(codecName: String, extradata: [UInt8] = [], pixelFormat: OSType? = nil, bufferLimit: Int = 6) {
             self.codecName = codecName
@@ -97,7 +101,15 @@ package final class VideoDecoder {
             else { return nil }
             self.init(
                 codecName: name, extradata: compressedFormatExtradata(formatDescription), pixelFormat: pixelFormat)
+            width = formatDescription.dimensions.width
+            height = formatDescription.dimensions.height
         }
+    }
+
+    /// Whether this FFmpeg build has the decoder `codecName` (`avcodec_find_decoder_by_name`): a build may leave
+    /// codecs out.
+    package static func hasDecoder(named codecName: String) -> Bool {
+        avcodec_find_decoder_by_name(codecName) != nil
     }
 
     /// libavcodec's decoder for a QuickTime video codec type, or nil when the type is a pixel format or unknown.
@@ -111,8 +123,41 @@ package final class VideoDecoder {
         case "vp08": "vp8"
         case "vp09": "vp9"
         case "av01": "av1"
-        default: nil
+        // What DVB sticks, DVD rips and camcorders write (MPEG-1/2 in MPEG-TS or PS), and older AVI and FLV codecs:
+        // Apple's codes where it has them (`kCMVideoCodecType_MPEG2Video`), else the FourCC AVI files carry.
+        case "mp1v": "mpeg1video"
+        case "mp2v", "hdv2", "hdv3", "xdv7", "xdvc", "mx5p", "mpg2": "mpeg2video"
+        case "h263", "s263": "h263"
+        case "dvc ", "dvcp", "dvpp", "dv5n", "dv5p": "dvvideo"
+        case "XiTh": "theora"
+        case "WMV3": "wmv3"
+        case "WVC1": "vc1"
+        case "FLV1": "flv"
+        case "DIV3": "msmpeg4"
+        case "cvid": "cinepak"
+        default: ffmpegCodecName(codecType)
         }
+    }
+
+    /// The codec type of a video codec QuickTime has no code for but this FFmpeg decodes (FFV1, HuffYUV, Dirac, …):
+    /// `'#'` and libavcodec's `AVCodecID` in the low 24 bits (FFV1 is `0x23000021`). It names the codec only
+    /// inside this process, between a movie file's demuxer and the decoder; nil when FFmpeg has no decoder.
+    package static func ffmpegCodecType(forCodecNamed name: String) -> FourCharCode? {
+        guard let descriptor = avcodec_descriptor_get_by_name(name), descriptor.pointee.type == AVMEDIA_TYPE_VIDEO,
+            avcodec_find_decoder(descriptor.pointee.id) != nil, descriptor.pointee.id.rawValue < 1 << 24
+        else { return nil }
+        return ffmpegCodecTypeTag << 24 | FourCharCode(descriptor.pointee.id.rawValue)
+    }
+
+    /// `'#'`, the first byte of ``ffmpegCodecType(forCodecNamed:)``'s codes.
+    private static let ffmpegCodecTypeTag: FourCharCode = 0x23
+
+    /// The decoder of an ``ffmpegCodecType(forCodecNamed:)`` code.
+    private static func ffmpegCodecName(_ codecType: FourCharCode) -> String? {
+        guard codecType >> 24 == ffmpegCodecTypeTag,
+            let decoder = avcodec_find_decoder(AVCodecID(rawValue: codecType & 0xFF_FFFF))
+        else { return nil }
+        return String(cString: decoder.pointee.name)
     }
 
     package let configuration: Configuration
@@ -171,6 +216,8 @@ package final class VideoDecoder {
         self.packet = packet
         self.frame = frame
         context.pointee.thread_count = Int32(max(configuration.threadCount, 0))
+        context.pointee.width = configuration.width
+        context.pointee.height = configuration.height
         try attachExtradata(configuration.extradata, to: context, while: operation)
         let status = avcodec_open2(context, codec, nil)
         guard status >= 0 else { throw .ffmpeg(status, while: operation) }

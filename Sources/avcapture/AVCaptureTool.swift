@@ -10,7 +10,8 @@ struct AVCaptureTool: ParsableCommand {
         commandName: "avcapture",
         abstract: "Capture video, audio and stills from cameras and microphones.",
         discussion: """
-            DEVICE is an index from 'avcapture devices', a uniqueID, 'virtual' (the built-in virtual camera or \
+            DEVICE is an index from 'avcapture devices', a uniqueID, a V4L2 node (/dev/video2, /dev/v4l/by-id/…), \
+            an ALSA name (hw:1,0, plughw:1,0, or a PCM such as pulse), 'virtual' (the built-in virtual camera or \
             microphone), or a case-insensitive part of the name. OPENAV_DEVICES=all|real|virtual chooses which \
             devices exist.
 
@@ -33,7 +34,7 @@ struct AVCaptureTool: ParsableCommand {
         let status: Int32
         LoggingOptions.applyFFmpegLogLevel(arguments: Array(CommandLine.arguments.dropFirst()))
         do {
-            var command = try parseAsRoot(RecordCommand.givingScreenItsValue(Array(CommandLine.arguments.dropFirst())))
+            var command = try parseAsRoot(Array(CommandLine.arguments.dropFirst()))
             try command.run()
             status = 0
         } catch {

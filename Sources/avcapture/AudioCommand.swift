@@ -10,7 +10,7 @@ struct AudioCommand: ParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
     @Argument(help: "The file to write.") var output: String
-    @Option(help: "Microphone: an index, uniqueID, 'virtual' or part of its name.") var audio: String?
+    @OptionGroup var microphone: MicrophoneOptions
     @Option(help: "Stop after this many seconds.") var duration: Double?
     @Option(name: .customLong("metadata"), parsing: .singleValue, help: "KEY=VALUE metadata; repeatable.")
     var metadata: [String] = []
@@ -30,11 +30,12 @@ struct AudioCommand: ParsableCommand {
 
     func validate() throws {
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
-        if audio?.lowercased() == "none" { throw ValidationError("--audio none leaves nothing to record") }
+        if microphone.isNone { throw ValidationError("--audio none leaves nothing to record") }
     }
 
     func run() throws {
-        var record = try RecordCommand.parse([output, "--video", "none"] + (audio.map { ["--audio", $0] } ?? []))
+        let device = microphone.audio.map { ["--audio", $0] } ?? []
+        var record = try RecordCommand.parse([output, "--video", "none"] + device)
         record.duration = duration
         record.metadata = metadata
         record.overwrite = overwrite

@@ -6,8 +6,12 @@ struct CaptureSetup {
     /// How the camera's format is chosen.
     enum FormatChoice {
         case preset(AVCaptureSession.Preset)
-        /// An exact size and frame rate: the device's format of that size whose rates include it.
-        case exact(width: Int32, height: Int32, framesPerSecond: Double)
+        /// A size, and optionally a frame rate and a pixel format: the device's first format of that size (and pixel
+        /// format) whose rates include the rate; its highest rate when none is given.
+        case exact(width: Int32, height: Int32, framesPerSecond: Double?, pixelFormat: PixelFormatChoice?)
+        /// The format at this index of `AVCaptureDevice.formats`, as `avcapture formats` numbers them, at the rate
+        /// given or its highest.
+        case index(Int, framesPerSecond: Double?)
     }
 
     let session = AVCaptureSession()
@@ -58,9 +62,12 @@ struct CaptureSetup {
                 throw ToolFailure(.usage, "the session cannot use preset \(preset.rawValue); see 'avcapture formats'")
             }
             session.sessionPreset = preset
-        case .exact(let width, let height, let rate)?:
+        case .exact(let width, let height, let rate, let pixelFormat)?:
             guard let video else { throw ToolFailure(.usage, "--format needs a camera (--video is none)") }
-            try Self.apply(width: width, height: height, framesPerSecond: rate, to: video)
+            try Self.apply(width: width, height: height, framesPerSecond: rate, pixelFormat: pixelFormat, to: video)
+        case .index(let index, let rate)?:
+            guard let video else { throw ToolFailure(.usage, "--format needs a camera (--video is none)") }
+            try Self.apply(index: index, framesPerSecond: rate, to: video)
         case nil:
             break
         }
@@ -72,28 +79,75 @@ struct CaptureSetup {
         }
     }
 
-    /// Sets the camera's format and frame duration; the session then keeps them (`.inputPriority`).
-    static func apply(width: Int32, height: Int32, framesPerSecond: Double, to device: AVCaptureDevice) throws {
+    /// Sets the camera's format of that size (and pixel format) whose rates include `framesPerSecond` (its
+    /// highest rate when nil); the session then keeps it (`.inputPriority`).
+    static func apply(
+        width: Int32, height: Int32, framesPerSecond: Double?, pixelFormat: PixelFormatChoice?,
+        to device: AVCaptureDevice
+    ) throws {
         let sized = device.formats.filter {
             $0.formatDescription.dimensions.width == width && $0.formatDescription.dimensions.height == height
         }
-        guard
-            let format = sized.first(where: { format in
-                format.videoSupportedFrameRateRanges.contains {
-                    framesPerSecond >= $0.minFrameRate - 1e-6 && framesPerSecond <= $0.maxFrameRate + 1e-6
-                }
-            })
-        else {
+        let matching = sized.filter { format in
+            pixelFormat.map { $0.mediaSubTypes.contains(format.formatDescription.mediaSubType.rawValue) } ?? true
+        }
+        let format = matching.first { format in
+            guard let framesPerSecond else { return true }
+            return format.videoSupportedFrameRateRanges.contains {
+                framesPerSecond >= $0.minFrameRate - 1e-6 && framesPerSecond <= $0.maxFrameRate + 1e-6
+            }
+        }
+        let asked = "\(width)x\(height)" + (framesPerSecond.map { "@\(FormatsCommand.number($0))" } ?? "")
+            + (pixelFormat.map { ":\($0.rawValue)" } ?? "")
+        guard let format else {
             let sizes = Set(device.formats.map { "\($0.formatDescription.dimensions.width)x\($0.formatDescription.dimensions.height)" })
             let detail =
                 sized.isEmpty
                 ? "sizes: \(sizes.sorted().joined(separator: ", "))"
-                : "rates at that size: "
-                    + sized.flatMap(\.videoSupportedFrameRateRanges).map { "\($0.minFrameRate)-\($0.maxFrameRate)" }
-                    .joined(separator: ", ")
-            throw ToolFailure(
-                .usage, "\(device.localizedName) cannot stream \(width)x\(height)@\(framesPerSecond); \(detail)")
+                : matching.isEmpty
+                    ? "pixel formats at that size: "
+                        + sized.map { FormatsCommand.pixelFormatName($0.formatDescription.mediaSubType.rawValue) }
+                        .joined(separator: ", ")
+                    : "rates at that size: "
+                        + matching.flatMap(\.videoSupportedFrameRateRanges)
+                        .map { "\($0.minFrameRate)-\($0.maxFrameRate)" }.joined(separator: ", ")
+            throw ToolFailure(.usage, "\(device.localizedName) cannot stream \(asked); \(detail)")
         }
+        try activate(format, framesPerSecond: framesPerSecond, on: device)
+    }
+
+    /// Sets the camera's format at `index` of its formats (as `avcapture formats` numbers them).
+    static func apply(index: Int, framesPerSecond: Double?, to device: AVCaptureDevice) throws {
+        guard device.formats.indices.contains(index) else {
+            throw ToolFailure(
+                .usage,
+                "\(device.localizedName) has no format \(index); its formats are 0 to \(device.formats.count - 1) "
+                    + "(see 'avcapture formats')")
+        }
+        let format = device.formats[index]
+        if let framesPerSecond,
+            !format.videoSupportedFrameRateRanges.contains(where: {
+                framesPerSecond >= $0.minFrameRate - 1e-6 && framesPerSecond <= $0.maxFrameRate + 1e-6
+            })
+        {
+            throw ToolFailure(
+                .usage,
+                "format \(index) of \(device.localizedName) cannot stream "
+                    + "\(FormatsCommand.number(framesPerSecond)) fps; "
+                    + "rates: " + format.videoSupportedFrameRateRanges.map { "\($0.minFrameRate)-\($0.maxFrameRate)" }
+                    .joined(separator: ", "))
+        }
+        try activate(format, framesPerSecond: framesPerSecond, on: device)
+    }
+
+    /// Makes `format` the device's, at `framesPerSecond` or the format's highest rate.
+    private static func activate(
+        _ format: AVCaptureDevice.Format, framesPerSecond: Double?, on device: AVCaptureDevice
+    ) throws {
+        guard format.mediaType == .video else {
+            throw ToolFailure(.usage, "that format of \(device.localizedName) is not a video format")
+        }
+        let rate = framesPerSecond ?? format.videoSupportedFrameRateRanges.map(\.maxFrameRate).max() ?? 30
         do {
             try device.lockForConfiguration()
         } catch {
@@ -101,7 +155,7 @@ struct CaptureSetup {
         }
         defer { device.unlockForConfiguration() }
         device.activeFormat = format
-        let duration = CMTime(seconds: 1 / framesPerSecond, preferredTimescale: 600_000)
+        let duration = CMTime(seconds: 1 / rate, preferredTimescale: 600_000)
         device.activeVideoMinFrameDuration = duration
         device.activeVideoMaxFrameDuration = duration
     }
@@ -132,7 +186,8 @@ struct CaptureSetup {
         return description
     }
 
-    /// "Virtual Back Camera 1920x1080 @ 30 fps" for status lines.
+    /// "Virtual Back Camera 1920x1080 @ 30 fps (nv12)" for status lines: the camera's pixel format or codec last,
+    /// as --format's :PIXFMT names it.
     var videoSummary: String? {
         if let screen, let dimensions = screen.ports.first?.formatDescription?.dimensions {
             let rate = 1 / screen.minFrameDuration.seconds
@@ -142,7 +197,9 @@ struct CaptureSetup {
         guard let video else { return nil }
         let dimensions = video.activeFormat.formatDescription.dimensions
         let rate = 1 / video.activeVideoMinFrameDuration.seconds
+        let pixelFormat = FormatsCommand.pixelFormatName(video.activeFormat.formatDescription.mediaSubType.rawValue)
         return "\(video.localizedName) \(dimensions.width)x\(dimensions.height) @ \(FormatsCommand.number(rate.rounded())) fps"
+            + " (\(pixelFormat))"
     }
 }
 

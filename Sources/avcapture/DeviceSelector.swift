@@ -2,8 +2,9 @@ import Foundation
 import OpenAVCapture
 
 /// Finds the device a command line names: an index from `avcapture devices`, a uniqueID (`file:PATH` plays a
-/// movie file as a camera, and as a microphone for --audio), `virtual`, or a case-insensitive fragment of the name;
-/// `none` for no device of that kind.
+/// movie file as a camera, and as a microphone for --audio), a V4L2 node's path (`/dev/video2`, a udev symlink),
+/// an ALSA name (`hw:1,0`, `plughw:1,0`, a PCM such as `pulse`), `virtual`, or a case-insensitive fragment of the
+/// name; `none` for no device of that kind.
 struct DeviceSelector {
     /// Whether movie files named with `file:` start again at their end (`record --loop`); set before selecting.
     nonisolated(unsafe) static var loopsMovieFiles = false
@@ -73,7 +74,31 @@ struct DeviceSelector {
             }
             return device
         }
-        if let device = candidates.first(where: { $0.uniqueID == specification })
+        // The system's own names, as v4l2-ctl, ffmpeg -f v4l2 and arecord take them.
+        if SystemDeviceNames.isPath(specification) {
+            guard mediaType == .video,
+                let uniqueID = SystemDeviceNames.camera(
+                    atPath: specification, among: candidates.map { ($0.uniqueID, $0.linuxDeviceName) }),
+                let device = candidates.first(where: { $0.uniqueID == uniqueID })
+            else {
+                let reason =
+                    mediaType != .video ? "a path names a camera (a V4L2 node), not a microphone"
+                    : FileManager.default.fileExists(atPath: specification)
+                        ? "no camera is \(specification)" : "\(specification) does not exist"
+                throw ToolFailure(.unavailable, "\(reason); \(available(for: mediaType))")
+            }
+            return device
+        }
+        if specification.contains(/^(plug)?hw:/) {
+            guard mediaType == .audio,
+                let uniqueID = SystemDeviceNames.microphoneID(for: specification),
+                let device = candidates.first(where: { $0.uniqueID == uniqueID })
+            else {
+                throw ToolFailure(.unavailable, "no \(kind) is \(specification); \(available(for: mediaType))")
+            }
+            return device
+        }
+        if let device = candidates.first(where: { [specification, "alsa:" + specification].contains($0.uniqueID) })
             ?? AVCaptureDevice(uniqueID: specification).flatMap({ $0.hasMediaType(mediaType) ? $0 : nil })
         {
             return device

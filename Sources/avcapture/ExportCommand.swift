@@ -22,13 +22,31 @@ struct ExportCommand: ParsableCommand {
     @Argument(help: "The movie to read.") var input: String
     @Argument(help: "The file to write: .mov, .mp4, .m4v, or .m4a with --preset m4a. It must not exist.")
     var output: String
-    @Option(help: "The export preset (see below).") var preset = "passthrough"
+    @Option(help: "The export preset (see below).") var preset: Preset = Preset(name: "passthrough")
     @Option(name: .customLong("slow-motion"), help: "START-END:FACTOR, in seconds: slow that range down FACTOR times.")
     var slowMotion: String?
     @Option(name: .customLong("frame-rate"), help: "A constant output frame rate (encoding presets).")
     var frameRate: Int?
-    @Option(help: "How slowed sound keeps its pitch: spectral (default), timeDomain or varispeed (pitch drops).")
-    var pitch = "spectral"
+    @Option(help: "How slowed sound keeps its pitch (varispeed: the pitch drops).") var pitch: PitchChoice = .spectral
+
+    /// `--preset`: a short name from `presetNames`, or an Apple preset name (`AVAssetExportPreset…`).
+    struct Preset: ExpressibleByArgument, CustomStringConvertible {
+        var name: String
+
+        init(name: String) { self.name = name }
+
+        init?(argument: String) {
+            guard ExportCommand.presetNames[argument.lowercased()] != nil || argument.hasPrefix("AVAssetExportPreset")
+            else { return nil }
+            name = argument.hasPrefix("AVAssetExportPreset") ? argument : argument.lowercased()
+        }
+
+        /// The Apple preset it names.
+        var presetName: String { ExportCommand.presetNames[name] ?? name }
+        var description: String { name }
+        static var allValueStrings: [String] { ExportCommand.presetNames.keys.sorted() }
+        static var defaultCompletionKind: CompletionKind { .list(allValueStrings) }
+    }
 
     static let presetNames: [String: String] = [
         "passthrough": AVAssetExportPresetPassthrough, "highest": AVAssetExportPresetHighestQuality,
@@ -60,20 +78,12 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailures {
-            guard let presetName = Self.presetNames[preset] ?? (preset.hasPrefix("AVAssetExportPreset") ? preset : nil)
-            else {
-                throw ToolFailure(
-                    .usage,
-                    "unknown preset \(preset); use one of \(Self.presetNames.keys.sorted().joined(separator: ", "))")
-            }
+            let presetName = preset.presetName
             let outputURL = URL(fileURLWithPath: output)
             guard let fileType = Self.fileTypes[outputURL.pathExtension.lowercased()] else {
                 throw ToolFailure(.usage, "\(output): the extension must be .mov, .mp4, .m4v or .m4a")
             }
-            let algorithm = AVAudioTimePitchAlgorithm(rawValue: pitch.prefix(1).uppercased() + pitch.dropFirst())
-            guard [.spectral, .timeDomain, .varispeed].contains(algorithm) else {
-                throw ToolFailure(.usage, "--pitch is spectral, timeDomain or varispeed, not \(pitch)")
-            }
+            let algorithm = pitch.algorithm
             if frameRate != nil, presetName == AVAssetExportPresetPassthrough {
                 throw ToolFailure(.usage, "--frame-rate needs an encoding preset (passthrough keeps every frame)")
             }

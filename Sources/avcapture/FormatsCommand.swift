@@ -5,16 +5,29 @@ import OpenAVCapture
 /// `avcapture formats DEVICE`: the formats a device streams and the controls it has.
 struct FormatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "formats", abstract: "List a device's formats, frame rates and controls.")
+        commandName: "formats", abstract: "List a device's formats, frame rates and controls.",
+        discussion: """
+            Each format's index is what record's --format N takes; its pixel format name (mjpeg, yuyv, nv12, \
+            h264, …) what --format WxH@FPS:PIXFMT takes. --json prints one object: name, uniqueID, formats (each \
+            with index, mediaSubType (the FourCC), pixelFormat, and width, height, frameRates ("30" or "1-60"), \
+            photoDimensions for video or sampleRate, channels for sound; absent fields are left out) and controls \
+            (name, current, minimum, maximum).
+            """)
 
     @OptionGroup var logging: LoggingOptions
-    @Argument(help: "An index from 'avcapture devices', a uniqueID, 'virtual', or part of the name.")
+    @Argument(
+        help: ArgumentHelp(
+            "An index from 'avcapture devices', a uniqueID, /dev/videoN, hw:CARD,DEV, 'virtual', part of the name, "
+                + "or file:PATH."))
     var device: String
     @Flag(help: "Print JSON instead of text.") var json = false
 
     struct FormatEntry: Codable {
         var index: Int
         var mediaSubType: String
+        /// The name --format's :PIXFMT and --pixel-format take (mjpeg, yuyv, nv12, h264, …); absent for sound and
+        /// for subtypes with no such name.
+        var pixelFormat: String?
         var width: Int?
         var height: Int?
         var frameRates: [String]?
@@ -46,7 +59,13 @@ struct FormatsCommand: ParsableCommand {
                 let devices = try DeviceSelector.movieFile(path.hasSuffix("#audio") ? String(path.dropLast(6)) : path)
                 selected = path.hasSuffix("#audio") ? devices.microphone : devices.camera ?? devices.microphone
             } else {
-                selected = try DeviceSelector.device(device, for: .video) ?? DeviceSelector.device(device, for: .audio)
+                // A camera by that name, else a microphone; when neither, the camera's reason is the one told.
+                do {
+                    selected = try DeviceSelector.device(device, for: .video)
+                } catch {
+                    guard let microphone = try? DeviceSelector.device(device, for: .audio) else { throw error }
+                    selected = microphone
+                }
             }
             guard let device = selected else { throw ToolFailure(.usage, "name a device; 'none' lists nothing") }
             let report = Report(
@@ -62,7 +81,8 @@ struct FormatsCommand: ParsableCommand {
                 if let width = format.width, let height = format.height {
                     let rates = format.frameRates?.joined(separator: ", ") ?? ""
                     let photo = format.photoDimensions.map { ", stills \($0)" } ?? ""
-                    print("  \(format.index)  \(format.mediaSubType) \(width)x\(height) @ \(rates) fps\(photo)")
+                    let name = format.pixelFormat.map { " (\($0))" } ?? ""
+                    print("  \(format.index)  \(format.mediaSubType)\(name) \(width)x\(height) @ \(rates) fps\(photo)")
                 } else {
                     print("  \(format.index)  \(format.mediaSubType) \(Int(format.sampleRate ?? 0)) Hz, \(format.channels ?? 0) ch")
                 }
@@ -89,7 +109,9 @@ struct FormatsCommand: ParsableCommand {
         let dimensions = description.dimensions
         let still = format.highResolutionStillImageDimensions
         return FormatEntry(
-            index: index, mediaSubType: subType, width: Int(dimensions.width), height: Int(dimensions.height),
+            index: index, mediaSubType: subType,
+            pixelFormat: PixelFormatChoice.named(description.mediaSubType.rawValue)?.rawValue,
+            width: Int(dimensions.width), height: Int(dimensions.height),
             frameRates: format.videoSupportedFrameRateRanges.map { range in
                 range.minFrameRate == range.maxFrameRate
                     ? number(range.maxFrameRate) : "\(number(range.minFrameRate))-\(number(range.maxFrameRate))"
@@ -124,6 +146,11 @@ struct FormatsCommand: ParsableCommand {
         let bytes = [24, 16, 8, 0].map { UInt8((code >> $0) & 0xFF) }
         guard bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else { return String(code) }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// "mjpeg" for a subtype with a --pixel-format name, else its four characters ("420v").
+    static func pixelFormatName(_ code: FourCharCode) -> String {
+        PixelFormatChoice.named(code)?.rawValue ?? fourCharacters(code)
     }
 
     static func number(_ value: Double) -> String {

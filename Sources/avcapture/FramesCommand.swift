@@ -11,23 +11,33 @@ struct FramesCommand: ParsableCommand {
             + "ffmpeg -f rawvideo -pix_fmt nv12 -s 1280x720 -r 30 -i -.")
 
     @OptionGroup var logging: LoggingOptions
-    @Option(help: "Camera: an index, uniqueID, 'virtual' or part of its name.") var video: String?
-    @Option(help: "y4m, bgra or nv12.") var format: String = "y4m"
+    @OptionGroup var camera: CameraOptions
+    @Option(help: "What is written (the camera's own format is --camera-format).") var format: Output = .y4m
     @Option(help: "Stop after this many frames (default: until interrupted).") var count: Int?
-    @Option(help: "Session preset, e.g. 640x480 (default: high).") var preset: String = "high"
+    @Option(help: "Session preset.") var preset: PresetChoice = .high
+    // `--format` here is what is written, as it always was; the camera's format has its own name.
+    @Option(
+        name: .customLong("camera-format"),
+        help: ArgumentHelp(
+            "The camera's format, as record's --format (e.g. 1280x720@30:mjpeg or 4).", valueName: "format"))
+    var cameraFormat: FormatSpecification?
 
-    static let pixelFormats: [String: OSType] = [
-        "y4m": kCVPixelFormatType_420YpCbCr8Planar, "bgra": kCVPixelFormatType_32BGRA,
-        "nv12": kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange,
-    ]
+    /// What frames are written as.
+    enum Output: String, KebabChoice {
+        case y4m, bgra, nv12
+
+        var pixelFormat: OSType {
+            switch self {
+            case .y4m: kCVPixelFormatType_420YpCbCr8Planar
+            case .bgra: kCVPixelFormatType_32BGRA
+            case .nv12: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+            }
+        }
+    }
 
     func validate() throws {
-        guard Self.pixelFormats[format.lowercased()] != nil else {
-            throw ValidationError("unknown --format '\(format)'; use y4m, bgra or nv12")
-        }
         if let count, count <= 0 { throw ValidationError("--count must be positive") }
-        if RecordCommand.parsePreset(preset) == nil { throw ValidationError("unknown --preset '\(preset)'") }
-        if video?.lowercased() == "none" { throw ValidationError("frames need a camera; --video none leaves none") }
+        if camera.isNone { throw ValidationError("frames need a camera; --video none leaves none") }
     }
 
     func run() throws {
@@ -36,13 +46,19 @@ struct FramesCommand: ParsableCommand {
                 throw ToolFailure(.usage, "standard output is a terminal; pipe it, e.g. avcapture frames | ffplay -")
             }
             signal(SIGPIPE, SIG_IGN)
-            let camera = try DeviceSelector.device(video, for: .video)
+            let cameraDevice = try DeviceSelector.device(camera.video, for: .video)
             let output = AVCaptureVideoDataOutput()
-            output.videoSettings = [kCVPixelBufferPixelFormatTypeKey: Self.pixelFormats[format.lowercased()]!]
-            let setup = try CaptureSetup(
-                video: camera, audio: nil, format: .preset(RecordCommand.parsePreset(preset)!), outputs: [output])
-            let frameDuration = camera?.activeVideoMinFrameDuration ?? CMTime(value: 1, timescale: 30)
-            let writer = FrameWriter(isY4M: format.lowercased() == "y4m", frameDuration: frameDuration, limit: count)
+            output.videoSettings = [kCVPixelBufferPixelFormatTypeKey: format.pixelFormat]
+            let formatChoice: CaptureSetup.FormatChoice =
+                switch cameraFormat {
+                case .index(let index, let rate)?: .index(index, framesPerSecond: rate)
+                case .size(let width, let height, let rate, let pixelFormat)?:
+                    .exact(width: width, height: height, framesPerSecond: rate, pixelFormat: pixelFormat)
+                case nil: .preset(preset.preset)
+                }
+            let setup = try CaptureSetup(video: cameraDevice, audio: nil, format: formatChoice, outputs: [output])
+            let frameDuration = cameraDevice?.activeVideoMinFrameDuration ?? CMTime(value: 1, timescale: 30)
+            let writer = FrameWriter(isY4M: format == .y4m, frameDuration: frameDuration, limit: count)
             let frameQueue = DispatchQueue(label: "avcapture.frames")
             output.setSampleBufferDelegate(writer, queue: frameQueue)
             let signals = SignalWatcher(stop: { _ in writer.finish() })

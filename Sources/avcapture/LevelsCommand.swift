@@ -9,17 +9,17 @@ struct LevelsCommand: ParsableCommand {
         abstract: "Show a microphone's average and peak levels in dBFS (Ctrl-C ends it).")
 
     @OptionGroup var logging: LoggingOptions
-    @Option(help: "Microphone: an index, uniqueID, 'virtual' or part of its name.") var audio: String?
+    @OptionGroup var microphone: MicrophoneOptions
     @Option(help: "Stop after this many seconds.") var duration: Double?
 
     func validate() throws {
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
-        if audio?.lowercased() == "none" { throw ValidationError("levels need a microphone; --audio none leaves none") }
+        if microphone.isNone { throw ValidationError("levels need a microphone; --audio none leaves none") }
     }
 
     func run() throws {
         try reportingFailures {
-            let microphone = try DeviceSelector.device(audio, for: .audio)
+            let microphone = try DeviceSelector.device(microphone.audio, for: .audio)
             let output = AVCaptureAudioDataOutput()
             let setup = try CaptureSetup(video: nil, audio: microphone, format: nil, outputs: [output])
             let stop = DispatchSemaphore(value: 0)

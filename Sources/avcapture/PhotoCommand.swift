@@ -9,47 +9,46 @@ struct PhotoCommand: ParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
     @Argument(help: "The file to write: .jpg, .jpeg or .heic.") var output: String
-    @Option(help: "Camera: an index, uniqueID, 'virtual' or part of its name.") var video: String?
-    @Option(help: "Flash: on, off or auto.") var flash: String = "off"
-    @Option(help: "Encoding: jpeg or heic (default: from the extension).") var format: String?
-    @Option(help: "Session preset, e.g. photo (the camera's largest stills) or 1920x1080.") var preset: String = "photo"
+    @OptionGroup var camera: CameraOptions
+    @Option(help: "Flash.") var flash: FlashChoice = .off
+    @Option(help: "Encoding (default: from the extension).") var format: Encoding?
+    @Option(help: "Session preset (photo: the camera's largest stills).") var preset: PresetChoice = .photo
+
+    /// What the photo is encoded as.
+    enum Encoding: String, KebabChoice {
+        case jpeg, heic
+        static let aliases: [String: Self] = ["jpg": .jpeg]
+    }
     @Option(parsing: .unconditional, help: "Where it was taken: LAT,LON in degrees (EXIF GPS).") var location: String?
     @Flag(help: "Replace an existing file (it survives a failed capture).") var overwrite = false
 
-    static let flashModes: [String: AVCaptureDevice.FlashMode] = ["on": .on, "off": .off, "auto": .auto]
-
     func validate() throws {
-        guard Self.flashModes[flash.lowercased()] != nil else {
-            throw ValidationError("unknown --flash '\(flash)'; use on, off or auto")
-        }
-        if let format, !["jpeg", "jpg", "heic"].contains(format.lowercased()) {
-            throw ValidationError("unknown --format '\(format)'; use jpeg or heic")
-        }
-        if RecordCommand.parsePreset(preset) == nil { throw ValidationError("unknown --preset '\(preset)'") }
         if let location, RecordCommand.parseLocation(location) == nil {
             throw ValidationError("--location '\(location)' is not LAT,LON in degrees, e.g. 48.8584,2.2945")
         }
-        if video?.lowercased() == "none" { throw ValidationError("a photo needs a camera; --video none leaves none") }
+        if camera.isNone { throw ValidationError("a photo needs a camera; --video none leaves none") }
     }
 
     func run() throws {
         try reportingFailures {
             let target = try OutputTarget(path: output, allowedExtensions: ["jpg", "jpeg", "heic"], overwrite: overwrite)
-            let wantsHEIC = (format?.lowercased() ?? target.url.pathExtension.lowercased()) == "heic"
+            let wantsHEIC = format.map { $0 == .heic } ?? (target.url.pathExtension.lowercased() == "heic")
             if wantsHEIC != (target.url.pathExtension.lowercased() == "heic") {
-                throw ToolFailure(.usage, "--format \(format ?? "") does not match the extension of \(output)")
+                throw ToolFailure(
+                    .usage, "--format \(format?.rawValue ?? "") does not match the extension of \(output)")
             }
-            let camera = try DeviceSelector.device(video, for: .video)
+            let cameraDevice = try DeviceSelector.device(camera.video, for: .video)
             let photoOutput = AVCapturePhotoOutput()
             let setup = try CaptureSetup(
-                video: camera, audio: nil, format: .preset(RecordCommand.parsePreset(preset)!), outputs: [photoOutput])
+                video: cameraDevice, audio: nil, format: .preset(preset.preset), outputs: [photoOutput])
             let codec: AVVideoCodecType = wantsHEIC ? .hevc : .jpeg
             guard photoOutput.availablePhotoCodecTypes.contains(codec) else {
                 throw ToolFailure(.usage, "this system's libheif cannot encode HEVC; take a .jpg instead")
             }
-            let flashMode = Self.flashModes[flash.lowercased()]!
+            let flashMode = flash.mode
             guard photoOutput.supportedFlashModes.contains(flashMode) else {
-                throw ToolFailure(.usage, "\(camera?.localizedName ?? "the camera") has no flash; use --flash off")
+                throw ToolFailure(
+                    .usage, "\(cameraDevice?.localizedName ?? "the camera") has no flash; use --flash off")
             }
             let settings = AVCapturePhotoSettings(format: [AVVideoCodecKey: codec])
             settings.flashMode = flashMode

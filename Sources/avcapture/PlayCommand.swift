@@ -23,8 +23,8 @@ struct PlayCommand: ParsableCommand {
     @OptionGroup var logging: LoggingOptions
     @Argument(help: "The file to play.") var file: String
     @Option(help: "The playback rate (0.5 is half speed, 2 double).") var rate: Float = 1
-    @Option(help: "How the sound is stretched: timeDomain (default), spectral, or varispeed (pitch moves).")
-    var pitch = "timeDomain"
+    @Option(help: "How the sound is stretched (varispeed: the pitch moves with the rate).")
+    var pitch: PitchChoice = .timeDomain
     @Option(name: .customLong("audio-device"), help: "The ALSA PCM to play the sound on.") var audioDevice: String?
     @Flag(help: "Show no window even when there is a display.") var headless = false
 
@@ -33,10 +33,7 @@ struct PlayCommand: ParsableCommand {
             guard rate > 0, rate <= 100 else {
                 throw ToolFailure(.usage, "--rate is above 0 and at most 100, not \(rate)")
             }
-            let algorithm = AVAudioTimePitchAlgorithm(rawValue: pitch.prefix(1).uppercased() + pitch.dropFirst())
-            guard [.spectral, .timeDomain, .varispeed].contains(algorithm) else {
-                throw ToolFailure(.usage, "--pitch is timeDomain, spectral or varispeed, not \(pitch)")
-            }
+            let algorithm = pitch.algorithm
             guard FileManager.default.isReadableFile(atPath: file) else {
                 throw ToolFailure(.noInput, "\(file) does not exist or cannot be read")
             }

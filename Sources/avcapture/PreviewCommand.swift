@@ -17,35 +17,17 @@ struct PreviewCommand: ParsableCommand {
             """)
 
     @OptionGroup var logging: LoggingOptions
-    @Option(help: "Camera: an index, uniqueID, 'virtual' or part of its name.") var video: String?
-    @Option(help: "Microphone for recordings: an index, uniqueID, 'virtual', part of its name, or 'none'.")
-    var audio: String?
-    @Option(help: "How the picture fills the window: aspect, fill or resize.") var gravity: String = "aspect"
-    @Option(help: "Orientation: landscapeRight (the sensor's), portrait, landscapeLeft or portraitUpsideDown.")
-    var orientation: String = "landscapeRight"
+    @OptionGroup var camera: CameraOptions
+    @OptionGroup var microphone: MicrophoneOptions
+    @Option(help: "How the picture fills the window.") var gravity: GravityChoice = .aspect
+    @Option(help: "Orientation (landscape-right is the sensor's).") var orientation: OrientationChoice = .landscapeRight
     @Flag(help: "Mirror the preview left to right (as a front camera's is).") var mirror = false
-    @Option(help: "Session preset, e.g. high, 1280x720.") var preset: String = "high"
+    @Option(help: "Session preset.") var preset: PresetChoice = .high
     @Option(help: "The window's size, WIDTHxHEIGHT.") var size: String = "960x540"
 
-    static let gravities: [String: AVLayerVideoGravity] = [
-        "aspect": .resizeAspect, "fill": .resizeAspectFill, "resize": .resize,
-    ]
-    static let orientations: [String: AVCaptureVideoOrientation] = [
-        "landscaperight": .landscapeRight, "portrait": .portrait, "landscapeleft": .landscapeLeft,
-        "portraitupsidedown": .portraitUpsideDown,
-    ]
-
     func validate() throws {
-        guard Self.gravities[gravity.lowercased()] != nil else {
-            throw ValidationError("unknown --gravity '\(gravity)'; use aspect, fill or resize")
-        }
-        guard Self.orientations[orientation.lowercased()] != nil else {
-            throw ValidationError(
-                "unknown --orientation '\(orientation)'; use landscapeRight, portrait, landscapeLeft or portraitUpsideDown")
-        }
-        if RecordCommand.parsePreset(preset) == nil { throw ValidationError("unknown --preset '\(preset)'") }
         guard Self.parseSize(size) != nil else { throw ValidationError("--size '\(size)' is not WIDTHxHEIGHT, e.g. 960x540") }
-        if video?.lowercased() == "none" { throw ValidationError("a preview needs a camera; --video none leaves none") }
+        if camera.isNone { throw ValidationError("a preview needs a camera; --video none leaves none") }
     }
 
     static func parseSize(_ text: String) -> CGSize? {
@@ -56,19 +38,19 @@ struct PreviewCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailures {
-            let camera = try DeviceSelector.device(video, for: .video)
-            let microphone = try DeviceSelector.device(audio, for: .audio)
+            let cameraDevice = try DeviceSelector.device(camera.video, for: .video)
+            let microphoneDevice = try DeviceSelector.device(microphone.audio, for: .audio)
             let directory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
             let controller = CameraController(mediaDirectory: directory)
             let app = PreviewApp(controller: controller)
             controller.delegate = app
             do {
                 try controller.setupSession(
-                    camera: camera, microphone: microphone ?? nil, preset: RecordCommand.parsePreset(preset)!)
+                    camera: cameraDevice, microphone: microphoneDevice ?? nil, preset: preset.preset)
             } catch let error as AVError {
                 throw ToolFailure(.unavailable, CaptureSetup.describe(error))
             }
-            if microphone == nil, audio?.lowercased() == "none" {
+            if microphoneDevice == nil, microphone.isNone {
                 // setupSession adds the default microphone when given none; --audio none means none.
                 for input in controller.captureSession.inputs
                 where (input as? AVCaptureDeviceInput)?.device.hasMediaType(.audio) == true {
@@ -76,8 +58,8 @@ struct PreviewCommand: ParsableCommand {
                 }
             }
             let layer = AVCaptureVideoPreviewLayer(session: controller.captureSession)
-            layer.videoGravity = Self.gravities[gravity.lowercased()]!
-            let videoOrientation = Self.orientations[orientation.lowercased()]!
+            layer.videoGravity = gravity.videoGravity
+            let videoOrientation = orientation.videoOrientation
             controller.captureOrientation = videoOrientation
             if let connection = layer.connection {
                 if connection.isVideoOrientationSupported { connection.videoOrientation = videoOrientation }

@@ -17,11 +17,10 @@ struct PublishCommand: ParsableCommand {
             """)
 
     @Argument(help: "rtmp://host/app/key, srt://host:port?streamid=…, or a path ending in .m3u8.") var url: String
-    @Option(help: "Camera: an index, uniqueID, 'virtual', part of its name, or file:PATH.") var video: String?
-    @Option(help: "Microphone: an index, uniqueID, 'virtual', part of its name, or 'none'.") var audio: String?
-    @Option(help: "Session preset: high, medium, low, 640x480, 1280x720, 1920x1080, ….") var preset: String?
-    @Option(help: "Exact camera format, e.g. 1280x720@30.") var format: String?
-    @Option(help: "Video bit rate in bits per second.") var bitrate: Int?
+    @OptionGroup var camera: CameraOptions
+    @OptionGroup var microphone: MicrophoneOptions
+    @OptionGroup var formatOptions: FormatOptions
+    @Option(help: "Video bit rate in bits per second, e.g. 6M.") var bitrate: Quantity?
     @Option(help: "Stop after this many seconds.") var duration: Double?
     @Option(help: "Also record the stream into this movie (.mov, .mp4), from the same encoder.") var record: String?
     @OptionGroup var stream: HLSOptions
@@ -34,14 +33,7 @@ struct PublishCommand: ParsableCommand {
             ["rtmp://", "rtmps://", "srt://", "udp://", "tcp://"].contains(where: lowered.hasPrefix)
                 || lowered.hasSuffix(".m3u8")
         else { throw ValidationError("'\(url)' is not rtmp://, srt://, udp://, tcp:// or a path ending in .m3u8") }
-        if video?.lowercased() == "none" { throw ValidationError("publish needs a camera") }
-        if preset != nil && format != nil { throw ValidationError("--preset and --format conflict; give one") }
-        if let preset, RecordCommand.parsePreset(preset) == nil {
-            throw ValidationError("unknown --preset '\(preset)'")
-        }
-        if let format, RecordCommand.parseFormat(format) == nil {
-            throw ValidationError("--format '\(format)' is not WIDTHxHEIGHT@FPS, e.g. 1280x720@30")
-        }
+        if camera.isNone { throw ValidationError("publish needs a camera") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
     }
 
@@ -54,18 +46,16 @@ struct PublishCommand: ParsableCommand {
                 try OutputTarget(path: $0, allowedExtensions: ["mov", "mp4"], overwrite: false)
             }
             DeviceSelector.loopsMovieFiles = loop
-            let camera = try DeviceSelector.device(video, for: .video)
-            let companion = audio == nil ? try DeviceSelector.companionMicrophone(of: camera, named: video) : nil
-            let microphone = try companion ?? DeviceSelector.device(audio, for: .audio)
+            let (video, audio) = (camera.video, microphone.audio)
+            let cameraDevice = try DeviceSelector.device(video, for: .video)
+            let companion = audio == nil ? try DeviceSelector.companionMicrophone(of: cameraDevice, named: video) : nil
+            let microphoneDevice = try companion ?? DeviceSelector.device(audio, for: .audio)
             let output = AVCapturePublishingOutput(url: url)
             stream.apply(to: output)
-            output.videoBitRate = bitrate
+            output.videoBitRate = bitrate.map { Int($0.value) }
             output.recordingURL = target?.url
-            let choice: CaptureSetup.FormatChoice? =
-                if let preset { .preset(RecordCommand.parsePreset(preset)!) } else if let format {
-                    RecordCommand.parseFormat(format).map { .exact(width: $0.0, height: $0.1, framesPerSecond: $0.2) }
-                } else { nil }
-            let setup = try CaptureSetup(video: camera, audio: microphone, format: choice, outputs: [output])
+            let setup = try CaptureSetup(
+                video: cameraDevice, audio: microphoneDevice, format: formatOptions.choice, outputs: [output])
             try setup.start()
             let stopped = DispatchSemaphore(value: 0)
             let signal = Mutex<Int32?>(nil)

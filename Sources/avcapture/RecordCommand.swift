@@ -18,17 +18,22 @@ struct RecordCommand: ParsableCommand {
             Segments (a movie cut into consecutive files, no frame or sample lost or repeated at a cut, each file \
             starting on a key frame): --segment-duration SECONDS and/or --segment-size BYTES, with OUTPUT a pattern \
             whose strftime escapes name each file, e.g. 'cam-%Y%m%d-%H%M%S.mov'; --keep N keeps the newest N files, \
-            --keep 2G the newest that fit in 2 GiB (K, M, G, T: powers of 1024). --duration bounds the whole series.
+            --keep 2G the newest that fit in 2 GB. --duration bounds the whole series.
+
+            Sizes and bit rates take ffmpeg's suffixes: k, M, G, T are powers of 1000 (--bitrate 6M is 6000000 \
+            bit/s, --max-size 500M is 500000000 bytes), Ki, Mi, Gi, Ti powers of 1024 (2Gi); a trailing B is \
+            allowed on sizes.
 
             Pre-event recording (--pre-roll SECONDS): the last SECONDS are kept encoded in memory (at most \
-            --ring-size bytes, default 24M) and each trigger writes a movie that starts a key frame at or before \
+            --ring-size bytes, default 24Mi) and each trigger writes a movie that starts a key frame at or before \
             SECONDS earlier, named by OUTPUT's strftime escapes: --trigger signal (SIGUSR2), stdin (a line), \
             level:DBFS (the sound's peak reaching it, e.g. level:-20), or several, comma separated. The file goes on \
             --post-roll seconds after its trigger, or until the next signal or line. Runs until Ctrl-C, --duration \
             or the end of a file source.
 
             --screen records an X11 display (the server DISPLAY names) instead of a camera: N is its index in \
-            'avcapture devices' (the main display when left out); --crop X,Y,W,H (display pixels from its top-left), \
+            'avcapture devices' (the main display when left out; write --screen=N or --screen main when OUTPUT \
+            follows it and is a number); --crop X,Y,W,H (display pixels from its top-left), \
             --fps (at most; default 30), --cursor and --clicks choose what is captured.
 
             --reconnect keeps a movie recording when its camera or microphone is unplugged: when the same device \
@@ -38,17 +43,16 @@ struct RecordCommand: ParsableCommand {
             """)
 
     @Argument(help: "The file to write; its extension chooses the container.") var output: String
-    @Option(help: "Camera: an index, uniqueID, 'virtual', part of its name, or 'none'.") var video: String?
-    @Option(help: "Microphone: an index, uniqueID, 'virtual', part of its name, or 'none'.") var audio: String?
-    @Option(help: "Session preset: high, medium, low, photo, 320x240, 352x288, 640x480, 960x540, 1280x720, 1920x1080, 3840x2160.")
-    var preset: String?
-    @Option(help: "Exact camera format, e.g. 1280x720@60.") var format: String?
-    @Option(help: "Video codec: h264, hevc, prores, jpeg.") var codec: String?
-    @Option(help: "Video bit rate in bits per second (H.264 and HEVC).") var bitrate: Int?
+    @OptionGroup var camera: CameraOptions
+    @OptionGroup var microphone: MicrophoneOptions
+    @OptionGroup var formatOptions: FormatOptions
+    @Option(help: "Video codec.") var codec: VideoCodecChoice?
+    @Option(help: "Video bit rate in bits per second, e.g. 6M (H.264 and HEVC).") var bitrate: Quantity?
     @Option(help: "Stop after this many seconds.") var duration: Double?
-    @Option(name: .customLong("max-size"), help: "Stop before the file passes this many bytes.") var maxSize: Int64?
-    @Option(name: .customLong("min-free"), help: "Stop when the disk has fewer free bytes than this.")
-    var minFree: Int64?
+    @Option(name: .customLong("max-size"), help: "Stop before the file passes this many bytes, e.g. 500M.")
+    var maxSize: Quantity?
+    @Option(name: .customLong("min-free"), help: "Stop when the disk has fewer free bytes than this, e.g. 2G.")
+    var minFree: Quantity?
     @Option(
         name: .customLong("fragment-interval"),
         help: "Longest time in seconds between movie fragments (crash safety; sooner at high bit rates); 0 for none.")
@@ -59,10 +63,10 @@ struct RecordCommand: ParsableCommand {
     var segmentDuration: Double?
     @Option(
         name: .customLong("segment-size"),
-        help: "Cut the movie into files once one holds this many bytes of media (suffix K, M, G allowed).")
-    var segmentSize: String?
+        help: "Cut the movie into files once one holds this many bytes of media, e.g. 50M.")
+    var segmentSize: Quantity?
     @Option(help: "With segments: keep the newest N files, or the newest that fit in SIZE (e.g. 2G); older are deleted.")
-    var keep: String?
+    var keep: KeepLimit?
     @Option(
         name: .customLong("pre-roll"), help: "Keep this many seconds in memory and write a file on each --trigger.")
     var preRoll: Double?
@@ -70,10 +74,9 @@ struct RecordCommand: ParsableCommand {
     var postRoll: Double?
     @Option(help: "With --pre-roll: signal (SIGUSR2), stdin (a line), level:DBFS, or several, comma separated.")
     var trigger: String = "signal"
-    @Option(name: .customLong("ring-size"), help: "With --pre-roll: the most bytes kept in memory (default 24M).")
-    var ringSize: String?
-    @Option(help: "Orientation of the picture: portrait, portrait-upside-down, landscape-left, landscape-right.")
-    var orientation: String?
+    @Option(name: .customLong("ring-size"), help: "With --pre-roll: the most bytes kept in memory (default 24Mi).")
+    var ringSize: Quantity?
+    @Option(help: "Orientation of the picture.") var orientation: OrientationChoice?
     @Flag(help: "Mirror the picture left to right.") var mirror = false
     @Option(name: .customLong("metadata"), parsing: .singleValue, help: "KEY=VALUE metadata (title, author, …); repeatable.")
     var metadata: [String] = []
@@ -82,8 +85,14 @@ struct RecordCommand: ParsableCommand {
     @Flag(help: "Play file: sources again and again instead of stopping at their end.") var loop = false
     @Flag(help: "Keep recording through an unplugged camera or microphone; it goes on in the same file when back.")
     var reconnect = false
-    @Option(help: "Record display N of the X server (an index from 'avcapture devices'; 'main' or left out: the main one).")
-    var screen: String?
+    // An option whose value may be left out (argument-parser's defaultAsFlag): `--screen` alone, or followed by
+    // another option or by a value that is not a display (OUTPUT), is the main display.
+    @Option(
+        defaultAsFlag: ScreenChoice.main,
+        help: ArgumentHelp(
+            "Record display N of the X server (an index from 'avcapture devices'; 'main' or left out: the main one).",
+            valueName: "N"))
+    var screen: ScreenChoice? = nil
     @Option(help: "With --screen: the area X,Y,W,H in display pixels.") var crop: String?
     @Option(help: "With --screen: the highest frame rate (default 30).") var fps: Double?
     @Flag(help: "With --screen: draw the cursor.") var cursor = false
@@ -91,27 +100,16 @@ struct RecordCommand: ParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     static let movieExtensions = ["mov", "mp4", "m4v"]
-    static let codecs: [String: AVVideoCodecType] = ["h264": .h264, "hevc": .hevc, "prores": .proRes422, "jpeg": .jpeg]
+
+    private var video: String? { camera.video }
+    private var audio: String? { microphone.audio }
 
     func validate() throws {
-        if preset != nil && format != nil { throw ValidationError("--preset and --format conflict; give one") }
-        if video?.lowercased() == "none" && audio?.lowercased() == "none" {
+        if camera.isNone && microphone.isNone {
             throw ValidationError("--video none and --audio none leave nothing to record")
-        }
-        if let codec, Self.codecs[codec.lowercased()] == nil {
-            throw ValidationError("unknown --codec '\(codec)'; use h264, hevc, prores or jpeg")
         }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
         if fragmentInterval < 0 { throw ValidationError("--fragment-interval cannot be negative") }
-        if let format, Self.parseFormat(format) == nil {
-            throw ValidationError("--format '\(format)' is not WIDTHxHEIGHT@FPS, e.g. 1280x720@30")
-        }
-        if let preset, Self.parsePreset(preset) == nil {
-            throw ValidationError("unknown --preset '\(preset)'; use high, medium, low, photo or a size like 1280x720")
-        }
-        if let orientation, Self.parseOrientation(orientation) == nil {
-            throw ValidationError("unknown --orientation '\(orientation)'; use portrait, portrait-upside-down, landscape-left or landscape-right")
-        }
         if let location, Self.parseLocation(location) == nil {
             throw ValidationError("--location '\(location)' is not LAT,LON in degrees, e.g. 48.8584,2.2945")
         }
@@ -120,9 +118,8 @@ struct RecordCommand: ParsableCommand {
         }
         if screen != nil {
             if video != nil && video?.lowercased() != "none" { throw ValidationError("--screen and --video conflict; give one") }
-            if preset != nil || format != nil { throw ValidationError("--preset and --format are for cameras; use --crop and --fps") }
-            if screen != "main" && Int(screen!) == nil {
-                throw ValidationError("--screen '\(screen!)' is not a display index from 'avcapture devices'")
+            if formatOptions.isGiven {
+                throw ValidationError("--preset and --format are for cameras; use --crop and --fps")
             }
         } else if crop != nil || fps != nil || cursor || clicks {
             throw ValidationError("--crop, --fps, --cursor and --clicks need --screen")
@@ -132,21 +129,14 @@ struct RecordCommand: ParsableCommand {
         }
         if let fps, !(fps > 0) { throw ValidationError("--fps must be positive") }
         if let segmentDuration, !(segmentDuration > 0) { throw ValidationError("--segment-duration must be positive") }
-        if let segmentSize, (Self.parseBytes(segmentSize) ?? 0) <= 0 {
-            throw ValidationError("--segment-size '\(segmentSize)' is not a size in bytes, e.g. 50000000 or 50M")
-        }
-        if let keep, Self.parseKeep(keep) == nil {
-            throw ValidationError("--keep '\(keep)' is not a count (e.g. 10) or a size (e.g. 2G)")
-        }
+        if let segmentSize, segmentSize.value <= 0 { throw ValidationError("--segment-size must be positive") }
         if keep != nil && !isSegmented { throw ValidationError("--keep needs --segment-duration or --segment-size") }
         if let preRoll, !(preRoll >= 0) { throw ValidationError("--pre-roll must be 0 or more seconds") }
         if let postRoll, !(postRoll > 0) { throw ValidationError("--post-roll must be positive") }
         if EventRecorder.Trigger.parse(trigger) == nil {
             throw ValidationError("--trigger '\(trigger)' is not signal, stdin or level:DBFS (e.g. level:-20)")
         }
-        if let ringSize, (Self.parseBytes(ringSize) ?? 0) <= 0 {
-            throw ValidationError("--ring-size '\(ringSize)' is not a size in bytes, e.g. 24M")
-        }
+        if let ringSize, ringSize.value <= 0 { throw ValidationError("--ring-size must be positive") }
         if preRoll == nil && (postRoll != nil || ringSize != nil) {
             throw ValidationError("--post-roll and --ring-size need --pre-roll")
         }
@@ -162,7 +152,8 @@ struct RecordCommand: ParsableCommand {
         if isSegmented && overwrite { throw ValidationError("--overwrite does not apply to segments (they never replace a file)") }
         let isAudioOnly = video?.lowercased() == "none" && screen == nil
         if isAudioOnly && isSegmented { throw ValidationError("segments need a camera or a screen: they cut at video frames") }
-        if isAudioOnly && (codec != nil || bitrate != nil || format != nil || orientation != nil || mirror) {
+        let cameraOnly = codec != nil || bitrate != nil || formatOptions.format != nil || orientation != nil || mirror
+        if isAudioOnly && cameraOnly {
             throw ValidationError("--codec, --bitrate, --format, --orientation and --mirror need a camera")
         }
     }
@@ -176,24 +167,21 @@ struct RecordCommand: ParsableCommand {
                 path: output, allowedExtensions: extensions, overwrite: overwrite || isSegmented)
             DeviceSelector.loopsMovieFiles = loop
             let screenInput = try screen.map(makeScreenInput)
-            let camera = screenInput == nil ? try DeviceSelector.device(video, for: .video) : nil
+            let cameraDevice = screenInput == nil ? try DeviceSelector.device(video, for: .video) : nil
             // A movie file's sound goes with its picture unless --audio names another microphone.
-            let companion = audio == nil ? try DeviceSelector.companionMicrophone(of: camera, named: video) : nil
-            let microphone = try companion ?? DeviceSelector.device(audio, for: .audio)
+            let companion = audio == nil ? try DeviceSelector.companionMicrophone(of: cameraDevice, named: video) : nil
+            let microphoneDevice = try companion ?? DeviceSelector.device(audio, for: .audio)
             let fileOutput: AVCaptureFileOutput =
                 isAudioOnly ? AVCaptureAudioFileOutput()
                 : preRoll != nil ? AVCapturePreEventFileOutput() : AVCaptureMovieFileOutput()
-            let formatChoice: CaptureSetup.FormatChoice? =
-                if let preset { .preset(Self.parsePreset(preset)!) } else if let format {
-                    Self.parseFormat(format).map { .exact(width: $0.0, height: $0.1, framesPerSecond: $0.2) }
-                } else { nil }
             let setup = try CaptureSetup(
-                video: camera, audio: microphone, screen: screenInput, format: formatChoice, outputs: [fileOutput])
+                video: cameraDevice, audio: microphoneDevice, screen: screenInput, format: formatOptions.choice,
+                outputs: [fileOutput])
             if let events = fileOutput as? AVCapturePreEventFileOutput, let preRoll {
                 events.preRollDuration = CMTime(seconds: preRoll, preferredTimescale: 1000)
                 events.postRollDuration = postRoll.map { CMTime(seconds: $0, preferredTimescale: 1000) } ?? .invalid
-                if let size = ringSize.flatMap(Self.parseBytes) { events.maximumBufferedBytes = Int(size) }
-                events.videoBitRate = bitrate
+                if let ringSize { events.maximumBufferedBytes = Int(ringSize.value) }
+                events.videoBitRate = bitrate.map { Int($0.value) }
                 try EventRecorder(
                     output: events, setup: setup, pattern: URL(fileURLWithPath: output).path,
                     triggers: EventRecorder.Trigger.parse(trigger)!, duration: duration
@@ -211,18 +199,23 @@ struct RecordCommand: ParsableCommand {
     /// The segment series --segment-duration, --segment-size and --keep ask for, or nil for one file.
     private func makeSegments() -> AVCaptureRecordingSegments? {
         guard isSegmented else { return nil }
-        let kept = keep.flatMap(Self.parseKeep)
+        var keepCount = 0
+        var keepBytes: Int64 = 0
+        switch keep {
+        case .files(let count)?: keepCount = count
+        case .bytes(let bytes)?: keepBytes = bytes
+        case nil: break
+        }
         return AVCaptureRecordingSegments(
             pattern: URL(fileURLWithPath: output).path,
             duration: segmentDuration.map { CMTime(seconds: $0, preferredTimescale: 1000) } ?? .invalid,
-            maxFileSize: segmentSize.flatMap(Self.parseBytes) ?? 0, keepCount: kept?.count ?? 0,
-            keepBytes: kept?.bytes ?? 0)
+            maxFileSize: segmentSize?.value ?? 0, keepCount: keepCount, keepBytes: keepBytes)
     }
 
     private func configure(_ output: AVCaptureFileOutput) {
         if let duration { output.maxRecordedDuration = CMTime(seconds: duration, preferredTimescale: 1000) }
-        if let maxSize { output.maxRecordedFileSize = maxSize }
-        if let minFree { output.minFreeDiskSpaceLimit = minFree }
+        if let maxSize { output.maxRecordedFileSize = maxSize.value }
+        if let minFree { output.minFreeDiskSpaceLimit = minFree.value }
         let items = metadataItems()
         if let audioOutput = output as? AVCaptureAudioFileOutput {
             audioOutput.metadata = items
@@ -236,11 +229,13 @@ struct RecordCommand: ParsableCommand {
         guard let connection = movie.connection(with: .video) else { return }
         if codec != nil || bitrate != nil {
             var settings: [String: Any] = [:]
-            if let codec { settings[AVVideoCodecKey] = Self.codecs[codec.lowercased()]! }
-            if let bitrate { settings[AVVideoCompressionPropertiesKey] = [AVVideoAverageBitRateKey: bitrate] }
+            if let codec { settings[AVVideoCodecKey] = codec.codecType }
+            if let bitrate {
+                settings[AVVideoCompressionPropertiesKey] = [AVVideoAverageBitRateKey: Int(bitrate.value)]
+            }
             movie.setOutputSettings(settings, for: connection)
         }
-        if let orientation, let angle = Self.parseOrientation(orientation), connection.isVideoRotationAngleSupported(angle) {
+        if let angle = orientation?.rotationAngle, connection.isVideoRotationAngleSupported(angle) {
             connection.videoRotationAngle = angle
         }
         if mirror, connection.isVideoMirroringSupported {
@@ -250,14 +245,14 @@ struct RecordCommand: ParsableCommand {
     }
 
     /// The screen input `--screen N` names, set up as --crop, --fps, --cursor and --clicks say.
-    private func makeScreenInput(_ choice: String) throws -> AVCaptureScreenInput {
+    private func makeScreenInput(_ choice: ScreenChoice) throws -> AVCaptureScreenInput {
         let displays: [AVCaptureScreenInput.Display]
         do {
             displays = try AVCaptureScreenInput.displays()
         } catch {
             throw ToolFailure(.unavailable, "cannot record the screen: \(CaptureSetup.describe(error))")
         }
-        let index = choice == "main" ? 0 : Int(choice)!
+        let index = if case .index(let index) = choice { index } else { 0 }
         guard displays.indices.contains(index), let input = AVCaptureScreenInput(displayID: displays[index].displayID)
         else {
             throw ToolFailure(
@@ -298,62 +293,12 @@ struct RecordCommand: ParsableCommand {
 
     // MARK: Parsing
 
-    /// "50000000", "500K", "50M", "2G", "1T" (powers of 1024) as bytes.
-    static func parseBytes(_ text: String) -> Int64? {
-        let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
-        let trimmed = text.uppercased().hasSuffix("B") ? String(text.dropLast()) : text
-        if let unit = trimmed.last.flatMap({ units[Character($0.uppercased())] }) {
-            return Double(trimmed.dropLast()).map { Int64($0 * Double(unit)) }
-        }
-        return Int64(trimmed)
-    }
-
-    /// `--keep`: a plain number is a count of files; a number with a unit (K, M, G, T, B) a total size.
-    static func parseKeep(_ text: String) -> (count: Int, bytes: Int64)? {
-        if let count = Int(text) { return count > 0 ? (count, 0) : nil }
-        guard let bytes = parseBytes(text), bytes > 0 else { return nil }
-        return (0, bytes)
-    }
-
-    static func parseFormat(_ text: String) -> (Int32, Int32, Double)? {
-        guard let match = text.wholeMatch(of: /(\d+)x(\d+)@(\d+(?:\.\d+)?)/),
-            let width = Int32(match.1), let height = Int32(match.2), let rate = Double(match.3), rate > 0
-        else { return nil }
-        return (width, height, rate)
-    }
-
-    static func parsePreset(_ text: String) -> AVCaptureSession.Preset? {
-        let presets: [String: AVCaptureSession.Preset] = [
-            "high": .high, "medium": .medium, "low": .low, "photo": .photo, "320x240": .qvga320x240,
-            "352x288": .cif352x288, "640x480": .vga640x480, "960x540": .qHD960x540, "1280x720": .hd1280x720,
-            "1920x1080": .hd1920x1080, "3840x2160": .hd4K3840x2160,
-        ]
-        return presets[text.lowercased()]
-    }
-
     static func parseCrop(_ text: String) -> (Int, Int, Int, Int)? {
         let parts = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard parts.count == 4, let x = parts[0], let y = parts[1], let width = parts[2], let height = parts[3],
             x >= 0, y >= 0, width > 0, height > 0
         else { return nil }
         return (x, y, width, height)
-    }
-
-    /// `--screen` may stand alone (the main display): ArgumentParser options take a value, so a `--screen` not
-    /// followed by an index or `main` gets `main` put after it.
-    static func givingScreenItsValue(_ arguments: [String]) -> [String] {
-        var result: [String] = []
-        for (position, argument) in arguments.enumerated() {
-            result.append(argument)
-            guard argument == "--screen" else { continue }
-            let next = arguments.indices.contains(position + 1) ? arguments[position + 1] : nil
-            if next.map({ Int($0) == nil && $0 != "main" }) ?? true { result.append("main") }
-        }
-        return result
-    }
-
-    static func parseOrientation(_ text: String) -> CGFloat? {
-        ["portrait": 90, "portrait-upside-down": 270, "landscape-right": 0, "landscape-left": 180][text.lowercased()]
     }
 
     static func parseLocation(_ text: String) -> (Double, Double)? {

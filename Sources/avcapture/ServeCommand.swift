@@ -19,11 +19,10 @@ struct ServeCommand: ParsableCommand {
     @OptionGroup var logging: LoggingOptions
     @Option(help: "Address and port to listen on, HOST:PORT (port 0 picks a free one).") var listen = "127.0.0.1:8080"
     @Option(help: "A secret every request must carry; required to listen beyond loopback.") var token: String?
-    @Option(help: "Camera: an index, uniqueID, 'virtual' or part of its name.") var video: String?
-    @Option(help: "Microphone for recordings: an index, uniqueID, 'virtual', part of its name, or 'none'.")
-    var audio: String?
-    @Option(help: "How the picture fills the page: aspect, fill or resize.") var gravity: String = "aspect"
-    @Option(help: "Session preset, e.g. high, 1280x720.") var preset: String = "1280x720"
+    @OptionGroup var camera: CameraOptions
+    @OptionGroup var microphone: MicrophoneOptions
+    @Option(help: "How the picture fills the page.") var gravity: GravityChoice = .aspect
+    @Option(help: "Session preset.") var preset: PresetChoice = .hd720
     @Option(help: "Viewers streaming at once; more are refused (503).") var maxViewers = 4
     @Flag(help: "Also publish the camera as HLS, served at /live/stream.m3u8.") var hls = false
     @OptionGroup var stream: HLSOptions
@@ -32,12 +31,8 @@ struct ServeCommand: ParsableCommand {
         guard Self.parseListen(listen) != nil else {
             throw ValidationError("--listen '\(listen)' is not HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080")
         }
-        guard PreviewCommand.gravities[gravity.lowercased()] != nil else {
-            throw ValidationError("unknown --gravity '\(gravity)'; use aspect, fill or resize")
-        }
-        if RecordCommand.parsePreset(preset) == nil { throw ValidationError("unknown --preset '\(preset)'") }
         guard (1...64).contains(maxViewers) else { throw ValidationError("--max-viewers must be 1 ... 64") }
-        if video?.lowercased() == "none" {
+        if camera.isNone {
             throw ValidationError("the camera app needs a camera; --video none leaves none")
         }
         if !hls && stream.isGiven {
@@ -82,19 +77,19 @@ struct ServeCommand: ParsableCommand {
     func run() throws {
         try reportingFailures {
             let (host, port) = Self.parseListen(listen)!
-            let camera = try DeviceSelector.device(video, for: .video)
-            let microphone = try DeviceSelector.device(audio, for: .audio)
+            let cameraDevice = try DeviceSelector.device(camera.video, for: .video)
+            let microphoneDevice = try DeviceSelector.device(microphone.audio, for: .audio)
             let directory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
             let controller = CameraController(mediaDirectory: directory)
             let app = WebCameraApp(controller: controller)
             controller.delegate = app
             do {
                 try controller.setupSession(
-                    camera: camera, microphone: microphone, preset: RecordCommand.parsePreset(preset)!)
+                    camera: cameraDevice, microphone: microphoneDevice, preset: preset.preset)
             } catch let error as AVError {
                 throw ToolFailure(.unavailable, CaptureSetup.describe(error))
             }
-            if microphone == nil, audio?.lowercased() == "none" {
+            if microphoneDevice == nil, microphone.isNone {
                 for input in controller.captureSession.inputs
                 where (input as? AVCaptureDeviceInput)?.device.hasMediaType(.audio) == true {
                     controller.captureSession.removeInput(input)
@@ -103,7 +98,7 @@ struct ServeCommand: ParsableCommand {
             let live = try hls ? addLiveStream(to: controller.captureSession) : nil
             defer { if let live { try? FileManager.default.removeItem(at: live.directory) } }
             let layer = AVCaptureVideoPreviewLayer(session: controller.captureSession)
-            layer.videoGravity = PreviewCommand.gravities[gravity.lowercased()]!
+            layer.videoGravity = gravity.videoGravity
             let server: WebPreviewServer
             do {
                 server = try WebPreviewServer(

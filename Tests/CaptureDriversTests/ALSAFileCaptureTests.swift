@@ -29,6 +29,7 @@ struct ALSAFileCaptureTests {
         }
         let test = try #require(devices.first { $0.identity.uniqueID == "alsa:\(ALSATestConfiguration.pcmName)" })
         #expect(test.identity.localizedName == ALSATestConfiguration.hintDescription)
+        #expect(test.identity.systemName == ALSATestConfiguration.pcmName, "what arecord -D takes")
         #expect(test.identity.kind == .microphone && test.identity.media == .audio && test.identity.origin == .real)
         #expect(!devices.contains { $0.identity.uniqueID == "alsa:null" }, "null is not a microphone")
         #expect(

@@ -42,6 +42,8 @@ import Testing
         #expect(devices.count == 1)
         #expect(devices.first?.identity.localizedName == "Mock Camera")
         #expect(devices.first?.identity.origin == .real)
+        // The node as v4l2-ctl and ffmpeg name it, for `avcapture record --video /dev/video0`.
+        #expect(devices.first?.identity.systemName == "/dev/video0")
         // Known nodes are not opened again.
         kernel.clearTrace()
         _ = driver.discoverDevices()

@@ -156,6 +156,13 @@ struct MovieFileSourceTests {
         ("mjpeg.mov", ["-c:v", "mjpeg", "-q:v", "2", "-an"]),
         ("mjpeg.avi", ["-c:v", "mjpeg", "-q:v", "2", "-pix_fmt", "yuvj422p", "-an"]),
         ("h264.mkv", ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "10", "-c:a", "flac"]),
+        // What a DVB stick writes (MPEG-2 with B-frames and MP2 sound in a transport stream), and a camcorder's or a
+        // VCD's MPEG-1 program stream.
+        ("mpeg2.ts", ["-c:v", "mpeg2video", "-q:v", "2", "-bf", "2", "-c:a", "mp2"]),
+        ("mpeg1.mpg", ["-c:v", "mpeg1video", "-q:v", "2", "-c:a", "mp2", "-f", "mpeg"]),
+        // Codecs QuickTime has no code for, decoded by whatever decoder FFmpeg has (FFV1 needs the container's size).
+        ("ffv1.mkv", ["-c:v", "ffv1", "-an"]),
+        ("huffyuv.avi", ["-c:v", "huffyuv", "-an"]),
     ]
 
     @Test(
@@ -250,18 +257,19 @@ struct MovieFileSourceTests {
             #expect(error.code == .fileFormatNotRecognized, "\(error)")
             #expect(error.localizedDescription.contains("notes.txt"), "\(error.localizedDescription)")
         }
-        let ffv1 = try writerScratchURL("ffv1.mkv")
+        // Raw video in a pixel format OpenCoreVideo has no buffer for (every compressed codec FFmpeg decodes plays).
+        let raw444 = try writerScratchURL("yuv444.nut")
         let made = try MediaTool.ffmpeg.run([
             "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=10", "-frames:v", "5",
-            "-c:v", "ffv1", ffv1.path,
+            "-c:v", "rawvideo", "-pix_fmt", "yuv444p", raw444.path,
         ])
         try #require(made.status == 0, "\(made.error)")
         do {
-            _ = try MovieFileDevice(url: ffv1)
-            Issue.record("an FFV1 file opened")
+            _ = try MovieFileDevice(url: raw444)
+            Issue.record("raw yuv444p opened")
         } catch let error as AVError {
             #expect(error.code == .decoderNotFound, "\(error)")
-            #expect(error.localizedDescription.contains("ffv1"), "\(error.localizedDescription)")
+            #expect(error.localizedDescription.contains("yuv444p"), "\(error.localizedDescription)")
         }
         // AVCaptureDevice(uniqueID:) gives nil, as Apple's; movieFileDevice(uniqueID:) says why.
         #expect(AVCaptureDevice(uniqueID: "file:/no/such/file.mov") == nil)

@@ -55,7 +55,7 @@ package final class ALSAMicrophone: CaptureBackend {
         identity = DeviceIdentity(
             uniqueID: uniqueID ?? "alsa:\(pcmName)", modelID: "ALSA \(pcmName)",
             localizedName: localizedName ?? pcmName, manufacturer: "ALSA", kind: .microphone, position: .unspecified,
-            media: .audio, origin: .real)
+            media: .audio, origin: .real, systemName: pcmName)
     }
 
     /// The ALSA number of the card whose device this is (`hw:N`, `/proc/asound/cardN`), as discovery last found it:

@@ -92,7 +92,7 @@ package struct V4L2DeviceDescription: Sendable {
             uniqueID: uniqueID, modelID: modelID, localizedName: capability.card,
             manufacturer: location.usbManufacturer ?? capability.driver,
             kind: capability.isUSB ? .external : .builtInWideAngleCamera, position: .unspecified, media: .video,
-            origin: .real)
+            origin: .real, systemName: location.path)
     }
 
     /// Sizes offered for a stepwise or continuous range: the common ones inside it, and its largest.

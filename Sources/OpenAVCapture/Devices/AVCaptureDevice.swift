@@ -97,6 +97,11 @@ open class AVCaptureDevice: NSObject, KeyValueObservable, @unchecked Sendable {
     public var uniqueID: String { backend.identity.uniqueID }
     /// The same for every device of one model.
     public var modelID: String { backend.identity.modelID }
+    /// Beyond Apple: the name Linux's own tools give this device: a V4L2 camera's node (`/dev/video2`, what
+    /// `v4l2-ctl -d` and `ffmpeg -f v4l2 -i` take), an ALSA microphone's PCM (`plughw:CARD=Webcam,DEV=0`, what
+    /// `arecord -D` takes); nil for virtual devices, movie files and PipeWire nodes. A node's number can change
+    /// at the next boot or plug; ``uniqueID`` does not.
+    public var linuxDeviceName: String? { backend.identity.systemName }
     /// The name to show people.
     public var localizedName: String { backend.identity.localizedName }
     /// Who made the device.

@@ -13,11 +13,13 @@ import Synchronization
 ///
 /// Tracks: the first video and the first audio stream that can be played. Video: H.264 (`'avc1'`, its `avcC` or
 /// Annex B parameter sets under the sample description atoms), HEVC (`'hvc1'`), MJPEG (`'jpeg'`), MPEG-4 part 2,
-/// ProRes, VP8/VP9, AV1, and raw video in any container (y4m, NUT, Matroska, AVI) in the pixel formats
-/// OpenCoreVideo has (`'y420'`, `'f420'`, `'420v'`, `'yuvs'`, `'2vuy'`, `'L008'`, `'24RGB'`, `'24BG'`, the 32-bit
-/// RGB orders). Audio: AAC (`'aac '`, the AudioSpecificConfig as magic cookie), ALAC, MP3, Opus, FLAC, and
-/// little-endian linear PCM (wav) as it is, with 1 to 8 channels at 1 Hz to 768 kHz. `unplayable` names the streams
-/// left out and why.
+/// ProRes, VP8/VP9, AV1, MPEG-1 and MPEG-2 (`'mp1v'`, `'mp2v'`: DVB transport streams, program streams), H.263,
+/// DV, Theora, VC-1/WMV3, FLV, MS-MPEG-4 v3 and Cinepak (each when this FFmpeg has its decoder), any other codec this
+/// FFmpeg decodes (FFV1, HuffYUV, …: `VideoDecoder.ffmpegCodecType(forCodecNamed:)`), and raw video in
+/// any container (y4m, NUT, Matroska, AVI) in the pixel formats OpenCoreVideo has (`'y420'`, `'f420'`, `'420v'`,
+/// `'yuvs'`, `'2vuy'`, `'L008'`, `'24RGB'`, `'24BG'`, the 32-bit RGB orders). Audio: AAC (`'aac '`, the
+/// AudioSpecificConfig as magic cookie), ALAC, MP3, MP2, MP1, AC-3, E-AC-3, Opus, FLAC, and little-endian linear
+/// PCM (wav) as it is, with 1 to 8 channels at 1 Hz to 768 kHz. `unplayable` names the streams left out and why.
 ///
 /// Threading: thread-bound, as the demuxer it holds.
 package final class DemuxerPacketSource: MoviePacketSource {
@@ -27,6 +29,8 @@ package final class DemuxerPacketSource: MoviePacketSource {
     /// yuv444p"), for the error that says why a file gives no device.
     package let unplayable: [String]
     private let demuxer: Demuxer
+    /// Each track's last presentation − decode offset, for packets that come without a presentation time.
+    private var reorderOffsets: [Int: CMTime] = [:]
 
     /// Opens `url`. Throws the demuxer's error for a file libavformat cannot read.
     package init(url: URL) throws {
@@ -76,15 +80,35 @@ package final class DemuxerPacketSource: MoviePacketSource {
             case .packet(let packet, let stream):
                 guard tracks.contains(where: { $0.index == stream }) else { continue }
                 return MoviePacket(
-                    track: stream, data: packet.data, presentationTime: packet.presentationTime,
+                    track: stream, data: packet.data,
+                    presentationTime: presentationTime(of: packet.presentationTime, decodeTime: packet.decodeTime, stream),
                     decodeTime: packet.decodeTime, duration: packet.duration, isKeyFrame: packet.isKeyFrame)
             }
         }
     }
 
+    /// A packet's presentation time, inferred when the file leaves it out: an MPEG program stream (`.mpg`, `.vob`)
+    /// carries one only where a PES packet starts a picture, and MPEG-1/2 decoders hold a picture back, so the
+    /// decode time alone would show each such picture a frame early, on its predecessor's time. The track's last
+    /// known offset between the two is kept instead (exact for streams without B-frames; with B-frames a guess, as
+    /// any without the pictures' types).
+    private func presentationTime(of presentation: CMTime, decodeTime: CMTime, _ track: Int) -> CMTime {
+        if presentation.isNumeric {
+            if decodeTime.isNumeric { reorderOffsets[track] = presentation - decodeTime }
+            return presentation
+        }
+        guard decodeTime.isNumeric, let offset = reorderOffsets[track] else { return presentation }
+        return decodeTime + offset
+    }
+
+    /// libavcodec's codec names and the codec types their samples carry; the session decodes each with
+    /// `VideoDecoder.decoderName(for:)`'s decoder, so every entry must be one of its types.
     private static let videoCodecTypes: [String: String] = [
         "h264": "avc1", "hevc": "hvc1", "mjpeg": "jpeg", "mpeg4": "mp4v", "prores": "apcn", "vp8": "vp08",
         "vp9": "vp09", "av1": "av01",
+        // MPEG-1/2 (a DVB stick's .ts, a camcorder's or a DVD's .mpg/.vob) and older codecs.
+        "mpeg1video": "mp1v", "mpeg2video": "mp2v", "h263": "h263", "dvvideo": "dvc ", "theora": "XiTh",
+        "wmv3": "WMV3", "vc1": "WVC1", "flv1": "FLV1", "msmpeg4v3": "DIV3", "cinepak": "cvid",
     ]
 
     /// FFmpeg's raw pixel formats that are OpenCoreVideo pixel formats, byte for byte.
@@ -124,9 +148,13 @@ package final class DemuxerPacketSource: MoviePacketSource {
                     rawLayout: RawVideoLayout(pixelFormat: pixelFormat, isBottomUp: isBottomUp),
                     frameDuration: frameDuration, duration: stream.duration))
         }
-        guard let code = videoCodecTypes[stream.codecName] else {
-            let known = videoCodecTypes.keys.sorted().joined(separator: ", ")
-            return .failure(Unplayable(text: "video codec \(stream.codecName) (codecs played: \(known), rawvideo)"))
+        // A build of FFmpeg without the decoder cannot play the track, whatever the table says. A codec QuickTime
+        // has no code for gets one that names FFmpeg's decoder, when there is one.
+        let tabled = videoCodecTypes[stream.codecName].map(fourCharCode).flatMap { code in
+            VideoDecoder.decoderName(for: code).map(VideoDecoder.hasDecoder(named:)) == true ? code : nil
+        }
+        guard let codeValue = tabled ?? VideoDecoder.ffmpegCodecType(forCodecNamed: stream.codecName) else {
+            return .failure(Unplayable(text: "video codec \(stream.codecName) (this FFmpeg has no decoder for it)"))
         }
         var extensions: [String: Any] = [:]
         if !stream.extradata.isEmpty {
@@ -135,7 +163,7 @@ package final class DemuxerPacketSource: MoviePacketSource {
         }
         guard
             let description = try? CMFormatDescription(
-                videoCodecType: .init(rawValue: fourCharCode(code)), width: stream.width, height: stream.height,
+                videoCodecType: .init(rawValue: codeValue), width: stream.width, height: stream.height,
                 extensions: extensions)
         else { return .failure(Unplayable(text: "video codec \(stream.codecName)")) }
         return .success(
@@ -146,6 +174,8 @@ package final class DemuxerPacketSource: MoviePacketSource {
 
     private static let audioFormatIDs: [String: String] = [
         "aac": "aac ", "alac": "alac", "mp3": ".mp3", "opus": "opus", "flac": "flac",
+        // DVB and MPEG program streams: MPEG-1 Layer 2 mostly, AC-3 and E-AC-3 on HD channels.
+        "mp2": ".mp2", "mp1": ".mp1", "ac3": "ac-3", "eac3": "ec-3",
     ]
 
     static func audioTrack(_ stream: Demuxer.Stream) -> MovieTrack? {
