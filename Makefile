@@ -243,6 +243,73 @@ bench-stages: deps
 bench: deps bench-stages
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
 
+# Installing.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# zsh's own default; Debian's zsh reads a package's completions from /usr/share/zsh/vendor-completions (make deb).
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR ?= $(PREFIX)/share/doc/openavcapture
+# What install copies, built once: the binary, its man page, completions and the unit with BINDIR in it.
+STAGE := .build/stage
+# argument-parser's generate-manual (the tool behind its GenerateManual plugin), built from the checkout SwiftPM
+# resolved. The plugin itself would first build every product of the package in release without
+# --static-swift-stdlib, relinking avcapture twice per install; the tool alone reads the binary we install.
+GENERATE_MANUAL := .build/generate-manual/release/generate-manual
+INSTALLED := $(BINDIR)/avcapture $(MANDIR)/man1/avcapture.1 $(BASHCOMPDIR)/avcapture $(ZSHCOMPDIR)/_avcapture \
+	$(FISHCOMPDIR)/avcapture.fish $(SYSTEMDUNITDIR)/avcapture-record@.service
+
+.PHONY: stage install uninstall check-unit
+
+# The release avcapture with the Swift runtime linked in (Foundation, Dispatch and the standard library), refused if
+# it still needs a library of the toolchain: an installed avcapture runs where no Swift is installed. Stripped, as
+# Debian policy asks of a packaged binary: 77 MB instead of 136 (the symbols and DWARF stay in the build directory).
+# Without SwiftPM's RUNPATH $ORIGIN: nothing of ours is a shared library, and an installed binary should not load
+# whatever lies beside it.
+stage: deps
+	$(SWIFT) build -c release --product avcapture --static-swift-stdlib --disable-local-rpath
+	@[ -x $(GENERATE_MANUAL) ] || $(SWIFT) build -c release --package-path .build/checkouts/swift-argument-parser \
+		--scratch-path .build/generate-manual --product generate-manual
+	@bin="$$($(SWIFT) build -c release --show-bin-path)/avcapture"; \
+	toolchain=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"); \
+	if ldd "$$bin" | grep -F "$$toolchain"; then echo "error: $$bin needs the Swift toolchain's libraries (above)"; exit 1; fi; \
+	rm -rf $(STAGE) && mkdir -p $(STAGE) && strip -o $(STAGE)/avcapture "$$bin" && \
+	for shell in bash zsh fish; do $(STAGE)/avcapture --generate-completion-script $$shell > $(STAGE)/completion.$$shell || exit 1; done; \
+	date=$$(git log -1 --format=%cs 2>/dev/null || date +%F); \
+	$(GENERATE_MANUAL) $(STAGE)/avcapture --date "$$date" --output-directory $(STAGE) && \
+	sed 's|@BINDIR@|$(BINDIR)|g' packaging/systemd/avcapture-record@.service.in > $(STAGE)/avcapture-record@.service
+
+## install: the release avcapture with the Swift runtime linked in (no toolchain needed to run it), its man page
+## (generated from the argument-parser definitions), bash, zsh and fish completions, and an example systemd unit
+## (avcapture-record@.service, disabled) under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local unless given).
+install: stage
+	install -Dm755 $(STAGE)/avcapture $(DESTDIR)$(BINDIR)/avcapture
+	install -Dm644 $(STAGE)/avcapture.1 $(DESTDIR)$(MANDIR)/man1/avcapture.1
+	install -Dm644 $(STAGE)/completion.bash $(DESTDIR)$(BASHCOMPDIR)/avcapture
+	install -Dm644 $(STAGE)/completion.zsh $(DESTDIR)$(ZSHCOMPDIR)/_avcapture
+	install -Dm644 $(STAGE)/completion.fish $(DESTDIR)$(FISHCOMPDIR)/avcapture.fish
+	install -Dm644 $(STAGE)/avcapture-record@.service $(DESTDIR)$(SYSTEMDUNITDIR)/avcapture-record@.service
+	install -Dm644 README.md $(DESTDIR)$(DOCDIR)/README.md
+
+## uninstall: removes what install put under $(DESTDIR)$(PREFIX) (the same PREFIX and DESTDIR).
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED)) $(DESTDIR)$(DOCDIR)/README.md
+	rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+
+## check-unit: systemd-analyze verify on the example unit as install writes it, for an instance; a warning (an
+## unknown key, a bad specifier) fails it too, though verify itself would only print it.
+check-unit: stage
+	@command -v systemd-analyze >/dev/null || { echo "check-unit: skipped: systemd-analyze not installed (apt install systemd)"; exit 0; }; \
+	dir=$$(mktemp -d) && cp $(STAGE)/avcapture-record@.service "$$dir/" && \
+	ln -s avcapture-record@.service "$$dir/avcapture-record@door.service" && \
+	out=$$(cd "$$dir" && systemd-analyze verify --man=no ./avcapture-record@door.service 2>&1); status=$$?; \
+	rm -rf "$$dir"; if [ $$status != 0 ] || [ -n "$$out" ]; then echo "$$out"; echo "check-unit: FAILED"; exit 1; fi; \
+	echo "check-unit: avcapture-record@.service verified"
+
 ## format: rewrite sources with the checked-in .swift-format; lint: report only.
 format:
 	$(SWIFT) format --in-place --recursive Sources Tests Benchmarks/Benchmarks Benchmarks/Comparisons Package.swift
