@@ -263,7 +263,7 @@ GENERATE_MANUAL := .build/generate-manual/release/generate-manual
 INSTALLED := $(BINDIR)/avcapture $(MANDIR)/man1/avcapture.1 $(BASHCOMPDIR)/avcapture $(ZSHCOMPDIR)/_avcapture \
 	$(FISHCOMPDIR)/avcapture.fish $(SYSTEMDUNITDIR)/avcapture-record@.service
 
-.PHONY: stage install uninstall check-unit
+.PHONY: stage install uninstall deb test-deb check-unit
 
 # The release avcapture with the Swift runtime linked in (Foundation, Dispatch and the standard library), refused if
 # it still needs a library of the toolchain: an installed avcapture runs where no Swift is installed. Stripped, as
@@ -300,6 +300,16 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED)) $(DESTDIR)$(DOCDIR)/README.md
 	rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
+# The package's version has one source: the VERSION file.
+VERSION := $(shell cat VERSION)
+
+## deb: openavcapture_VERSION_ARCH.deb here (dpkg-deb), from `make install PREFIX=/usr` into a scratch root, with the
+## Depends dpkg-shlibdeps reads from the binary (scripts/build-deb).
+deb: deps
+	rm -rf .build/deb && $(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/.build/deb/root PREFIX=/usr \
+		ZSHCOMPDIR=/usr/share/zsh/vendor-completions
+	scripts/build-deb .build/deb/root $(VERSION) $(CURDIR)
+
 ## check-unit: systemd-analyze verify on the example unit as install writes it, for an instance; a warning (an
 ## unknown key, a bad specifier) fails it too, though verify itself would only print it.
 check-unit: stage
@@ -309,6 +319,14 @@ check-unit: stage
 	out=$$(cd "$$dir" && systemd-analyze verify --man=no ./avcapture-record@door.service 2>&1); status=$$?; \
 	rm -rf "$$dir"; if [ $$status != 0 ] || [ -n "$$out" ]; then echo "$$out"; echo "check-unit: FAILED"; exit 1; fi; \
 	echo "check-unit: avcapture-record@.service verified"
+
+## test-deb: make deb, then apt installs it into a fresh Debian 12 chroot without Swift (mmdebstrap, cached in
+## ~/.cache/openavcapture/chroot) where avcapture records 2 s from the virtual devices (ffprobe: video and audio,
+## about 2 s), `man -w avcapture` finds the page and the completions are in place (scripts/test-deb). Needs root
+## and the network. About a minute once the package is built; not part of `make test`, because building it (a
+## release build with the static runtime) took 20 minutes here, longer than the whole suite.
+test-deb: deb check-unit
+	scripts/test-deb openavcapture_$(VERSION)_$$(dpkg --print-architecture).deb
 
 ## format: rewrite sources with the checked-in .swift-format; lint: report only.
 format:
