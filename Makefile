@@ -263,7 +263,7 @@ GENERATE_MANUAL := .build/generate-manual/release/generate-manual
 INSTALLED := $(BINDIR)/avcapture $(MANDIR)/man1/avcapture.1 $(BASHCOMPDIR)/avcapture $(ZSHCOMPDIR)/_avcapture \
 	$(FISHCOMPDIR)/avcapture.fish $(SYSTEMDUNITDIR)/avcapture-record@.service
 
-.PHONY: stage install uninstall deb test-deb check-unit
+.PHONY: stage install uninstall deb test-deb check-unit example-package
 
 # The release avcapture with the Swift runtime linked in (Foundation, Dispatch and the standard library), refused if
 # it still needs a library of the toolchain: an installed avcapture runs where no Swift is installed. Stripped, as
@@ -327,6 +327,17 @@ check-unit: stage
 ## release build with the static runtime) took 20 minutes here, longer than the whole suite.
 test-deb: deb check-unit
 	scripts/test-deb openavcapture_$(VERSION)_$$(dpkg --print-architecture).deb
+
+## example-package: Examples/ExternalPackage, a package outside this one depending on OpenAVCapture through SwiftPM:
+## builds it and records one second from the virtual devices with it (ffprobe: a video and an audio stream).
+example-package: deps
+	cd Examples/ExternalPackage && $(SWIFT) build --product RecordOneSecond
+	@out=$(CURDIR)/.build/example-package.mov; rm -f "$$out"; \
+	OPENAV_DEVICES=virtual Examples/ExternalPackage/.build/debug/RecordOneSecond "$$out" || exit 1; \
+	streams=$$(ffprobe -v error -show_entries stream=codec_type -of csv=p=0 "$$out" | sort | tr '\n' ' '); \
+	duration=$$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$$out"); \
+	echo "example-package: $$out: $$streams$$duration s"; \
+	[ "$$streams" = "audio video " ] && awk -v d="$$duration" 'BEGIN { exit !(d >= 0.8 && d <= 1.3) }'
 
 ## format: rewrite sources with the checked-in .swift-format; lint: report only.
 format:
