@@ -47,14 +47,15 @@ demo: deps
 		--metadata title="OpenAVCapture demo" && \
 	echo && "$$($(SWIFT) build --show-bin-path)/avcapture" probe "$$out"
 
-## test: the whole suite; fails on any compiler warning in our own code, and on a false claim in the documentation
-## (doc-check, with the avcapture just built).
+## test: the whole suite; fails on any compiler warning in our own code, on a false claim in the documentation
+## (doc-check, with the avcapture just built), and on a fault systemd finds in the example unit (check-unit).
 test: deps
 	@$(SWIFT) build --build-tests 2>&1 | tee .build-warnings.log | grep -vE '^\[[0-9]+/[0-9]+\]' || true
 	@if grep -E '^/.*/(Sources|Tests)/.*: (warning|error):' .build-warnings.log; then \
 		echo "error: the build has warnings or errors (above); the project builds warning-free"; rm -f .build-warnings.log; exit 1; fi
 	@rm -f .build-warnings.log
 	@$(MAKE) --no-print-directory doc-check AVCAPTURE="$$($(SWIFT) build --show-bin-path)/avcapture"
+	@$(MAKE) --no-print-directory check-unit
 	@# Serial: the virtual devices are process-wide test instruments (a back, a front and a USB webcam camera, one
 	@# microphone) and many suites change their scene, format or faults; in parallel they would disturb each other.
 	$(SWIFT) test --skip-build --no-parallel
@@ -310,12 +311,14 @@ deb: deps
 		ZSHCOMPDIR=/usr/share/zsh/vendor-completions
 	scripts/build-deb .build/deb/root $(VERSION) $(CURDIR)
 
-## check-unit: systemd-analyze verify on the example unit as install writes it, for an instance; a warning (an
-## unknown key, a bad specifier) fails it too, though verify itself would only print it.
-check-unit: stage
-	@command -v systemd-analyze >/dev/null || { echo "check-unit: skipped: systemd-analyze not installed (apt install systemd)"; exit 0; }; \
-	dir=$$(mktemp -d) && cp $(STAGE)/avcapture-record@.service "$$dir/" && \
-	ln -s avcapture-record@.service "$$dir/avcapture-record@door.service" && \
+## check-unit: systemd-analyze verify on the example unit as install writes it (BINDIR filled in), for an instance; a
+## warning (an unknown key, a bad specifier) fails it too, though verify itself would only print it. A second; run by
+## `make test`. Installs systemd's tools where they are missing.
+check-unit:
+	@command -v systemd-analyze >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends systemd >/dev/null; }; \
+	dir=$$(mktemp -d) && sed 's|@BINDIR@|$(BINDIR)|g' packaging/systemd/avcapture-record@.service.in \
+		> "$$dir/avcapture-record@.service" && ln -s avcapture-record@.service "$$dir/avcapture-record@door.service" && \
 	out=$$(cd "$$dir" && systemd-analyze verify --man=no ./avcapture-record@door.service 2>&1); status=$$?; \
 	rm -rf "$$dir"; if [ $$status != 0 ] || [ -n "$$out" ]; then echo "$$out"; echo "check-unit: FAILED"; exit 1; fi; \
 	echo "check-unit: avcapture-record@.service verified"
