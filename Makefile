@@ -47,14 +47,15 @@ demo: deps
 		--metadata title="OpenAVCapture demo" && \
 	echo && "$$($(SWIFT) build --show-bin-path)/avcapture" probe "$$out"
 
-## test: the whole suite; fails on any compiler warning in our own code, and on a false claim in the documentation
-## (doc-check, with the avcapture just built).
+## test: the whole suite; fails on any compiler warning in our own code, on a false claim in the documentation
+## (doc-check, with the avcapture just built), and on a fault systemd finds in the example unit (check-unit).
 test: deps
 	@$(SWIFT) build --build-tests 2>&1 | tee .build-warnings.log | grep -vE '^\[[0-9]+/[0-9]+\]' || true
 	@if grep -E '^/.*/(Sources|Tests)/.*: (warning|error):' .build-warnings.log; then \
 		echo "error: the build has warnings or errors (above); the project builds warning-free"; rm -f .build-warnings.log; exit 1; fi
 	@rm -f .build-warnings.log
 	@$(MAKE) --no-print-directory doc-check AVCAPTURE="$$($(SWIFT) build --show-bin-path)/avcapture"
+	@$(MAKE) --no-print-directory check-unit
 	@# The host suites in TEST_JOBS processes at once, each running its suites serially: the virtual devices are
 	@# process-wide test instruments (a back, a front and a USB webcam camera, one microphone) that many suites
 	@# reconfigure, so suites of one process must not overlap; two processes each have their own.
@@ -254,6 +255,104 @@ bench-stages: deps
 ## prints mallocs and times per operation.
 bench: deps bench-stages
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+# Installing.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# zsh's own default; Debian's zsh reads a package's completions from /usr/share/zsh/vendor-completions (make deb).
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR ?= $(PREFIX)/share/doc/openavcapture
+# What install copies, built once: the binary, its man page, completions and the unit with BINDIR in it.
+STAGE := .build/stage
+# argument-parser's generate-manual (the tool behind its GenerateManual plugin), built from the checkout SwiftPM
+# resolved. The plugin itself would first build every product of the package in release without
+# --static-swift-stdlib, relinking avcapture twice per install; the tool alone reads the binary we install.
+GENERATE_MANUAL := .build/generate-manual/release/generate-manual
+INSTALLED := $(BINDIR)/avcapture $(MANDIR)/man1/avcapture.1 $(BASHCOMPDIR)/avcapture $(ZSHCOMPDIR)/_avcapture \
+	$(FISHCOMPDIR)/avcapture.fish $(SYSTEMDUNITDIR)/avcapture-record@.service
+
+.PHONY: stage install uninstall deb test-deb check-unit example-package
+
+# The release avcapture with the Swift runtime linked in (Foundation, Dispatch and the standard library), refused if
+# it still needs a library of the toolchain: an installed avcapture runs where no Swift is installed. Stripped, as
+# Debian policy asks of a packaged binary: 77 MB instead of 136 (the symbols and DWARF stay in the build directory).
+# Without SwiftPM's RUNPATH $ORIGIN: nothing of ours is a shared library, and an installed binary should not load
+# whatever lies beside it.
+stage: deps
+	$(SWIFT) build -c release --product avcapture --static-swift-stdlib --disable-local-rpath
+	@[ -x $(GENERATE_MANUAL) ] || $(SWIFT) build -c release --package-path .build/checkouts/swift-argument-parser \
+		--scratch-path .build/generate-manual --product generate-manual
+	@bin="$$($(SWIFT) build -c release --show-bin-path)/avcapture"; \
+	toolchain=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"); \
+	if ldd "$$bin" | grep -F "$$toolchain"; then echo "error: $$bin needs the Swift toolchain's libraries (above)"; exit 1; fi; \
+	rm -rf $(STAGE) && mkdir -p $(STAGE) && strip -o $(STAGE)/avcapture "$$bin" && \
+	for shell in bash zsh fish; do $(STAGE)/avcapture --generate-completion-script $$shell > $(STAGE)/completion.$$shell || exit 1; done; \
+	date=$$(git log -1 --format=%cs 2>/dev/null || date +%F); \
+	$(GENERATE_MANUAL) $(STAGE)/avcapture --date "$$date" --output-directory $(STAGE) && \
+	sed 's|@BINDIR@|$(BINDIR)|g' packaging/systemd/avcapture-record@.service.in > $(STAGE)/avcapture-record@.service
+
+## install: the release avcapture with the Swift runtime linked in (no toolchain needed to run it), its man page
+## (generated from the argument-parser definitions), bash, zsh and fish completions, and an example systemd unit
+## (avcapture-record@.service, disabled) under $(DESTDIR)$(PREFIX) (PREFIX=/usr/local unless given).
+install: stage
+	install -Dm755 $(STAGE)/avcapture $(DESTDIR)$(BINDIR)/avcapture
+	install -Dm644 $(STAGE)/avcapture.1 $(DESTDIR)$(MANDIR)/man1/avcapture.1
+	install -Dm644 $(STAGE)/completion.bash $(DESTDIR)$(BASHCOMPDIR)/avcapture
+	install -Dm644 $(STAGE)/completion.zsh $(DESTDIR)$(ZSHCOMPDIR)/_avcapture
+	install -Dm644 $(STAGE)/completion.fish $(DESTDIR)$(FISHCOMPDIR)/avcapture.fish
+	install -Dm644 $(STAGE)/avcapture-record@.service $(DESTDIR)$(SYSTEMDUNITDIR)/avcapture-record@.service
+	install -Dm644 README.md $(DESTDIR)$(DOCDIR)/README.md
+
+## uninstall: removes what install put under $(DESTDIR)$(PREFIX) (the same PREFIX and DESTDIR).
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED)) $(DESTDIR)$(DOCDIR)/README.md
+	rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+
+# The package's version has one source: the VERSION file.
+VERSION := $(shell cat VERSION)
+
+## deb: openavcapture_VERSION_ARCH.deb here (dpkg-deb), from `make install PREFIX=/usr` into a scratch root, with the
+## Depends dpkg-shlibdeps reads from the binary (scripts/build-deb).
+deb: deps
+	rm -rf .build/deb && $(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/.build/deb/root PREFIX=/usr \
+		ZSHCOMPDIR=/usr/share/zsh/vendor-completions
+	scripts/build-deb .build/deb/root $(VERSION) $(CURDIR)
+
+## check-unit: systemd-analyze verify on the example unit as install writes it (BINDIR filled in), for an instance; a
+## warning (an unknown key, a bad specifier) fails it too, though verify itself would only print it. A second; run by
+## `make test`. Installs systemd's tools where they are missing.
+check-unit:
+	@command -v systemd-analyze >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends systemd >/dev/null; }; \
+	dir=$$(mktemp -d) && sed 's|@BINDIR@|$(BINDIR)|g' packaging/systemd/avcapture-record@.service.in \
+		> "$$dir/avcapture-record@.service" && ln -s avcapture-record@.service "$$dir/avcapture-record@door.service" && \
+	out=$$(cd "$$dir" && systemd-analyze verify --man=no ./avcapture-record@door.service 2>&1); status=$$?; \
+	rm -rf "$$dir"; if [ $$status != 0 ] || [ -n "$$out" ]; then echo "$$out"; echo "check-unit: FAILED"; exit 1; fi; \
+	echo "check-unit: avcapture-record@.service verified"
+
+## test-deb: make deb, then apt installs it into a fresh Debian 12 chroot without Swift (mmdebstrap, cached in
+## ~/.cache/openavcapture/chroot) where avcapture records 2 s from the virtual devices (ffprobe: video and audio,
+## about 2 s), `man -w avcapture` finds the page and the completions are in place (scripts/test-deb). Needs root
+## and the network. About a minute once the package is built; not part of `make test`, because building it (a
+## release build with the static runtime) took 20 minutes here, longer than the whole suite.
+test-deb: deb check-unit
+	scripts/test-deb openavcapture_$(VERSION)_$$(dpkg --print-architecture).deb
+
+## example-package: Examples/ExternalPackage, a package outside this one depending on OpenAVCapture through SwiftPM:
+## builds it and records one second from the virtual devices with it (ffprobe: a video and an audio stream).
+example-package: deps
+	cd Examples/ExternalPackage && $(SWIFT) build --product RecordOneSecond
+	@out=$(CURDIR)/.build/example-package.mov; rm -f "$$out"; \
+	OPENAV_DEVICES=virtual Examples/ExternalPackage/.build/debug/RecordOneSecond "$$out" || exit 1; \
+	streams=$$(ffprobe -v error -show_entries stream=codec_type -of csv=p=0 "$$out" | sort | tr '\n' ' '); \
+	duration=$$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$$out"); \
+	echo "example-package: $$out: $$streams$$duration s"; \
+	[ "$$streams" = "audio video " ] && awk -v d="$$duration" 'BEGIN { exit !(d >= 0.8 && d <= 1.3) }'
 
 ## format: rewrite sources with the checked-in .swift-format; lint: report only.
 format:
