@@ -78,8 +78,8 @@ doc-check:
 ## Multiplanar*KernelTests. The first run installs the VM (QEMU, the kernel, virtme-ng; about two minutes). Skips,
 ## saying why, only where the VM cannot run (no root to install it, no kernel, a VM that does not boot).
 KERNEL_VM := scripts/kernel-vm
-# Seconds a boot may take: the first runs every kernel suite, the USB webcam's included (about 5 minutes here under
-# QEMU's software emulation; a loaded CI machine is slower, and a boot cut short fails every suite it had left).
+# Seconds a boot may take: the first runs every kernel suite, the USB webcam's included (about 15 minutes here under
+# QEMU's software emulation on 2 cores shared with other builds; a boot cut short fails every suite it had left).
 VM_TIMEOUT ?= 1500
 # The first two boots: vivid and snd-aloop; vhci-hcd (USB/IP's host controller) with the drivers of what the
 # emulator plugs in, loaded up front so that they are there when the device appears.
