@@ -16,9 +16,9 @@ TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstr
                  xvfb x11-utils xdotool x11-apps chromium chromium-driver python3-selenium \
                  nginx-light libnginx-mod-rtmp srt-tools \
                  dbus-daemon libglib2.0-bin xdg-desktop-portal pipewire pipewire-bin wireplumber gstreamer1.0-pipewire
-# The VM the kernel tests boot (../shared/tools/vm-run: QEMU with Debian's kernel, vivid and snd-aloop).
-VM_PACKAGES := qemu-system-x86 mmdebstrap
-APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES) $(VM_PACKAGES)
+# The kernel tests' VM (QEMU, Debian's kernel, virtme-ng) is not listed: scripts/kernel-vm installs it when
+# test-kernel first runs, so a plain build does not pull in a kernel.
+APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
@@ -84,48 +84,34 @@ doc-check:
 	@$(PYTHON) scripts/doc-check $(if $(AVCAPTURE),--avcapture "$(AVCAPTURE)")
 
 ## test-kernel: the suites named *KernelTests against real kernel drivers (vivid, snd-aloop, and uvcvideo and
-## snd-usb-audio on the USB/IP webcam emulator) in a throw-away VM:
-## one boot for everything but hot-plug and multi-planar, one for hot-plug (it unloads vivid), one with vivid
-## loaded multi-planar (`multiplanar=2`, as SoC and ISP drivers are) for the Multiplanar*KernelTests. Skips, saying
-## why, where the VM cannot run. The first run builds the VM image (a few minutes, cached in $(VM_CACHE)).
-VM_RUN ?= $(abspath ../shared/tools/vm-run)
-# Libraries the test bundle links that the VM image lacks. They are part of vm-run's cache key, so the image lives
-# in a cache of its own: plain vm-run runs elsewhere do not rebuild it (nor it theirs).
-# usbip: `usbip attach` plugs the USB webcam emulator into vhci-hcd (USBWebcamKernelTests).
-# libpipewire-0.3-0: the PipeWire backend (CPipeWire). pipewire, wireplumber, dbus-daemon: the headless session
-# PipeWireKernelTests starts, whose WirePlumber finds vivid and the webcam through PipeWire's V4L2 plugin.
-# libx11-6 … libxrandr2: the screen input's shim (CX11); libzxing2: code reading (CZXing); libsdl2-2.0-0: the
-# preview window (CSDL2, linked through OpenAVCaptureUI). libdbus-1-3 (CDBus, the camera portal) is not listed: it
-# comes with libpulse0, which the image's ffmpeg and libsdl2-2.0-0 depend on.
-VM_IMAGE_PACKAGES := libheif1,libexif12,libturbojpeg0,usbip,libx11-6,libxext6,libxfixes3,libxdamage1,libxrandr2,libzxing2,libsdl2-2.0-0,libpipewire-0.3-0,pipewire,wireplumber,dbus-daemon
-# The first two boots: vivid and snd-aloop as before; vhci-hcd (USB/IP's host controller) with the drivers of what
-# the emulator plugs in, loaded up front because the VM has no udev to load them when the device appears.
-# Seconds a boot may take: the first runs every kernel suite, the USB webcam's included (7.5 minutes of about 11
-# here; a loaded CI machine is slower, and a boot cut short fails every suite it had left).
+## snd-usb-audio on the USB/IP webcam emulator) in a throw-away VM (scripts/kernel-vm: virtme-ng booting Debian's
+## linux-image-amd64 against this machine's own root file system, read-only, so the build tree, the toolchain and
+## the libraries are simply there): one boot for everything but hot-plug and multi-planar, one for hot-plug (it
+## unloads vivid), one with vivid loaded multi-planar (`multiplanar=2`, as SoC and ISP drivers are) for the
+## Multiplanar*KernelTests. The first run installs the VM (QEMU, the kernel, virtme-ng; about two minutes). Skips,
+## saying why, only where the VM cannot run (no root to install it, no kernel, a VM that does not boot).
+KERNEL_VM := scripts/kernel-vm
+# Seconds a boot may take: the first runs every kernel suite, the USB webcam's included (about 15 minutes here under
+# QEMU's software emulation on 2 cores shared with other builds; a boot cut short fails every suite it had left).
 VM_TIMEOUT ?= 1500
+# The first two boots: vivid and snd-aloop; vhci-hcd (USB/IP's host controller) with the drivers of what the
+# emulator plugs in, loaded up front so that they are there when the device appears.
 VM_MODULES := --module vivid --module snd-aloop --module vhci-hcd --module uvcvideo --module snd-usb-audio
-VM_CACHE ?= $(HOME)/.cache/vm-run-openav
 # Serial: the kernel suites share one vivid (and one snd-aloop), as the virtual devices are shared on the host.
 KERNEL_TESTS := .build/debug/OpenAVCapturePackageTests.xctest --testing-library swift-testing --no-parallel
-# vm-run mounts its current directory at its own path and then binds it over /work, which hides any path under
-# /work; so the VM starts from an empty scratch directory and the project is shared at its own path.
+# kernel-vm exits 77 where the VM cannot run (setup impossible, or no boot): a skip, not a failure.
 test-kernel:
-	@if [ ! -x "$(VM_RUN)" ]; then echo "test-kernel: skipped: $(VM_RUN) not found"; exit 0; fi; \
-	if ! command -v qemu-system-x86_64 >/dev/null; then echo "test-kernel: skipped: qemu-system-x86_64 not installed (make deps)"; exit 0; fi; \
-	if [ "$$(id -u)" != 0 ] && [ ! -f "$(VM_CACHE)/rootfs.img" ]; then \
-		echo "test-kernel: skipped: building the VM image needs root"; exit 0; fi; \
+	@$(KERNEL_VM) --setup; status=$$?; \
+	if [ $$status = 77 ]; then echo "test-kernel: skipped: the VM cannot run here (kernel-vm's reason above)"; exit 0; fi; \
+	[ $$status = 0 ] || exit $$status; \
 	[ -x .build/debug/OpenAVCapturePackageTests.xctest ] || $(SWIFT) build --build-tests >/dev/null; \
 	$(MAKE) --no-print-directory usb-webcam-emulator >/dev/null || echo "test-kernel: the USB webcam emulator did not build; its suite skips"; \
-	toolchain=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"); \
-	scratch=$$(mktemp -d); \
-	vm() { (cd "$$scratch" && "$(VM_RUN)" --cache "$(VM_CACHE)" --packages $(VM_IMAGE_PACKAGES) --share-ro "$$toolchain" \
-		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=all --timeout $(VM_TIMEOUT) "$$@"); }; \
-	if ! vm -- true; then rm -rf "$$scratch"; echo "test-kernel: skipped: the VM does not boot here (see vm-run's message above)"; exit 0; fi; \
-	vm $(VM_MODULES) -- sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter KernelTests --skip HotPlugKernelTests --skip 'Multiplanar.*KernelTests'"; first=$$?; \
-	vm $(VM_MODULES) -- sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter HotPlugKernelTests"; second=$$?; \
-	vm --module "vivid multiplanar=2" --module snd-aloop -- \
-		sh -c "cd '$(CURDIR)' && $(KERNEL_TESTS) --filter 'Multiplanar.*KernelTests'"; third=$$?; \
-	rm -rf "$$scratch"; \
+	vm() { t0=$$(date +%s); $(KERNEL_VM) --env OPENAV_DEVICES=all --timeout $(VM_TIMEOUT) "$$@"; s=$$?; \
+		echo "test-kernel: boot finished in $$(( $$(date +%s) - t0 )) s, status $$s"; return $$s; }; \
+	vm $(VM_MODULES) -- $(KERNEL_TESTS) --filter KernelTests --skip HotPlugKernelTests --skip 'Multiplanar.*KernelTests'; first=$$?; \
+	if [ $$first = 77 ]; then echo "test-kernel: skipped: the VM does not boot here (kernel-vm's reason above)"; exit 0; fi; \
+	vm $(VM_MODULES) -- $(KERNEL_TESTS) --filter HotPlugKernelTests; second=$$?; \
+	vm --module "vivid multiplanar=2" --module snd-aloop -- $(KERNEL_TESTS) --filter 'Multiplanar.*KernelTests'; third=$$?; \
 	[ $$first = 0 ] && [ $$second = 0 ] && [ $$third = 0 ]
 
 ## usb-webcam-emulator: the USB webcam and microphone the kernel tests plug in over USB/IP (Tests/USBWebcamEmulator),
@@ -141,24 +127,17 @@ $(EMULATOR): Tests/USBWebcamEmulator/usb-webcam-emulator.c
 ## (the daemon's included) and capture-to-delegate latency, with per-pair ratios.
 bench-pipewire: deps
 	cd Benchmarks && $(SWIFT) build -c release --product PipeWireOverhead
-	@toolchain=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"); scratch=$$(mktemp -d); \
-	cd "$$scratch" && "$(VM_RUN)" --cache "$(VM_CACHE)" --packages $(VM_IMAGE_PACKAGES) --share-ro "$$toolchain" \
-		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=real --timeout $(VM_TIMEOUT) --module vivid -- \
-		sh $(CURDIR)/Benchmarks/Scripts/pipewire-overhead.sh $(CURDIR)/Benchmarks/.build/release/PipeWireOverhead; \
-	status=$$?; rm -rf "$$scratch"; exit $$status
+	$(KERNEL_VM) --env OPENAV_DEVICES=real --timeout $(VM_TIMEOUT) --module vivid -- \
+		sh $(CURDIR)/Benchmarks/Scripts/pipewire-overhead.sh $(CURDIR)/Benchmarks/.build/release/PipeWireOverhead
 
 ## bench-usb-webcam: the framework's overhead on uvcvideo (Benchmarks/Comparisons/USBWebcamOverhead) in the VM, with
 ## the USB webcam emulator plugged in: CPU per captured 720p MJPEG frame into a session against the decode alone.
 bench-usb-webcam: deps usb-webcam-emulator
 	cd Benchmarks && $(SWIFT) build -c release --product USBWebcamOverhead
-	@toolchain=$$(dirname "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")"); scratch=$$(mktemp -d); \
-	bin=$(CURDIR)/Benchmarks/.build/release/USBWebcamOverhead; \
-	cd "$$scratch" && "$(VM_RUN)" --cache "$(VM_CACHE)" --packages $(VM_IMAGE_PACKAGES) --share-ro "$$toolchain" \
-		--share-ro "$(CURDIR)" --env OPENAV_DEVICES=real --timeout $(VM_TIMEOUT) $(VM_MODULES) -- sh -c \
-		"(ip link set lo up || busybox ip link set lo up) 2>/dev/null; $(CURDIR)/$(EMULATOR) >/dev/null 2>&1 & emulator=\$$!; \
-		 until usbip attach -r 127.0.0.1 -b 1-1 2>/dev/null; do sleep 0.2; done; $$bin; status=\$$?; \
-		 kill \$$emulator; exit \$$status"; \
-	status=$$?; rm -rf "$$scratch"; exit $$status
+	$(KERNEL_VM) --env OPENAV_DEVICES=real --timeout $(VM_TIMEOUT) $(VM_MODULES) -- sh -c \
+		"$(CURDIR)/$(EMULATOR) >/dev/null 2>&1 & emulator=\$$!; \
+		 until usbip attach -r 127.0.0.1 -b 1-1 2>/dev/null; do sleep 0.2; done; \
+		 $(CURDIR)/Benchmarks/.build/release/USBWebcamOverhead; status=\$$?; kill \$$emulator; exit \$$status"
 
 ## soak: the long reliability runs (OPENAV_SOAK=1; about twenty minutes, more for the sanitizer builds): twenty SIGKILLs
 ## at random instants over 1.5-20 s of recording, the 8-thread public-API stress test for 60 s, an hour of media from

@@ -10,7 +10,7 @@ import Testing
 let alsaKernelSkipReason: String? = {
     let reason: String? =
         if !FileManager.default.fileExists(atPath: "/proc/asound/Loopback") {
-            "no snd-aloop card (/proc/asound/Loopback); run in ../shared/tools/vm-run"
+            "no snd-aloop card (/proc/asound/Loopback); runs in the VM of `make test-kernel`"
         } else {
             nil
         }
@@ -20,10 +20,10 @@ let alsaKernelSkipReason: String? = {
 
 /// The ALSA microphone against a real kernel driver: snd-aloop's `Loopback` card, where what is played on
 /// `hw:Loopback,0,N` is captured on `hw:Loopback,1,N`. Runs where the card exists (the VM of `make test-kernel`,
-/// `../shared/tools/vm-run`); skips with the reason elsewhere.
+/// scripts/kernel-vm); skips with the reason elsewhere.
 @Suite(
     "ALSA microphone on snd-aloop", .serialized,
-    .enabled(if: alsaKernelSkipReason == nil, "no snd-aloop card here; runs in ../shared/tools/vm-run"))
+    .enabled(if: alsaKernelSkipReason == nil, "no snd-aloop card here; runs in the VM of `make test-kernel`"))
 struct ALSAKernelTests {
     /// Plays `seconds` of a 1 kHz sine at half scale, 48 kHz mono S16, into the loopback's playback side, on a
     /// thread of its own (blocking writes pace it); `join` waits for the end.

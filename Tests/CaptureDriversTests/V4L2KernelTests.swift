@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// The V4L2 driver against the kernel's own virtual camera, `vivid`: only where it is loaded (the VM that
-/// `make test-kernel` boots with `../shared/tools/vm-run`); everywhere else these skip, saying why. Where
+/// `make test-kernel` boots with scripts/kernel-vm); everywhere else these skip, saying why. Where
 /// `v4l2-ctl` is installed (it is in the VM), what we list and set is checked against what it reads.
 @Suite(.serialized, .enabled(if: VividCamera.camera != nil, VividCamera.skipReason))
 struct V4L2KernelTests {
@@ -233,7 +233,7 @@ enum VividCamera {
         .first { $0.identity.modelID.hasPrefix("vivid:") }
 
     static let skipReason: Comment =
-        "no vivid camera here: the kernel tests run in the VM (`make test-kernel`, ../shared/tools/vm-run)"
+        "no vivid camera here: the kernel tests run in the VM (`make test-kernel`, scripts/kernel-vm)"
 }
 
 /// Frames collected on the capture thread, waited for on the test's.
