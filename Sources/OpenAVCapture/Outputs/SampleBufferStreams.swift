@@ -1,3 +1,4 @@
+import CaptureGraph
 import Dispatch
 import Synchronization
 
