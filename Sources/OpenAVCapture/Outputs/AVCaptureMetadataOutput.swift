@@ -65,6 +65,7 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
             $0.delegate = objectsDelegate
             $0.queue = objectsCallbackQueue
         }
+        demandsChanged()
     }
 
     /// The delegate, or nil.
@@ -100,6 +101,7 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
                 $0.types = types
                 $0.symbologies = types.reduce(into: Set()) { $0.formUnion($1.symbologies) }
             }
+            demandsChanged()
         }
     }
 
