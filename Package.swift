@@ -109,7 +109,10 @@ let package = Package(
 
         .target(
             name: "OpenAVCapture",
-            dependencies: ["CaptureDrivers", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
+            dependencies: [
+                "CaptureDrivers", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSwift),
         /// Apple's AVFoundation on Darwin, OpenAVCapture elsewhere: one import for portable capture code.
         .target(name: "OpenAVCaptureShim", dependencies: ["OpenAVCapture"], swiftSettings: strictSwift),

@@ -49,16 +49,6 @@ private final class TaggedVideoOutput: AVCaptureVideoDataOutput, @unchecked Send
         #expect(camera.activeColorSpace == .sRGB)
     }
 
-    @Test func settingAnUnsupportedColorSpaceTraps() async {
-        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let camera = AVCaptureDevice.default(for: .video)!
-            try! camera.lockForConfiguration()
-            camera.activeColorSpace = .P3_D65
-        }.map { result in
-            #expect(String(decoding: result.standardErrorContent, as: UTF8.self).contains("supportedColorSpaces"))
-        }
-    }
-
     @Test func appsCanSubclassTheSessionAndOutputs() throws {
         let session = RecordingSession()
         try session.configure(camera: VirtualDevices.front)
