@@ -26,6 +26,10 @@ open class AVMetadataObject: NSObject, @unchecked Sendable {
         public static let itf14 = ObjectType(rawValue: "org.gs1.ITF14")
         public static let codabar = ObjectType(rawValue: "org.iso.Codabar")
         public static let gs1DataBar = ObjectType(rawValue: "org.gs1.GS1DataBar")
+        /// GS1 DataBar Expanded. Not read here (no output offers it; see ``gs1DataBar``).
+        public static let gs1DataBarExpanded = ObjectType(rawValue: "org.gs1.GS1DataBarExpanded")
+        /// GS1 DataBar Limited. Not read here (no output offers it; see ``gs1DataBar``).
+        public static let gs1DataBarLimited = ObjectType(rawValue: "org.gs1.GS1DataBarLimited")
         public static let microQR = ObjectType(rawValue: "org.iso.MicroQR")
         public static let microPDF417 = ObjectType(rawValue: "org.iso.MicroPDF417")
         /// Faces: Apple detects them; no detector here, so no output offers this type.
