@@ -128,6 +128,30 @@ import Testing
         #expect(ToleratedMisuse.reportedKinds.contains("AVCaptureAudioDataOutput.audioSettings"))
     }
 
+    @Test func thePreEventOutputNeitherPausesNorTakesANegativePreRoll() {
+        let output = AVCapturePreEventFileOutput()
+        output.preRollDuration = CMTime(value: -3, timescale: 1)
+        #expect(output.preRollDuration == .zero)
+        output.pauseRecording()
+        output.resumeRecording()
+        #expect(!output.isRecordingPaused)
+        let depth = AVCaptureDepthDataOutput()
+        depth.setDelegate(nil, callbackQueue: DispatchQueue(label: "unused"))
+        #expect(depth.delegateCallbackQueue == nil)
+        #expect(ToleratedMisuse.reportedKinds.contains("AVCapturePreEventFileOutput.pauseRecording"))
+    }
+
+    /// The trap Apple documents next to the tolerated commit: starting inside an open configuration.
+    @Test func startingInsideAnOpenConfigurationTraps() async {
+        await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let session = AVCaptureSession()
+            session.beginConfiguration()
+            session.startRunning()
+        }.map { result in
+            #expect(String(decoding: result.standardErrorContent, as: UTF8.self).contains("NSGenericException"))
+        }
+    }
+
     @Test func aWriterWithoutInputsFailsToStart() throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("no-inputs-\(UUID().uuidString).mov")
         let writer = try AVAssetWriter(outputURL: url, fileType: .mov)
