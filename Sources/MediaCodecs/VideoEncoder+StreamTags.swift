@@ -59,6 +59,9 @@ extension VideoEncoder {
         package var pixelAspectRatio: (horizontal: Int32, vertical: Int32)?
         package var colorPrimaries: ColorPrimaries?
         package var transferFunction: TransferFunction?
+        /// The clean aperture as the pixels cut from each edge (even numbers, for 4:2:0): H.264's frame cropping, so
+        /// decoders show only the aperture.
+        package var cleanApertureCrop: (left: Int, top: Int, right: Int, bottom: Int)?
 
         package init() {}
 
@@ -67,6 +70,12 @@ extension VideoEncoder {
                 && lhs.pixelAspectRatio?.horizontal == rhs.pixelAspectRatio?.horizontal
                 && lhs.pixelAspectRatio?.vertical == rhs.pixelAspectRatio?.vertical
                 && lhs.colorPrimaries == rhs.colorPrimaries && lhs.transferFunction == rhs.transferFunction
+                && lhs.cropText == rhs.cropText
+        }
+
+        /// x264's `crop-rect` value ("left,top,right,bottom"), or nil.
+        var cropText: String? {
+            cleanApertureCrop.map { "\($0.left),\($0.top),\($0.right),\($0.bottom)" }
         }
 
         package func hash(into hasher: inout Hasher) {
@@ -77,6 +86,7 @@ extension VideoEncoder {
             hasher.combine(pixelAspectRatio?.vertical)
             hasher.combine(colorPrimaries)
             hasher.combine(transferFunction)
+            hasher.combine(cropText)
         }
 
         /// Sets what these tags ask on an encoder context not yet opened, and libx264's options in `options`.
@@ -91,6 +101,11 @@ extension VideoEncoder {
             if let h264Profile { setOption(&options, "profile", h264Profile.rawValue) }
             if let h264Level { setOption(&options, "level", h264Level) }
             if let entropy { setOption(&options, "coder", entropy.rawValue) }
+            if let cropText {
+                // Appended to the x264-params the encoder already set (its fixed GOP).
+                let existing = av_dict_get(options, "x264-params", nil, 0).map { String(cString: $0.pointee.value) }
+                setOption(&options, "x264-params", (existing.map { $0 + ":" } ?? "") + "crop-rect=\(cropText)")
+            }
         }
     }
 }

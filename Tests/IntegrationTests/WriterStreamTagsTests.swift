@@ -131,6 +131,27 @@ struct WriterStreamTagsTests {
         #expect(video["display_aspect_ratio"] as? String == "16:9")
     }
 
+    @Test("AVVideoCleanApertureKey: H.264 frame cropping, so decoders show 600x400 of the 640x480 picture")
+    func cleanAperture() async throws {
+        guard MediaTool.available(for: "WriterStreamTagsTests.cleanAperture") else { return }
+        let url = try scratchURL("aperture.mov", suite: "writer-stream-tags")
+        let aperture: [String: Any] = [
+            AVVideoCleanApertureWidthKey: 600, AVVideoCleanApertureHeightKey: 400,
+            AVVideoCleanApertureHorizontalOffsetKey: 10, AVVideoCleanApertureVerticalOffsetKey: -20,
+        ]
+        try await writeGrey(to: url, settings: h264([:], extra: [AVVideoCleanApertureKey: aperture]))
+        let video = try #require(try FFprobeReport(url).stream("video"))
+        #expect(video["width"] as? Int == 600 && video["height"] as? Int == 400, "\(video)")
+        #expect(video["coded_width"] as? Int == 640 && video["coded_height"] as? Int == 480)
+        // "-flags unaligned": libavcodec otherwise keeps a left crop that is not a multiple of its alignment (here
+        // the aperture's 30 left pixels), so the picture would be 630 wide.
+        let frame = try MediaTool.ffmpeg.run([
+            "-nostdin", "-v", "error", "-flags", "unaligned", "-i", url.path, "-frames:v", "1", "-f", "rawvideo",
+            "-pix_fmt", "gray", "-",
+        ])
+        #expect(frame.output.count == 600 * 400, "ffmpeg decodes the aperture only: \(frame.output.count) bytes")
+    }
+
     @Test("AVMutableCompositionTrack.preferredTransform set to a quarter turn reaches the exported track header")
     func compositionRotation() async throws {
         guard MediaTool.available(for: "WriterStreamTagsTests.compositionRotation") else { return }

@@ -159,11 +159,22 @@ extension WriterTrackSettings {
             guard let aperture = raw as? [String: Any], Set(aperture.keys) == Set(keys),
                 let width = integerSetting(aperture[AVVideoCleanApertureWidthKey]),
                 let height = integerSetting(aperture[AVVideoCleanApertureHeightKey]),
-                (1...configuration.width).contains(width), (1...configuration.height).contains(height),
-                integerSetting(aperture[AVVideoCleanApertureHorizontalOffsetKey]) != nil,
-                integerSetting(aperture[AVVideoCleanApertureVerticalOffsetKey]) != nil
+                let horizontal = integerSetting(aperture[AVVideoCleanApertureHorizontalOffsetKey]),
+                let vertical = integerSetting(aperture[AVVideoCleanApertureVerticalOffsetKey])
             else {
-                invalid("'\(AVVideoCleanApertureKey)' must hold Width, Height (within the picture) and both offsets, not \(raw)")
+                invalid("'\(AVVideoCleanApertureKey)' must hold Width, Height and both offsets, not \(raw)")
+            }
+            // The offsets move the aperture's centre from the picture's: what is cut from each edge follows.
+            let left = (configuration.width - width) / 2 + horizontal
+            let top = (configuration.height - height) / 2 + vertical
+            let (right, bottom) = (configuration.width - width - left, configuration.height - height - top)
+            guard width > 0, height > 0, [left, top, right, bottom].allSatisfy({ $0 >= 0 && $0 % 2 == 0 }) else {
+                invalid(
+                    "'\(AVVideoCleanApertureKey)' must lie inside the \(configuration.width)x\(configuration.height) "
+                        + "picture with even edges (4:2:0), not \(raw)")
+            }
+            if codec == .h264, [left, top, right, bottom] != [0, 0, 0, 0] {
+                tags.cleanApertureCrop = (left, top, right, bottom)
             }
         }
         if let raw = settings[AVVideoColorPropertiesKey] {
