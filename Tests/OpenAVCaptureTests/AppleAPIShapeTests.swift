@@ -81,9 +81,11 @@ private final class TaggedVideoOutput: AVCaptureVideoDataOutput, @unchecked Send
     }
 
     @Test func preferredCameraFollowsTheUsersChoiceWhileItIsConnected() throws {
-        defer { AVCaptureDevice.userPreferredCamera = nil }
-        #expect(AVCaptureDevice.userPreferredCamera == nil)
-        #expect(AVCaptureDevice.systemPreferredCamera === AVCaptureDevice.default(for: .video))
+        // The choice cannot be cleared (setting nil has no effect, as AVCaptureDevice.h says), so the test starts by
+        // choosing the back camera rather than assuming no choice.
+        AVCaptureDevice.userPreferredCamera = VirtualDevices.back
+        defer { AVCaptureDevice.userPreferredCamera = VirtualDevices.back }
+        #expect(AVCaptureDevice.systemPreferredCamera === VirtualDevices.back)
         let front = VirtualDevices.front
         AVCaptureDevice.userPreferredCamera = front
         #expect(AVCaptureDevice.systemPreferredCamera === front)
