@@ -1,5 +1,6 @@
 // AVAssetImageGenerator: pictures of an asset's video at given times (thumbnails), as pixel buffers or JPEG.
 
+import CaptureGraph
 import Foundation
 import MediaCodecs
 import OpenCoreMedia

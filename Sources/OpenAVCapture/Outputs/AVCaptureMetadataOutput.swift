@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import MediaCodecs
 import Synchronization
@@ -66,6 +67,7 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
             $0.delegate = objectsDelegate
             $0.queue = objectsDelegate == nil ? nil : objectsCallbackQueue
         }
+        demandsChanged()
     }
 
     /// The delegate, or nil.
@@ -101,6 +103,7 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
                 $0.types = types
                 $0.symbologies = types.reduce(into: Set()) { $0.formUnion($1.symbologies) }
             }
+            demandsChanged()
         }
     }
 

@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import Synchronization
 
@@ -30,24 +31,13 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         case stopping
     }
 
-    /// What the capture threads read for each device: where its buffers go.
-    struct Route {
-        let connection: AVCaptureConnection
-        let output: AVCaptureOutput?
-    }
-
-    /// Where one device's buffers go, replaced whole at every configuration commit.
-    final class RouteSlot: Sendable {
-        let routes = Mutex<[Route]>([])
-    }
-
-    /// The slot of the device with backend `key`, made on first use.
-    func routeSlot(for key: ObjectIdentifier) -> RouteSlot {
-        routeSlots.withLock { slots in
-            if let slot = slots[key] { return slot }
-            let slot = RouteSlot()
-            slots[key] = slot
-            return slot
+    /// The routes of the device with backend `key` (where its buffers go), made on first use.
+    func routeTable(for key: ObjectIdentifier) -> RouteTable {
+        routeTables.withLock { tables in
+            if let table = tables[key] { return table }
+            let table = RouteTable()
+            tables[key] = table
+            return table
         }
     }
 
@@ -82,7 +72,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     var registryToken: Int?
     /// Read by capture threads on every buffer; replaced whole on every change.
     /// Each device's routes, in a slot its capture thread's sink holds, so a frame costs no table lookup.
-    let routeSlots = Mutex<[ObjectIdentifier: RouteSlot]>([:])
+    let routeTables = Mutex<[ObjectIdentifier: RouteTable]>([:])
     let stateStorage = Mutex<State>(.idle)
     /// Runs reactions to device events (faults, reconnection, format changes) off the capture threads.
     let eventQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureSession.events")
@@ -413,19 +403,19 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         reconcileStreams()
     }
 
-    /// Rebuilds the capture threads' routing table from the connections.
+    /// Rebuilds the capture threads' routing tables from the connections.
     private func publishRoutes() {
-        var table: [ObjectIdentifier: [Route]] = [:]
+        var routes: [ObjectIdentifier: [any CaptureSink]] = [:]
         for connection in connectionList {
             for port in connection.inputPorts {
                 guard let device = port.input.streamedDevice else { continue }
-                table[ObjectIdentifier(device.backend), default: []].append(
-                    Route(connection: connection, output: connection.output))
+                routes[ObjectIdentifier(device.backend), default: []].append(
+                    ConnectionSink(connection: connection, output: connection.output))
             }
         }
-        // Every device with routes gets its slot now, so a sink made afterwards finds its routes in it.
-        for key in table.keys { _ = routeSlot(for: key) }
-        for (key, slot) in routeSlots.withLock({ $0 }) { slot.routes.withLock { $0 = table[key] ?? [] } }
+        // Every device with routes gets its table now, so a router made afterwards finds its routes in it.
+        for key in routes.keys { _ = routeTable(for: key) }
+        for (key, table) in routeTables.withLock({ $0 }) { table.replace(with: routes[key] ?? []) }
     }
 
     // MARK: Running

@@ -1,5 +1,6 @@
 // AVAssetWriter: media files from sample buffers, encoded and muxed on the writer's own serial queue.
 
+import CaptureGraph
 import Dispatch
 import Foundation
 import MediaCodecs
