@@ -117,7 +117,10 @@ let package = Package(
 
         .target(
             name: "OpenAVCapture",
-            dependencies: ["CaptureDrivers", "CaptureGraph", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
+            dependencies: [
+                "CaptureDrivers", "CaptureGraph", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSwift),
         /// Apple's AVFoundation on Darwin, OpenAVCapture elsewhere: one import for portable capture code.
         .target(name: "OpenAVCaptureShim", dependencies: ["OpenAVCapture"], swiftSettings: strictSwift),

@@ -346,15 +346,33 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
 
     /// Ends a batch of changes; the outermost commit validates and applies them at once (starting, stopping and
     /// reconfiguring devices of a running session).
+    ///
+    /// A commit without a matching `beginConfiguration()` applies the configuration as it stands and logs once:
+    /// Apple documents no exception for it (AVCaptureSession.h, `-commitConfiguration`) and real apps do it
+    /// (QRCodeReader.swift commits in every `init` without beginning).
     open func commitConfiguration() {
         lock.lock()
         defer { lock.unlock() }
-        precondition(
-            configurationDepth > 0,
-            "AVCaptureSession: commitConfiguration() without beginConfiguration() (Apple raises"
-                + " NSGenericException)")
+        guard configurationDepth > 0 else {
+            ToleratedMisuse.report(
+                "AVCaptureSession.commitConfiguration",
+                "AVCaptureSession: commitConfiguration() without beginConfiguration(); the configuration is applied"
+                    + " as it stands")
+            applyConfiguration()
+            return
+        }
         configurationDepth -= 1
         if configurationDepth == 0 { applyConfiguration() }
+    }
+
+    /// Traps inside an open `beginConfiguration()`: AVCaptureSession.h, `-beginConfiguration`: "you must call
+    /// -commitConfiguration before invoking -startRunning or -stopRunning, otherwise an NSGenericException is
+    /// thrown". Called with the lock held.
+    private func requireNoOpenConfiguration(_ method: String) {
+        precondition(
+            configurationDepth == 0,
+            "AVCaptureSession: \(method) between beginConfiguration() and commitConfiguration(); commit first (Apple"
+                + " raises NSGenericException)")
     }
 
     /// Runs a change under the lock, applying it at once unless inside begin/commit.
@@ -428,6 +446,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     /// is busy interrupts the session; a device that is gone posts `.AVCaptureSessionRuntimeError`.
     open func startRunning() {
         let failure = locked { () -> AVError? in
+            requireNoOpenConfiguration("startRunning()")
             guard state == .idle else { return nil }
             setState(.running)
             for output in outputList { output.sessionDidStartRunning() }
@@ -444,6 +463,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     /// Stops the devices; returns when every capture thread has delivered its last buffer.
     open func stopRunning() {
         let stopped = locked { () -> Bool in
+            requireNoOpenConfiguration("stopRunning()")
             guard state == .running || state == .interrupted else { return false }
             for output in outputList { output.sessionWillStopRunning() }
             setState(.stopping)
@@ -459,6 +479,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     /// Starts running and throws what would otherwise be posted as a runtime error (ours, beyond Apple).
     open func start() async throws {
         let failure = locked { () -> AVError? in
+            requireNoOpenConfiguration("start()")
             guard state == .idle else { return nil }
             setState(.running)
             for output in outputList { output.sessionDidStartRunning() }
