@@ -322,6 +322,28 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     /// The recording measured the microphone's clock error (see ``AVCaptureRecordingStatistics/audioClockDriftPPM``).
     func audioClockDriftWasMeasured(_ ppm: Double) { statistics.withLock { $0.audioClockDriftPPM = ppm } }
 
+    /// The engine handed a video frame to the file's writer, which now holds `backlog` frames for its encoder.
+    func videoFrameWasWritten(backlog: Int) {
+        statistics.withLock { $0.videoFramesWritten += 1 }
+        encoderBacklog.store(backlog, ordering: .relaxed)
+    }
+
+    /// Frames waiting for the encoder at the last frame handed to it (read by monitors from any thread).
+    private let encoderBacklog = Atomic<Int>(0)
+
+    override package var measurements: OutputMeasurements? {
+        let statistics = recordingStatistics
+        var measured = OutputMeasurements()
+        measured.framesCaptured = statistics.videoFramesReceived
+        measured.framesWritten = statistics.videoFramesWritten
+        measured.framesDropped = statistics.droppedVideoFrames
+        measured.bytesWritten = recordedFileSize
+        measured.encoderQueueDepth = isRecording ? encoderBacklog.load(ordering: .relaxed) : 0
+        measured.audioClockDriftPPM = statistics.audioClockDriftPPM
+        measured.fileURL = outputFileURL
+        return measured
+    }
+
     // MARK: Graph hooks
 
     override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
@@ -415,6 +437,8 @@ public struct AVCaptureRecordingStatistics: Sendable, Hashable {
     public var videoFramesReceived = 0
     /// Audio buffers handed to the recording.
     public var audioBuffersReceived = 0
+    /// Video frames taken into the file (by its encoder, or as they came for compressed frames kept as they are).
+    public var videoFramesWritten = 0
     /// Video frames that never reached the recording, by `kCMSampleBufferDroppedFrameReason_…` value:
     /// `FrameWasLate` (the encoder was behind), `OutOfBuffers` and `Discontinuity` (the device's).
     public var droppedVideoFrames: [String: Int] = [:]
