@@ -207,6 +207,8 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "OpenAVCapture", "OpenAVCaptureTesting", "TestSupport", "OpenAVCaptureUI", "CameraControllerExample",
+                // CaptureMetrics read through the API (the servers themselves are tested through avcapture).
+                "OpenAVCaptureWeb",
                 // The PipeWire tests drive the driver's registry and streams directly as well as the public API.
                 "CaptureDrivers",
             ],

@@ -13,16 +13,17 @@ import Synchronization
 /// Read when scraped, never polled: ``exposition()`` reads every watched session's outputs (the counts each keeps
 /// anyway: frames, drops by reason, bytes, the encoder's backlog, the microphone's clock drift, reconnections),
 /// free disk space where files are written, and the levels given with ``watchLevel(_:help:_:)`` (viewers, clients),
-/// then renders the registry in Prometheus' text format. Counters follow the outputs' cumulative counts: when a
-/// count starts again (a new recording after an idle output), the counter adds the new count, so it never goes
-/// back. Every series is labelled with its output's type (`output="AVCaptureMovieFileOutput"`).
+/// then renders the registry in Prometheus' text format. Counters follow the outputs' cumulative counts: when the
+/// counts start again (a new recording after an idle output, seen by the output's epoch), the counter adds the new
+/// count whole, so it never goes back and loses nothing. Every series is labelled with its output's type
+/// (`output="AVCaptureMovieFileOutput"`).
 ///
 /// | metric | type | labels |
 /// |---|---|---|
 /// | `avcapture_frames_captured_total` | counter | output |
 /// | `avcapture_frames_written_total` | counter | output |
 /// | `avcapture_frames_dropped_total` | counter | output, reason (`FrameWasLate`, `OutOfBuffers`, `Discontinuity`) |
-/// | `avcapture_packets_dropped_total` | counter | output, reason (`disconnected`, `waitingForKeyFrame`, `networkBehind`) |
+/// | `avcapture_packets_dropped_total` | counter | output, reason (`disconnected`, `waitingForKeyFrame`, …) |
 /// | `avcapture_bytes_written_total` | counter | output |
 /// | `avcapture_encoder_queue_depth` | gauge | output |
 /// | `avcapture_audio_clock_drift_ppm` | gauge | output |
@@ -46,7 +47,7 @@ public final class CaptureMetrics: Sendable {
         var sessions: [AVCaptureSession] = []
         var directories: [URL] = []
         var levels: [Level] = []
-        var counters: [String: (counter: CoreMetrics.Counter, last: Int64)] = [:]
+        var counters: [String: (counter: CoreMetrics.Counter, last: Int64, epoch: Int)] = [:]
         var gauges: [String: CoreMetrics.Gauge] = [:]
     }
 
@@ -76,7 +77,9 @@ public final class CaptureMetrics: Sendable {
 
     /// Reports the free space of the file system holding `directory` (besides the directories of files being
     /// written, which are reported by themselves).
-    public func watchFreeDisk(at directory: URL) { state.withLock { $0.directories.append(directory.standardizedFileURL) } }
+    public func watchFreeDisk(at directory: URL) {
+        state.withLock { $0.directories.append(directory.standardizedFileURL) }
+    }
 
     /// A gauge `name` (e.g. `avcapture_viewers`) read from `read` at every scrape.
     public func watchLevel(_ name: String, help: String, _ read: @escaping @Sendable () -> Double) {
@@ -100,23 +103,23 @@ public final class CaptureMetrics: Sendable {
             var directories = Set(state.directories.map(\.path))
             for (label, measured) in Self.labelledMeasurements(state.sessions) {
                 let output = [("output", label)]
-                count(&state, "avcapture_frames_captured_total", output, measured.framesCaptured)
-                count(&state, "avcapture_frames_written_total", output, measured.framesWritten)
+                count(&state, measured.epoch, "avcapture_frames_captured_total", output, measured.framesCaptured)
+                count(&state, measured.epoch, "avcapture_frames_written_total", output, measured.framesWritten)
                 for reason in Set(Self.frameDropReasons).union(measured.framesDropped.keys) {
-                    count(&state, "avcapture_frames_dropped_total", output + [("reason", reason)],
+                    count(&state, measured.epoch, "avcapture_frames_dropped_total", output + [("reason", reason)],
                         measured.framesDropped[reason] ?? 0)
                 }
-                count(&state, "avcapture_bytes_written_total", output, Int(measured.bytesWritten))
+                count(&state, measured.epoch, "avcapture_bytes_written_total", output, Int(measured.bytesWritten))
                 level(&state, "avcapture_encoder_queue_depth", output, Double(measured.encoderQueueDepth))
                 if let drift = measured.audioClockDriftPPM {
                     level(&state, "avcapture_audio_clock_drift_ppm", output, drift)
                 }
                 if let connected = measured.isConnected {
                     for reason in Set(Self.packetDropReasons).union(measured.packetsDropped.keys) {
-                        count(&state, "avcapture_packets_dropped_total", output + [("reason", reason)],
+                        count(&state, measured.epoch, "avcapture_packets_dropped_total", output + [("reason", reason)],
                             measured.packetsDropped[reason] ?? 0)
                     }
-                    count(&state, "avcapture_reconnects_total", output, measured.reconnections)
+                    count(&state, measured.epoch, "avcapture_reconnects_total", output, measured.reconnections)
                     level(&state, "avcapture_connected", output, connected ? 1 : 0)
                 }
                 if let file = measured.fileURL { directories.insert(file.deletingLastPathComponent().path) }
@@ -144,13 +147,16 @@ public final class CaptureMetrics: Sendable {
     }
 
     /// Adds to counter `name` what `total` grew by since the last scrape (all of it when it started again).
-    private func count(_ state: inout State, _ name: String, _ dimensions: [(String, String)], _ total: Int) {
+    private func count(
+        _ state: inout State, _ epoch: Int, _ name: String, _ dimensions: [(String, String)], _ total: Int
+    ) {
         let key = Self.key(name, dimensions)
-        let entry = state.counters[key] ?? (CoreMetrics.Counter(label: name, dimensions: dimensions, factory: factory), 0)
+        let made = { CoreMetrics.Counter(label: name, dimensions: dimensions, factory: self.factory) }
+        let entry = state.counters[key] ?? (made(), 0, epoch)
         let now = Int64(total)
-        let increase = now >= entry.last ? now - entry.last : now
+        let increase = entry.epoch == epoch && now >= entry.last ? now - entry.last : now
         if increase > 0 { entry.counter.increment(by: increase) }
-        state.counters[key] = (entry.counter, now)
+        state.counters[key] = (entry.counter, now, epoch)
     }
 
     private func level(_ state: inout State, _ name: String, _ dimensions: [(String, String)], _ value: Double) {

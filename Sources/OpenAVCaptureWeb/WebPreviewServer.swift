@@ -14,8 +14,9 @@ import Synchronization
 ///
 /// Safe by default: it listens on loopback; any other address needs a token, and then every request must carry it
 /// (`Authorization: Bearer`, the cookie the page sets on its first visit, or `?token=`), and TLS (``TLSFiles``)
-/// unless the configuration says ``Configuration/allowsCleartextNetwork``. Files are served only by plain names from the media directory, viewers
-/// are bounded, bodies are capped, and every bad request gets a 4xx and a line in the log.
+/// unless the configuration says ``Configuration/allowsCleartextNetwork``. Files are served only by plain names
+/// from the media directory, viewers are bounded, bodies are capped, and every bad request gets a 4xx and a line in
+/// the log.
 ///
 /// Threading: thread safe; `run()` blocks its task until the task is cancelled or `stop()` is called.
 public final class WebPreviewServer: Sendable {

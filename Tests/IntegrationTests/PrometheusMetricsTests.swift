@@ -76,6 +76,38 @@ struct PrometheusMetricsTests {
         #expect(Double(frames.count) >= later, "the movie has \(frames.count) frames, the metrics said \(later)")
     }
 
+    @Test("publish --metrics (HLS): Prometheus sees the packets written and the bytes sent grow, connected")
+    func publishScrapedByPrometheus() throws {
+        guard MediaTool.available(for: "PrometheusMetricsTests.publish") else { return }
+        guard PrometheusServer.isInstalled else {
+            return print("Skipping PrometheusMetricsTests: prometheus is not installed (make test installs it)")
+        }
+        let directory = try scratchURL("publish-\(UUID().uuidString)", suite: "metrics-tests")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let tool = try RunningTool(
+            ["publish", "live.m3u8", "--preset", "320x240", "--duration", "60", "--metrics", "127.0.0.1:0"],
+            in: directory, display: "")
+        let url = try metricsURL(of: tool)
+        let prometheus = try PrometheusServer(
+            scrapeConfigs: """
+                  - job_name: publish
+                    static_configs:
+                      - targets: ["\(url.host!):\(url.port!)"]
+                """)
+        defer { prometheus.stop() }
+        let written = "avcapture_frames_written_total{job=\"publish\",output=\"AVCapturePublishingOutput\"}"
+        let first = try #require(prometheus.wait(for: written) { $0 > 0 }, "Prometheus never scraped a packet")
+        #expect(prometheus.wait(for: written) { $0 > first } != nil, "the packet count did not move")
+        let sent = "avcapture_bytes_written_total{job=\"publish\"}"
+        let bytes = try #require(prometheus.wait(for: sent) { $0 > 0 })
+        #expect(prometheus.wait(for: sent) { $0 > bytes } != nil, "the bytes did not move")
+        #expect(prometheus.wait(for: "avcapture_connected{job=\"publish\"}") { $0 == 1 } == 1)
+        #expect(prometheus.query("avcapture_reconnects_total{job=\"publish\"}") == 0)
+        tool.interrupt()
+        #expect(tool.wait() == 0, "\(tool.standardError)")
+        #expect(tool.outputLines.contains { $0.hasPrefix("Published to live.m3u8:") }, "\(tool.outputLines)")
+    }
+
     @Test("serve: /metrics behind the token; Prometheus with the bearer token scrapes it, without it is refused")
     func serveScrapedWithBearerToken() throws {
         guard PrometheusServer.isInstalled else {

@@ -35,7 +35,8 @@ func promtoolCheck(_ exposition: String) throws -> (status: Int32, said: String)
     return (result.status, result.outputText + result.error)
 }
 
-/// The value of the sample `name{labels}` in an exposition (labels as written, e.g. `output="AVCaptureMovieFileOutput"`).
+/// The value of the sample `name{labels}` in an exposition (labels as written, e.g.
+/// `output="AVCaptureMovieFileOutput"`; a prefix of them matches).
 func sample(_ name: String, _ labels: String = "", in exposition: String) -> Double? {
     let prefix = labels.isEmpty ? name + " " : name + "{" + labels
     for line in exposition.split(separator: "\n") where line.hasPrefix(prefix) {
@@ -71,7 +72,8 @@ final class PrometheusServer {
         try #require(check.status == 0, "promtool rejects the test's configuration: \(check.outputText) \(check.error)")
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = [
-            "--config.file=\(configuration.path)", "--storage.tsdb.path=\(directory.appendingPathComponent("data").path)",
+            "--config.file=\(configuration.path)",
+            "--storage.tsdb.path=\(directory.appendingPathComponent("data").path)",
             "--web.listen-address=127.0.0.1:\(port)", "--log.level=warn",
         ]
         process.standardOutput = FileHandle.nullDevice

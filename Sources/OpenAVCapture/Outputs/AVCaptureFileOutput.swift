@@ -82,6 +82,9 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         var outputFileURL: URL?
         var recordedDuration: CMTime = .zero
         var recordedFileSize: Int64 = 0
+        /// The sizes of the files finished since the statistics last started (file switches, segments), so a
+        /// monitor's byte count goes on across files.
+        var finishedFilesBytes: Int64 = 0
         var isRecording = false
         var isRecordingPaused = false
         var isSampleAccurate = false
@@ -250,19 +253,22 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
             value += 1
             return value
         }
+        let startsStatistics = !isActive.load(ordering: .sequentiallyConsistent)
         let (limits, survivesDisconnection) = fileState.withLock { state in
             state.isRecording = true
             state.isRecordingPaused = false
             state.outputFileURL = url
             state.recordedDuration = .zero
+            state.finishedFilesBytes = startsStatistics ? 0 : state.finishedFilesBytes + state.recordedFileSize
             state.recordedFileSize = 0
             let limits = MovieRecordingEngine.Limits(
                 maxDuration: state.maxRecordedDuration, maxFileSize: state.maxRecordedFileSize,
                 minFreeDiskSpace: state.minFreeDiskSpaceLimit)
             return (limits, state.survivesDisconnection)
         }
-        if !isActive.load(ordering: .sequentiallyConsistent) {
+        if startsStatistics {
             statistics.withLock { $0 = AVCaptureRecordingStatistics() }
+            statisticsEpoch.add(1, ordering: .relaxed)
         }
         isActive.store(true, ordering: .sequentiallyConsistent)
         submit(
@@ -282,6 +288,7 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         fileState.withLock { state in
             state.outputFileURL = url
             state.recordedDuration = .zero
+            state.finishedFilesBytes += state.recordedFileSize
             state.recordedFileSize = 0
         }
         return generation
@@ -330,6 +337,8 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
 
     /// Frames waiting for the encoder at the last frame handed to it (read by monitors from any thread).
     private let encoderBacklog = Atomic<Int>(0)
+    /// How many times the statistics started again from zero.
+    private let statisticsEpoch = Atomic<Int>(0)
 
     override package var measurements: OutputMeasurements? {
         let statistics = recordingStatistics
@@ -337,7 +346,8 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         measured.framesCaptured = statistics.videoFramesReceived
         measured.framesWritten = statistics.videoFramesWritten
         measured.framesDropped = statistics.droppedVideoFrames
-        measured.bytesWritten = recordedFileSize
+        measured.epoch = statisticsEpoch.load(ordering: .relaxed)
+        measured.bytesWritten = fileState.withLock { $0.finishedFilesBytes + $0.recordedFileSize }
         measured.encoderQueueDepth = isRecording ? encoderBacklog.load(ordering: .relaxed) : 0
         measured.audioClockDriftPPM = statistics.audioClockDriftPPM
         measured.fileURL = outputFileURL

@@ -75,7 +75,8 @@ open class AVCapturePublishingOutput: AVCaptureOutput, @unchecked Sendable {
     public init(url: String) {
         guard let format = NetworkMuxer.Format.forURL(url) else {
             preconditionFailure(
-                "AVCapturePublishingOutput: \(url) is not rtmp://, srt://, udp://, tcp://, rtsp:// or a path ending in .m3u8")
+                "AVCapturePublishingOutput: \(url) is not rtmp://, srt://, udp://, tcp://, rtsp:// or a path ending"
+                    + " in .m3u8")
         }
         self.url = url
         self.format = format
@@ -152,7 +153,8 @@ open class AVCapturePublishingOutput: AVCaptureOutput, @unchecked Sendable {
         measured.encoderQueueDepth = videoInFlight.load(ordering: .relaxed)
         measured.reconnections = statistics.reconnections
         measured.isConnected = statistics.isConnected
-        measured.fileURL = currentSettings.recordingURL ?? (url.lowercased().hasSuffix(".m3u8") ? URL(fileURLWithPath: url) : nil)
+        let playlist = url.lowercased().hasSuffix(".m3u8") ? URL(fileURLWithPath: url) : nil
+        measured.fileURL = currentSettings.recordingURL ?? playlist
         return measured
     }
 

@@ -7,8 +7,10 @@ import Foundation
 /// One output's counts since it was created (or its last idle period) and its levels now.
 ///
 /// Counts only grow while a recording or a publication goes on; a new recording after the output was idle starts
-/// them at zero again, which a monitor takes as a restart. Threading: a value; `Sendable`.
+/// them at zero again and changes ``epoch``, which a monitor takes as a restart. Threading: a value; `Sendable`.
 package struct OutputMeasurements: Sendable, Equatable {
+    /// Changes whenever the counts start again from zero.
+    package var epoch = 0
     /// Video frames handed to the output by its connection.
     package var framesCaptured = 0
     /// Video frames the output's encoder (or its writer, for frames kept compressed) took into the file or the stream.
@@ -18,7 +20,8 @@ package struct OutputMeasurements: Sendable, Equatable {
     package var framesDropped: [String: Int] = [:]
     /// Encoded packets the network side left out, by reason (`disconnected`, `waitingForKeyFrame`, `networkBehind`).
     package var packetsDropped: [String: Int] = [:]
-    /// Bytes written to files (the current file of a recording; the movie beside a publication) and sent to servers.
+    /// Bytes written to files (a recording's files so far, file switches and segments included; the movie beside a
+    /// publication) and sent to servers.
     package var bytesWritten: Int64 = 0
     /// Video frames waiting for the encoder now.
     package var encoderQueueDepth = 0
