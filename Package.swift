@@ -33,6 +33,11 @@ let package = Package(
         // Hummingbird's own dependency, named for NIOCore's error types (a body over its limit).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        // Metrics: the swift-metrics API, exported by swift-prometheus (`--metrics`, `serve`'s /metrics).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // TLS for `serve` (HummingbirdTLS builds on it; named for its certificate and key loading).
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // MARK: C libraries, each behind a shim header whose every symbol carries the target's prefix.
@@ -142,8 +147,13 @@ let package = Package(
             name: "OpenAVCaptureWeb",
             dependencies: [
                 "OpenAVCapture", "CaptureGraph", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strictSwift),
         /// The camera app's controller class as it is written on iOS, through `import OpenAVCaptureShim` only.
@@ -213,6 +223,8 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "OpenAVCapture", "OpenAVCaptureTesting", "TestSupport", "OpenAVCaptureUI", "CameraControllerExample",
+                // CaptureMetrics read through the API (the servers themselves are tested through avcapture).
+                "OpenAVCaptureWeb",
                 // The PipeWire tests drive the driver's registry and streams directly as well as the public API.
                 "CaptureDrivers",
             ],

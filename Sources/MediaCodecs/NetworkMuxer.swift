@@ -1,5 +1,5 @@
-// NetworkMuxer: encoded packets pushed to a media server (RTMP as FLV, SRT as MPEG-TS) or written as a rolling HLS
-// playlist of CMAF segments, with libavformat.
+// NetworkMuxer: encoded packets pushed to a media server (RTMP as FLV, SRT as MPEG-TS, RTSP as RTP with ANNOUNCE and
+// RECORD) or written as a rolling HLS playlist of CMAF segments, with libavformat.
 
 import CFFmpeg
 import Foundation
@@ -26,6 +26,9 @@ package final class NetworkMuxer {
         case flv
         /// SRT (or UDP, TCP): MPEG transport stream, 1316-byte packets (seven TS packets per datagram).
         case mpegts
+        /// RTSP: libavformat's `rtsp` muxer pushes the streams with ANNOUNCE (their SDP) and RECORD, then sends RTP
+        /// interleaved in the RTSP connection (TCP).
+        case rtsp
         /// A playlist at the URL (a path) and fragmented MP4 (CMAF) segments beside it: each about
         /// `segmentDuration` seconds (cut at key frames), the playlist listing the last `playlistSize`, older
         /// segments deleted.
@@ -36,13 +39,16 @@ package final class NetworkMuxer {
             switch self {
             case .flv: "flv"
             case .mpegts: "mpegts"
+            case .rtsp: "rtsp"
             case .hls: "hls"
             }
         }
 
-        /// The format a URL calls for: `rtmp://` FLV, `srt://`/`udp://`/`tcp://` MPEG-TS, a `.m3u8` path HLS.
+        /// The format a URL calls for: `rtmp://` FLV, `srt://`/`udp://`/`tcp://` MPEG-TS, `rtsp://` RTSP, a
+        /// `.m3u8` path HLS.
         package static func forURL(_ url: String, segmentDuration: Double = 2, playlistSize: Int = 6) -> Format? {
             let lowered = url.lowercased()
+            if lowered.hasPrefix("rtsp://") { return .rtsp }
             if lowered.hasPrefix("rtmp://") || lowered.hasPrefix("rtmps://") { return .flv }
             if lowered.hasPrefix("srt://") || lowered.hasPrefix("udp://") || lowered.hasPrefix("tcp://") { return .mpegts }
             if lowered.hasSuffix(".m3u8") { return .hls(segmentDuration: segmentDuration, playlistSize: playlistSize) }
@@ -118,6 +124,12 @@ package final class NetworkMuxer {
             av_dict_set(&muxerOptions, "flvflags", "no_duration_filesize", 0)
         case .mpegts:
             break
+        case .rtsp:
+            // TCP: interleaved RTP crosses NATs and firewalls and loses nothing, and a server that goes away fails a
+            // write (UDP would not notice). `timeout` bounds every socket operation, as `rw_timeout` does for the
+            // other protocols.
+            av_dict_set(&muxerOptions, "rtsp_transport", "tcp", 0)
+            av_dict_set(&muxerOptions, "timeout", String(Int64(timeout * 1_000_000)), 0)
         case .hls(let segmentDuration, let playlistSize):
             let directory = (url as NSString).deletingLastPathComponent
             let base = ((url as NSString).lastPathComponent as NSString).deletingPathExtension

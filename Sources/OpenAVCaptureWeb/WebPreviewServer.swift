@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
 import OpenAVCapture
@@ -11,8 +13,10 @@ import Synchronization
 /// actions, and serves the photos and movies from its media directory.
 ///
 /// Safe by default: it listens on loopback; any other address needs a token, and then every request must carry it
-/// (`?token=` or `Authorization: Bearer`). Files are served only by plain names from the media directory, viewers
-/// are bounded, bodies are capped, and every bad request gets a 4xx and a line in the log.
+/// (`Authorization: Bearer`, the cookie the page sets on its first visit, or `?token=`), and TLS (``TLSFiles``)
+/// unless the configuration says ``Configuration/allowsCleartextNetwork``. Files are served only by plain names
+/// from the media directory, viewers are bounded, bodies are capped, and every bad request gets a 4xx and a line in
+/// the log.
 ///
 /// Threading: thread safe; `run()` blocks its task until the task is cancelled or `stop()` is called.
 public final class WebPreviewServer: Sendable {
@@ -32,6 +36,13 @@ public final class WebPreviewServer: Sendable {
         /// A live HLS stream's directory (an `AVCapturePublishingOutput`'s playlist and its segments), served by
         /// name under `/live/`; nil serves none.
         public var liveDirectory: URL?
+        /// The certificate and key to serve HTTPS with; nil serves plain HTTP.
+        public var tls: TLSFiles?
+        /// Whether a non-loopback host may be served without TLS (the token and the pictures then cross the network
+        /// in clear).
+        public var allowsCleartextNetwork = false
+        /// Metrics served at `/metrics` (with this server's viewers and clients added); nil serves none.
+        public var metrics: CaptureMetrics?
 
         public init(
             host: String = "127.0.0.1", port: Int = 8080, token: String? = nil, maximumViewers: Int = 4,
@@ -53,6 +64,8 @@ public final class WebPreviewServer: Sendable {
     private let log: @Sendable (String) -> Void
     private let broadcaster: MJPEGBroadcaster
     private let stopRequested = Mutex<ServiceGroup?>(nil)
+    private let inFlight = RequestsInFlight()
+    private let server: HTTPServerBuilder
 
     /// A server for `layer`'s video and `actions`; `log` gets a line per refused request. Throws when the
     /// configuration is unsafe (a non-loopback host without a token) or the session cannot feed a stream.
@@ -65,25 +78,41 @@ public final class WebPreviewServer: Sendable {
                 "listening on \(configuration.host) would show the camera to the network; give a --token (every"
                     + " request must then carry it) or listen on 127.0.0.1")
         }
+        guard configuration.isLoopback || configuration.tls != nil || configuration.allowsCleartextNetwork else {
+            throw PreviewError(
+                "listening on \(configuration.host) without TLS would send the token and the pictures in clear; give"
+                    + " --tls-cert and --tls-key, or --insecure to accept that")
+        }
+        server = try configuration.tls?.serverBuilder() ?? .http1()
         guard configuration.maximumViewers > 0 else { throw PreviewError("the viewer limit must be at least 1") }
         self.configuration = configuration
         self.layer = layer
         self.actions = actions
         self.log = log
         broadcaster = try MJPEGBroadcaster(layer: layer, maximumViewers: configuration.maximumViewers)
+        if let metrics = configuration.metrics {
+            metrics.watchLevel("avcapture_viewers", help: "Browsers streaming the camera's preview now.") {
+                [broadcaster] in Double(broadcaster.viewerCount)
+            }
+            metrics.watchLevel(
+                "avcapture_clients", help: "HTTP requests being answered now, open preview streams included."
+            ) { [broadcaster, inFlight] in Double(broadcaster.viewerCount + inFlight.count.load(ordering: .relaxed)) }
+        }
     }
 
     /// Serves until cancelled or `stop()`; `onListening` gets the address once the socket is bound (with the
     /// port chosen when the configuration's is 0).
     public func run(onListening: @escaping @Sendable (URL) -> Void = { _ in }) async throws {
         let host = configuration.host
+        let scheme = configuration.tls == nil ? "http" : "https"
         let application = Application(
             router: makeRouter(),
+            server: server,
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "OpenAVCapture"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 let shownHost = host.contains(":") ? "[\(host)]" : host
-                if let url = URL(string: "http://\(shownHost):\(port)/") { onListening(url) }
+                if let url = URL(string: "\(scheme)://\(shownHost):\(port)/") { onListening(url) }
             },
             logger: {
                 var logger = Logger(label: "OpenAVCaptureWeb")
@@ -118,12 +147,26 @@ public final class WebPreviewServer: Sendable {
 
     private func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
-        router.add(middleware: GuardMiddleware(token: configuration.token, log: log))
-        router.get("/") { request, _ -> Response in
-            let token = request.uri.queryParameters.get("token") ?? ""
-            return Response(
-                status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
-                body: .init(byteBuffer: ByteBuffer(string: CameraAppPage.html(token: token))))
+        router.add(middleware: GuardMiddleware(token: configuration.token, inFlight: inFlight, log: log))
+        router.get("/") { [configuration] request, _ -> Response in
+            // The first visit carries the token in its address: it becomes a cookie and the address loses it, so
+            // the page and everything it asks for go without a token in any URL.
+            let cookie = configuration.token.flatMap { $0.isEmpty ? nil : $0 }.map {
+                GuardMiddleware<BasicRequestContext>.cookie($0, secure: configuration.tls != nil)
+            }
+            var response: Response
+            if cookie != nil, request.uri.queryParameters.get("token") != nil {
+                response = Response(status: .seeOther, headers: [.location: "/", .cacheControl: "no-store"])
+            } else {
+                response = Response(
+                    status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                    body: .init(byteBuffer: ByteBuffer(string: CameraAppPage.html(token: ""))))
+            }
+            if let cookie { response.setCookie(cookie) }
+            return response
+        }
+        if let metrics = configuration.metrics {
+            router.get("metrics") { _, _ -> Response in MetricsEndpoint.response(metrics) }
         }
         // Browsers ask for an icon; an empty answer keeps the log for real mistakes.
         router.get("favicon.ico") { _, _ -> Response in Response(status: .noContent) }
@@ -355,49 +398,5 @@ public final class WebPreviewServer: Sendable {
             else { return String(line) }
             return line[..<start.upperBound] + withToken(line[start.upperBound..<end]) + line[end...]
         }.joined(separator: "\n")
-    }
-}
-
-/// Checks the token on every request and logs every refused one (status, method, path; never the token).
-struct GuardMiddleware<Context: RequestContext>: RouterMiddleware {
-    let token: String?
-    let log: @Sendable (String) -> Void
-
-    func handle(
-        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
-    ) async throws
-        -> Response
-    {
-        let path = request.uri.path
-        if let token, !token.isEmpty {
-            let given =
-                request.uri.queryParameters.get("token")
-                ?? request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
-            guard let given, Self.constantTimeEqual(given, token) else {
-                log("refused \(request.method) \(path): 401 missing or wrong token")
-                throw HTTPError(.unauthorized, message: "this server needs its token (?token=…)")
-            }
-        }
-        do {
-            let response = try await next(request, context)
-            if response.status.code >= 400 { log("refused \(request.method) \(path): \(response.status.code)") }
-            return response
-        } catch let error as HTTPError {
-            log("refused \(request.method) \(path): \(error.status.code) \(error.body ?? "")")
-            throw error
-        } catch {
-            log("failed \(request.method) \(path): \(error)")
-            throw error
-        }
-    }
-
-    /// Compares without stopping at the first difference, so the time taken does not reveal a prefix.
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let (x, y) = (Array(a.utf8), Array(b.utf8))
-        var difference = x.count ^ y.count
-        for index in 0..<max(x.count, y.count) {
-            difference |= Int((index < x.count ? x[index] : 0) ^ (index < y.count ? y[index] : 0))
-        }
-        return difference == 0
     }
 }

@@ -3,20 +3,22 @@ import Foundation
 import OpenAVCapture
 import Synchronization
 
-/// `avcapture publish URL`: a camera and a microphone published live (HLS, RTMP, SRT), optionally recorded from
+/// `avcapture publish URL`: a camera and a microphone published live (HLS, RTMP, SRT, RTSP), optionally recorded from
 /// the same encoder.
 struct PublishCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "publish",
-        abstract: "Publish live: an HLS playlist (.m3u8), rtmp://host/app/key, or srt://host:port (caller).",
+        abstract: "Publish live: an HLS playlist (.m3u8), rtmp://host/app/key, srt://host:port (caller), or rtsp://….",
         discussion: """
             HLS writes fragmented MP4 (CMAF) segments beside the playlist (--segment-duration, --playlist-size; \
-            older segments are deleted). RTMP and SRT reconnect with backoff when the server goes away; packets \
-            that cannot be sent are dropped and counted by reason, never the --record file, which is written from \
-            the same encoded packets. Ctrl-C or SIGTERM end the stream cleanly.
+            older segments are deleted). RTSP pushes with ANNOUNCE and RECORD, RTP interleaved over TCP. RTMP, SRT \
+            and RTSP reconnect with backoff when the server goes away; packets that cannot be sent are dropped and \
+            counted by reason, never the --record file, which is written from the same encoded packets. Ctrl-C or \
+            SIGTERM end the stream cleanly. --metrics serves Prometheus metrics at http://HOST:PORT/metrics.
             """)
 
-    @Argument(help: "rtmp://host/app/key, srt://host:port?streamid=…, or a path ending in .m3u8.") var url: String
+    @Argument(help: "rtmp://host/app/key, srt://host:port?streamid=…, rtsp://host:port/path, or a path ending in .m3u8.")
+    var url: String
     @OptionGroup var camera: CameraOptions
     @OptionGroup var microphone: MicrophoneOptions
     @OptionGroup var formatOptions: FormatOptions
@@ -26,13 +28,16 @@ struct PublishCommand: ParsableCommand {
     @OptionGroup var stream: HLSOptions
     @Flag(help: "Play file: sources again and again instead of stopping at their end.") var loop = false
     @OptionGroup var logging: LoggingOptions
+    @OptionGroup var metrics: MetricsOptions
 
     func validate() throws {
         let lowered = url.lowercased()
         guard
-            ["rtmp://", "rtmps://", "srt://", "udp://", "tcp://"].contains(where: lowered.hasPrefix)
+            ["rtmp://", "rtmps://", "srt://", "udp://", "tcp://", "rtsp://"].contains(where: lowered.hasPrefix)
                 || lowered.hasSuffix(".m3u8")
-        else { throw ValidationError("'\(url)' is not rtmp://, srt://, udp://, tcp:// or a path ending in .m3u8") }
+        else {
+            throw ValidationError("'\(url)' is not rtmp://, srt://, udp://, tcp://, rtsp:// or a path ending in .m3u8")
+        }
         if camera.isNone { throw ValidationError("publish needs a camera") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
     }
@@ -56,6 +61,8 @@ struct PublishCommand: ParsableCommand {
             output.recordingURL = target?.url
             let setup = try CaptureSetup(
                 video: cameraDevice, audio: microphoneDevice, format: formatOptions.choice, outputs: [output])
+            let exporter = try metrics.start(watching: setup.session)
+            defer { exporter?.stop() }
             try setup.start()
             let stopped = DispatchSemaphore(value: 0)
             let signal = Mutex<Int32?>(nil)

@@ -98,6 +98,7 @@ struct RecordCommand: ParsableCommand {
     @Flag(help: "With --screen: draw the cursor.") var cursor = false
     @Flag(help: "With --screen: highlight mouse clicks.") var clicks = false
     @OptionGroup var logging: LoggingOptions
+    @OptionGroup var metrics: MetricsOptions
 
     static let movieExtensions = ["mov", "mp4", "m4v"]
 
@@ -177,6 +178,10 @@ struct RecordCommand: ParsableCommand {
             let setup = try CaptureSetup(
                 video: cameraDevice, audio: microphoneDevice, screen: screenInput, format: formatOptions.choice,
                 outputs: [fileOutput])
+            let exporter = try metrics.start(watching: setup.session) {
+                $0.watchFreeDisk(at: target.url.deletingLastPathComponent())
+            }
+            defer { exporter?.stop() }
             if let events = fileOutput as? AVCapturePreEventFileOutput, let preRoll {
                 events.preRollDuration = CMTime(seconds: preRoll, preferredTimescale: 1000)
                 events.postRollDuration = postRoll.map { CMTime(seconds: $0, preferredTimescale: 1000) } ?? .invalid

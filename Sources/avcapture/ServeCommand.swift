@@ -11,7 +11,9 @@ struct ServeCommand: ParsableCommand {
         discussion: """
             Open the printed address. Tap the picture to focus, double-tap to expose; photos and movies go in the \
             working directory and are listed on the page for download. It listens on loopback only unless given \
-            --token; then every request must carry ?token=T (the printed address has it). With --hls the same \
+            --token and --tls-cert/--tls-key (or --insecure); then every request must carry the token: the printed \
+            address has it once, the page keeps it in a cookie, scripts send Authorization: Bearer T. /metrics \
+            serves Prometheus metrics. With --hls the same \
             camera is also published as HLS (fragmented MP4 segments, H.264 and AAC), served at /live/stream.m3u8 \
             for players and other machines; its segments live in a temporary directory removed at exit.
             """)
@@ -26,6 +28,8 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Viewers streaming at once; more are refused (503).") var maxViewers = 4
     @Flag(help: "Also publish the camera as HLS, served at /live/stream.m3u8.") var hls = false
     @OptionGroup var stream: HLSOptions
+    @OptionGroup var security: ServeSecurityOptions
+    @OptionGroup var metrics: MetricsOptions
 
     func validate() throws {
         guard Self.parseListen(listen) != nil else {
@@ -101,15 +105,21 @@ struct ServeCommand: ParsableCommand {
             layer.videoGravity = gravity.videoGravity
             let server: WebPreviewServer
             do {
+                var configuration = WebPreviewServer.Configuration(
+                    host: host, port: port, token: token, maximumViewers: maxViewers, mediaDirectory: directory,
+                    liveDirectory: live?.directory)
+                security.apply(to: &configuration)
+                configuration.metrics = CaptureMetrics()
+                configuration.metrics?.watch(controller.captureSession)
+                configuration.metrics?.watchFreeDisk(at: directory)
                 server = try WebPreviewServer(
-                    layer: layer, actions: app,
-                    configuration: .init(
-                        host: host, port: port, token: token, maximumViewers: maxViewers, mediaDirectory: directory,
-                        liveDirectory: live?.directory),
+                    layer: layer, actions: app, configuration: configuration,
                     log: { Terminal.error("avcapture serve: \($0)") })
             } catch {
                 throw ToolFailure(.usage, "\(error)")
             }
+            let exporter = try server.configuration.metrics.flatMap { try metrics.start(serving: $0) }
+            defer { exporter?.stop() }
             let watcher = SignalWatcher { _ in server.stop() }
             defer { withExtendedLifetime(watcher) {} }
             controller.startSession()

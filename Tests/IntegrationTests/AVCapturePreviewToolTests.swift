@@ -63,6 +63,9 @@ final class RunningTool: @unchecked Sendable {
         return found()
     }
 
+    /// Every whole line printed on standard output so far.
+    var outputLines: [String] { lines.withLock { $0 } }
+
     /// Sends SIGINT, as Ctrl-C does.
     func interrupt() { if process.isRunning { process.interrupt() } }
 

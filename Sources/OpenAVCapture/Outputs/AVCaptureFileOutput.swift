@@ -83,6 +83,9 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         var outputFileURL: URL?
         var recordedDuration: CMTime = .zero
         var recordedFileSize: Int64 = 0
+        /// The sizes of the files finished since the statistics last started (file switches, segments), so a
+        /// monitor's byte count goes on across files.
+        var finishedFilesBytes: Int64 = 0
         var isRecording = false
         var isRecordingPaused = false
         var isSampleAccurate = false
@@ -252,19 +255,22 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
             value += 1
             return value
         }
+        let startsStatistics = !isActive.load(ordering: .sequentiallyConsistent)
         let (limits, survivesDisconnection) = fileState.withLock { state in
             state.isRecording = true
             state.isRecordingPaused = false
             state.outputFileURL = url
             state.recordedDuration = .zero
+            state.finishedFilesBytes = startsStatistics ? 0 : state.finishedFilesBytes + state.recordedFileSize
             state.recordedFileSize = 0
             let limits = MovieRecordingEngine.Limits(
                 maxDuration: state.maxRecordedDuration, maxFileSize: state.maxRecordedFileSize,
                 minFreeDiskSpace: state.minFreeDiskSpaceLimit)
             return (limits, state.survivesDisconnection)
         }
-        if !isActive.load(ordering: .sequentiallyConsistent) {
+        if startsStatistics {
             statistics.withLock { $0 = AVCaptureRecordingStatistics() }
+            statisticsEpoch.add(1, ordering: .relaxed)
         }
         isActive.store(true, ordering: .sequentiallyConsistent)
         demandsChanged()
@@ -285,6 +291,7 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         fileState.withLock { state in
             state.outputFileURL = url
             state.recordedDuration = .zero
+            state.finishedFilesBytes += state.recordedFileSize
             state.recordedFileSize = 0
         }
         return generation
@@ -327,6 +334,31 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
 
     /// The recording measured the microphone's clock error (see ``AVCaptureRecordingStatistics/audioClockDriftPPM``).
     func audioClockDriftWasMeasured(_ ppm: Double) { statistics.withLock { $0.audioClockDriftPPM = ppm } }
+
+    /// The engine handed a video frame to the file's writer, which now holds `backlog` frames for its encoder.
+    func videoFrameWasWritten(backlog: Int) {
+        statistics.withLock { $0.videoFramesWritten += 1 }
+        encoderBacklog.store(backlog, ordering: .relaxed)
+    }
+
+    /// Frames waiting for the encoder at the last frame handed to it (read by monitors from any thread).
+    private let encoderBacklog = Atomic<Int>(0)
+    /// How many times the statistics started again from zero.
+    private let statisticsEpoch = Atomic<Int>(0)
+
+    override package var measurements: OutputMeasurements? {
+        let statistics = recordingStatistics
+        var measured = OutputMeasurements()
+        measured.framesCaptured = statistics.videoFramesReceived
+        measured.framesWritten = statistics.videoFramesWritten
+        measured.framesDropped = statistics.droppedVideoFrames
+        measured.epoch = statisticsEpoch.load(ordering: .relaxed)
+        measured.bytesWritten = fileState.withLock { $0.finishedFilesBytes + $0.recordedFileSize }
+        measured.encoderQueueDepth = isRecording ? encoderBacklog.load(ordering: .relaxed) : 0
+        measured.audioClockDriftPPM = statistics.audioClockDriftPPM
+        measured.fileURL = outputFileURL
+        return measured
+    }
 
     // MARK: Graph hooks
 
@@ -421,6 +453,8 @@ public struct AVCaptureRecordingStatistics: Sendable, Hashable {
     public var videoFramesReceived = 0
     /// Audio buffers handed to the recording.
     public var audioBuffersReceived = 0
+    /// Video frames taken into the file (by its encoder, or as they came for compressed frames kept as they are).
+    public var videoFramesWritten = 0
     /// Video frames that never reached the recording, by `kCMSampleBufferDroppedFrameReason_…` value:
     /// `FrameWasLate` (the encoder was behind), `OutOfBuffers` and `Discontinuity` (the device's).
     public var droppedVideoFrames: [String: Int] = [:]

@@ -125,6 +125,9 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
     /// waits too long (8 frames for an encoder, Apple's late-frame policy) drops only what it would on a machine
     /// that keeps up. Not for the output's own queue (it may wait on it).
     package var hasWorkInFlight: Bool { false }
+
+    /// What the output has done so far, for a monitor; nil for outputs that keep no counts (see OutputMeasurements).
+    package var measurements: OutputMeasurements? { nil }
 }
 
 /// A weak reference to a session, for outputs and inputs to find theirs.

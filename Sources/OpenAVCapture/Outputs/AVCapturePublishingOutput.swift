@@ -10,6 +10,10 @@ import Synchronization
 public struct AVCapturePublishingStatistics: Sendable, Equatable {
     /// Packets handed to the server (or the playlist).
     public var packetsSent = 0
+    /// Of those, video packets (one per frame).
+    public var videoPacketsSent = 0
+    /// The bytes of the packets handed to the server (the media, without the container's overhead).
+    public var bytesSent: Int64 = 0
     /// Packets the network side left out, by reason: `disconnected` (no connection: the server is away and the
     /// output is reconnecting), `waitingForKeyFrame` (connected again, the stream resumes at a key frame),
     /// `networkBehind` (the connection is slower than the stream: its queue of 4 MiB was full). The local recording
@@ -28,8 +32,9 @@ public struct AVCapturePublishingStatistics: Sendable, Equatable {
     public var totalDroppedPackets: Int { droppedPackets.values.reduce(0, +) }
 }
 
-/// Publishes a session's video and audio live: an HLS playlist of CMAF segments, an RTMP server (FLV) or an SRT
-/// listener (MPEG-TS, caller mode). Beyond Apple: ours, an output beside the file outputs, for media servers and
+/// Publishes a session's video and audio live: an HLS playlist of CMAF segments, an RTMP server (FLV), an SRT
+/// listener (MPEG-TS, caller mode) or an RTSP server that takes RECORD (ANNOUNCE with the SDP, then RTP interleaved
+/// over TCP). Beyond Apple: ours, an output beside the file outputs, for media servers and
 /// CDNs people already run.
 ///
 /// The media is encoded once (H.264 with a key frame every second, AAC) on the output's queue. When
@@ -38,7 +43,8 @@ public struct AVCapturePublishingStatistics: Sendable, Equatable {
 /// (`rw_timeout` of 3 s), it drops packets with a counted reason (``statistics``) and reconnects with backoff
 /// (0.25 s, doubling to 4 s), resuming at the next key frame, while the local recording goes on untouched.
 ///
-/// URLs: `rtmp://host/app/key`, `srt://host:port?streamid=…` (add `&mode=caller`, the default), a path ending in
+/// URLs: `rtmp://host/app/key`, `srt://host:port?streamid=…` (add `&mode=caller`, the default),
+/// `rtsp://[user:password@]host:port/path`, a path ending in
 /// `.m3u8` (segments of about ``segmentDuration`` seconds beside it, the last ``playlistSize`` listed, older ones
 /// deleted). Settings are read when the first buffer arrives. ``stopPublishing()`` (or the session stopping) ends
 /// the stream: the playlist gets its end, the movie is finished.
@@ -61,13 +67,17 @@ open class AVCapturePublishingOutput: AVCaptureOutput, @unchecked Sendable {
     private let mailbox: SampleBufferMailbox<PublishingCore.Work>
     private let core: PublishingCore
     private let videoInFlight = Atomic<Int>(0)
+    /// Video frames handed to the output, and those left out because 8 already waited for the encoder.
+    private let framesReceived = Atomic<Int>(0)
+    private let framesLate = Atomic<Int>(0)
 
-    /// An output publishing to `url` (see the type). Traps for a URL that is none of RTMP, SRT (UDP, TCP) or a
+    /// An output publishing to `url` (see the type). Traps for a URL that is none of RTMP, SRT (UDP, TCP), RTSP or a
     /// `.m3u8` path, naming the rule.
     public init(url: String) {
         guard let format = NetworkMuxer.Format.forURL(url) else {
             preconditionFailure(
-                "AVCapturePublishingOutput: \(url) is not rtmp://, srt://, udp://, tcp:// or a path ending in .m3u8")
+                "AVCapturePublishingOutput: \(url) is not rtmp://, srt://, udp://, tcp://, rtsp:// or a path ending"
+                    + " in .m3u8")
         }
         self.url = url
         self.format = format
@@ -132,6 +142,23 @@ open class AVCapturePublishingOutput: AVCaptureOutput, @unchecked Sendable {
 
     override package var hasWorkInFlight: Bool { !mailbox.isIdle || videoInFlight.load(ordering: .relaxed) > 0 }
 
+    override package var measurements: OutputMeasurements? {
+        let statistics = self.statistics
+        var measured = OutputMeasurements()
+        measured.framesCaptured = framesReceived.load(ordering: .relaxed)
+        measured.framesWritten = statistics.videoPacketsSent
+        let late = framesLate.load(ordering: .relaxed)
+        if late > 0 { measured.framesDropped[DropReason.frameWasLate.rawValue] = late }
+        measured.packetsDropped = statistics.droppedPackets
+        measured.bytesWritten = statistics.bytesSent + core.recordedBytes.load(ordering: .relaxed)
+        measured.encoderQueueDepth = videoInFlight.load(ordering: .relaxed)
+        measured.reconnections = statistics.reconnections
+        measured.isConnected = statistics.isConnected
+        let playlist = url.lowercased().hasSuffix(".m3u8") ? URL(fileURLWithPath: url) : nil
+        measured.fileURL = currentSettings.recordingURL ?? playlist
+        return measured
+    }
+
     // MARK: Graph hooks
 
     override package func accepts(_ mediaType: AVMediaType) -> Bool { mediaType == .video || mediaType == .audio }
@@ -139,8 +166,10 @@ open class AVCapturePublishingOutput: AVCaptureOutput, @unchecked Sendable {
     override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         let isVideo = sampleBuffer.imageBuffer != nil
         if isVideo {
+            framesReceived.add(1, ordering: .relaxed)
             guard videoInFlight.add(1, ordering: .relaxed).newValue <= 8 else {
                 videoInFlight.subtract(1, ordering: .relaxed)
+                framesLate.add(1, ordering: .relaxed)
                 return
             }
         } else if sampleBuffer.formatDescription?.mediaType != .audio {
@@ -174,6 +203,8 @@ final class PublishingCore: @unchecked Sendable {
     weak var output: AVCapturePublishingOutput?
     let network: PublishingNetwork
     let recordingFailure = Mutex<(any Error)?>(nil)
+    /// The bytes of the packets written to the local movie.
+    let recordedBytes = Atomic<Int64>(0)
     private let queue: DispatchQueue
     private var encoder: LiveMediaEncoder?
     private var file: Muxer?
@@ -252,6 +283,7 @@ final class PublishingCore: @unchecked Sendable {
         if let file, let stream = isVideo ? fileStreams.video : fileStreams.audio {
             do throws(MediaCodecsError) {
                 try file.write(packet, stream: stream)
+                recordedBytes.add(Int64(packet.data.dataLength), ordering: .relaxed)
             } catch {
                 recordingFailure.withLock { $0 = AVError(error, writing: file.path) }
                 self.file = nil
@@ -361,7 +393,11 @@ final class PublishingNetwork: @unchecked Sendable {
             guard let (packet, isVideo) = next else { return }
             do throws(MediaCodecsError) {
                 try muxer.write(packet, isVideo: isVideo)
-                pending.withLock { $0.statistics.packetsSent += 1 }
+                pending.withLock { state in
+                    state.statistics.packetsSent += 1
+                    state.statistics.bytesSent += Int64(packet.data.dataLength)
+                    if isVideo { state.statistics.videoPacketsSent += 1 }
+                }
             } catch {
                 disconnected(error.description)
                 return

@@ -390,6 +390,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
             return
         }
         recording.timeline.wroteVideo(at: written, duration: duration)
+        output?.videoFrameWasWritten(backlog: input.pendingBufferCount)
         didWrite(recording)
     }
 
