@@ -131,6 +131,8 @@ let package = Package(
             dependencies: [
                 "OpenAVCapture", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+                // The RTSP server: its own listener and UDP ports on NIO; RTP packetising and Digest's MD5 from FFmpeg.
+                .product(name: "NIOPosix", package: "swift-nio"), "MediaCodecs",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSwift),

@@ -26,6 +26,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Viewers streaming at once; more are refused (503).") var maxViewers = 4
     @Flag(help: "Also publish the camera as HLS, served at /live/stream.m3u8.") var hls = false
     @OptionGroup var stream: HLSOptions
+    @OptionGroup(title: "RTSP") var rtsp: RTSPOptions
 
     func validate() throws {
         guard Self.parseListen(listen) != nil else {
@@ -110,6 +111,8 @@ struct ServeCommand: ParsableCommand {
             } catch {
                 throw ToolFailure(.usage, "\(error)")
             }
+            let rtspServer = try rtsp.startServer(session: controller.captureSession)
+            defer { rtspServer?.stop() }
             let watcher = SignalWatcher { _ in server.stop() }
             defer { withExtendedLifetime(watcher) {} }
             controller.startSession()
