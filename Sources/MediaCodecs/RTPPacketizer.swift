@@ -27,6 +27,10 @@ package final class RTPPacketizer {
     private var packet: UnsafeMutablePointer<AVPacket>?
     private let collector = Collector()
     private var lastDecodeTimestamp: Int64?
+    /// The presentation timestamp (in the RTP clock, from the origin) of the first packet fed.
+    private var firstTimestamp: Int64?
+    /// The RTP timestamp of the origin, learnt from the first packet out (the muxer picks it at random).
+    private var baseTimestamp: UInt32?
 
     /// A packetiser for one encoder's stream. `maximumPacketSize` bounds an RTP packet with its 12-byte header
     /// (1,400 leaves room for IP, UDP and a VPN on a 1,500-byte link).
@@ -73,6 +77,10 @@ package final class RTPPacketizer {
         var options: OpaquePointer?
         defer { av_dict_free(&options) }
         av_dict_set(&options, "rtpflags", "skip_rtcp", 0)
+        // AAC frames are gathered into one RTP packet up to this delay (5 frames, 107 ms at 48 kHz, when unset):
+        // one frame per packet keeps the sound as early as the picture.
+        let sampleRate = Int(stream.pointee.codecpar.pointee.sample_rate)
+        if !isVideo, sampleRate > 0 { created.pointee.max_delay = Int32(1024 * 1_000_000 / sampleRate + 1) }
         let header = avformat_write_header(created, &options)
         guard header >= 0 else { throw .ffmpeg(header, while: "\(operation) (the header)") }
         clockRate = stream.pointee.time_base.den
@@ -118,10 +126,25 @@ package final class RTPPacketizer {
         packet.pointee.dts = dts
         packet.pointee.stream_index = 0
         if encoded.isKeyFrame { packet.pointee.flags |= AV_PKT_FLAG_KEY }
+        if firstTimestamp == nil { firstTimestamp = pts }
         collector.packets.removeAll(keepingCapacity: true)
         let status = av_write_frame(context, packet)
         guard status >= 0 else { throw .ffmpeg(status, while: "packetising as RTP") }
+        // The first packet out carries the first packet in (the muxer sends in order, whatever it gathers).
+        if baseTimestamp == nil, let first = collector.packets.first, first.count >= 12, let firstTimestamp {
+            let timestamp = first[4..<8].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            baseTimestamp = timestamp &- UInt32(truncatingIfNeeded: firstTimestamp)
+        }
         return collector.packets
+    }
+
+    /// The RTP timestamp of media time `time` (on the clock the packets' times count in), or nil before the first
+    /// packet is out. For sender reports, which pair it with the wall-clock time of `time`.
+    package func rtpTimestamp(at time: CMTime, origin: CMTime) -> UInt32? {
+        guard let baseTimestamp, let stream = context?.pointee.streams[0],
+            let ticks = (time - origin).ffmpegTimestamp(in: stream.pointee.time_base)
+        else { return nil }
+        return baseTimestamp &+ UInt32(truncatingIfNeeded: ticks)
     }
 
     /// The SDP describing `packetizers`' streams (`av_sdp_create`), each media section with

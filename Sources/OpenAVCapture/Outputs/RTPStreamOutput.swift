@@ -57,7 +57,8 @@ package final class RTPStreamOutput: AVCaptureOutput, @unchecked Sendable {
     /// Adds a subscriber; returns the packets it starts with, or nil before the stream starts. Later packets go to
     /// its ``RTPStreamSubscriber/receive(_:)``.
     package func subscribe(_ subscriber: any RTPStreamSubscriber) -> [RTPStreamPacket]? {
-        shared.withLock { $0.fanout?.subscribe(subscriber) }
+        let now = CMClock.hostTimeClock.time.seconds
+        return shared.withLock { $0.fanout?.subscribe(subscriber, now: now) }
     }
 
     package func unsubscribe(_ subscriber: any RTPStreamSubscriber) {
@@ -129,11 +130,14 @@ package final class RTPStreamOutput: AVCaptureOutput, @unchecked Sendable {
         let rtp = try packetizer.packetize(packet, origin: origin)
         guard !rtp.isEmpty else { return }
         let captureTime = packet.presentationTime.seconds
+        let rtpTimestamp = packetizer.rtpTimestamp(at: packet.presentationTime, origin: origin)
+        let now = CMClock.hostTimeClock.time.seconds
         shared.withLock { state in
             guard var fanout = state.fanout else { return }
             state.fanout = nil
             let out = fanout.add(
-                rtp, track: isVideo ? 0 : 1, captureTime: captureTime, isVideoKeyFrame: isVideo && packet.isKeyFrame)
+                rtp, track: isVideo ? 0 : 1, captureTime: captureTime, rtpTimestamp: rtpTimestamp,
+                clockRate: packetizer.clockRate, isVideoKeyFrame: isVideo && packet.isKeyFrame, now: now)
             for subscriber in fanout.subscribers.values { subscriber.receive(out) }
             state.fanout = fanout
         }

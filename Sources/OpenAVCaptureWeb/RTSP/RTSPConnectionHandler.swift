@@ -28,6 +28,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private let sessionID = String(UInt64.random(in: 1 << 40 ..< 1 << 60), radix: 16).uppercased()
     private var transports: [Int: RTSPTransport] = [:]
     private var sink: RTSPClientSink?
+    private var describeAttempts = 0
 
     init(server: RTSPServerContext) {
         self.server = server
@@ -85,6 +86,18 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         case "OPTIONS":
             response.fields.append(("Public", "OPTIONS, DESCRIBE, SETUP, PLAY, PAUSE, TEARDOWN, GET_PARAMETER"))
         case "DESCRIBE":
+            if server.output.sessionDescription == nil, RTSPPath(request.uri) != nil, describeAttempts < 50 {
+                // The session is starting and its first key frame is not encoded yet: answer once it is (5 s at
+                // most), rather than refuse a client that asked a moment early.
+                describeAttempts += 1
+                let retry = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(in: .milliseconds(100)) {
+                    let (handler, context) = retry.value
+                    handler.answer(request, context: context)
+                }
+                return
+            }
+            describeAttempts = 0
             describe(request, into: &response)
         case "SETUP":
             setUp(request, into: &response)
