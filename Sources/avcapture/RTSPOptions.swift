@@ -17,6 +17,11 @@ struct RTSPOptions: ParsableArguments {
             valueName: "password"))
     var rtspPassword: String?
     @Option(help: "RTSP clients playing at once; more are refused (453).") var rtspMaxClients = 16
+    @Option(
+        help: ArgumentHelp(
+            "Bytes of stream waiting for one RTSP client before it is dropped as stalled (at least 65536).",
+            valueName: "bytes"))
+    var rtspClientQueue = 1 << 20
 
     /// The password given, or the environment's.
     var password: String? { rtspPassword ?? ProcessInfo.processInfo.environment["AVCAPTURE_RTSP_PASSWORD"] }
@@ -33,6 +38,7 @@ struct RTSPOptions: ParsableArguments {
             throw ValidationError("--rtsp-user needs a password: --rtsp-password or AVCAPTURE_RTSP_PASSWORD")
         }
         guard (1...256).contains(rtspMaxClients) else { throw ValidationError("--rtsp-max-clients must be 1 ... 256") }
+        guard rtspClientQueue >= 65536 else { throw ValidationError("--rtsp-client-queue must be at least 65536") }
     }
 
     /// Starts the RTSP server on `session` when `--rtsp` was given, and prints its address.
@@ -40,7 +46,7 @@ struct RTSPOptions: ParsableArguments {
         guard let rtsp, let (host, port) = ServeCommand.parseListen(rtsp) else { return nil }
         let configuration = AVCaptureRTSPServer.Configuration(
             host: host, port: port, user: rtspUser, password: rtspUser == nil ? nil : password,
-            maximumClients: rtspMaxClients)
+            maximumClients: rtspMaxClients, clientQueueBytes: rtspClientQueue)
         do {
             let server = try AVCaptureRTSPServer(
                 session: session, configuration: configuration, log: { Terminal.error("avcapture serve: \($0)") })

@@ -187,7 +187,8 @@ struct RTSPServeTests {
     @Test("A client that stops reading is dropped; another client's frames go on meanwhile")
     func stalledClient() throws {
         guard MediaTool.available(for: "RTSPServeTests") else { return }
-        let server = try RunningRTSPServer(["--preset", "640x480"])
+        // The smallest queue, so the stalled client's kernel buffers and its queue fill within seconds.
+        let server = try RunningRTSPServer(["--rtsp-client-queue", "65536"])
         defer { _ = server.stop() }
         let stalled = try RawRTSPClient(port: server.port)
         try stalled.play(server.url)
