@@ -45,7 +45,9 @@ package final class RTPPacketizer {
         var created: UnsafeMutablePointer<AVFormatContext>?
         // The address only feeds the SDP's connection line (0.0.0.0: RTSP says where the packets go).
         let status = avformat_alloc_output_context2(&created, nil, "rtp", "rtp://0.0.0.0")
-        guard status >= 0, let created else { throw .ffmpeg(status < 0 ? status : CFFmpeg_AVERROR(ENOMEM), while: operation) }
+        guard status >= 0, let created else {
+            throw .ffmpeg(status < 0 ? status : CFFmpeg_AVERROR(ENOMEM), while: operation)
+        }
         context = created
         packet = av_packet_alloc()
         guard let source = parameters.parameters, let stream = avformat_new_stream(created, nil) else {
@@ -120,7 +122,9 @@ package final class RTPPacketizer {
         }
         defer { av_packet_unref(packet) }
         encoded.data.withUnsafeBytes { bytes in
-            if let base = bytes.baseAddress { packet.pointee.data.update(from: base.assumingMemoryBound(to: UInt8.self), count: size) }
+            if let base = bytes.baseAddress {
+                packet.pointee.data.update(from: base.assumingMemoryBound(to: UInt8.self), count: size)
+            }
         }
         packet.pointee.pts = pts
         packet.pointee.dts = dts

@@ -20,11 +20,13 @@ import Synchronization
 ///   authentication (`rtsp://user:password@host:port/live`). At most ``Configuration/maximumClients`` play at once;
 ///   more get `453 Not Enough Bandwidth`.
 ///
-/// The session is the caller's to configure and run; the server adds its output to it in ``init(session:configuration:log:)``.
+/// The session is the caller's to configure and run; the server adds its output to it in
+/// ``init(session:configuration:log:)``.
 ///
 /// Threading: thread safe. ``start()`` blocks until the sockets are bound; connections are served on SwiftNIO's
 /// event loops; ``stop()`` may be called from any thread.
 public final class AVCaptureRTSPServer: Sendable {
+    /// Where the server listens and whom it serves.
     public struct Configuration: Sendable {
         /// Address to listen on; loopback unless a user and password are set.
         public var host: String
@@ -32,12 +34,14 @@ public final class AVCaptureRTSPServer: Sendable {
         public var port: Int
         /// The user and password Digest authentication asks for; both or neither. Required beyond loopback.
         public var user: String?
+        /// The password of ``user``.
         public var password: String?
         /// Clients playing at once; more are refused.
         public var maximumClients: Int
         /// Bytes handed to one client's connection and not yet taken; past this the client is dropped.
         public var clientQueueBytes: Int
 
+        /// A configuration; the defaults serve loopback on 8554, 16 clients, 1 MiB each.
         public init(
             host: String = "127.0.0.1", port: Int = 8554, user: String? = nil, password: String? = nil,
             maximumClients: Int = 16, clientQueueBytes: Int = 1 << 20
@@ -56,6 +60,7 @@ public final class AVCaptureRTSPServer: Sendable {
         var url: URL?
     }
 
+    /// What the server was made with.
     public let configuration: Configuration
     private let output = RTPStreamOutput()
     private let clients = RTSPClientCount()
@@ -73,7 +78,8 @@ public final class AVCaptureRTSPServer: Sendable {
         log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
     ) throws(PreviewError) {
         let hasCredentials = !(configuration.user ?? "").isEmpty && !(configuration.password ?? "").isEmpty
-        guard (configuration.user == nil) == (configuration.password == nil), configuration.user == nil || hasCredentials
+        guard (configuration.user == nil) == (configuration.password == nil),
+            configuration.user == nil || hasCredentials
         else { throw PreviewError("an RTSP user needs a password and a password a user, neither empty") }
         guard configuration.isLoopback || hasCredentials else {
             throw PreviewError(
@@ -88,7 +94,9 @@ public final class AVCaptureRTSPServer: Sendable {
         self.session = session
         session.beginConfiguration()
         defer { session.commitConfiguration() }
-        guard session.canAddOutput(output) else { throw PreviewError("the session cannot take the RTSP stream's output") }
+        guard session.canAddOutput(output) else {
+            throw PreviewError("the session cannot take the RTSP stream's output")
+        }
         session.addOutput(output)
     }
 

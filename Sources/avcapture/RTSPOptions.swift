@@ -10,7 +10,8 @@ struct RTSPOptions: ParsableArguments {
             "Also serve the camera over RTSP at rtsp://HOST:PORT/live (H.264 and AAC, RTP over TCP or UDP).",
             valueName: "host:port"))
     var rtsp: String?
-    @Option(help: "The RTSP user clients must give (Digest); required with a non-loopback --rtsp.") var rtspUser: String?
+    @Option(help: "The RTSP user clients must give (Digest); required with a non-loopback --rtsp.") var rtspUser:
+        String?
     @Option(
         help: ArgumentHelp(
             "The RTSP user's password; read from the environment variable AVCAPTURE_RTSP_PASSWORD when not given.",
@@ -28,7 +29,9 @@ struct RTSPOptions: ParsableArguments {
 
     func validate() throws {
         guard let rtsp else {
-            if rtspUser != nil || rtspPassword != nil { throw ValidationError("--rtsp-user and --rtsp-password need --rtsp") }
+            if rtspUser != nil || rtspPassword != nil {
+                throw ValidationError("--rtsp-user and --rtsp-password need --rtsp")
+            }
             return
         }
         guard ServeCommand.parseListen(rtsp) != nil else {

@@ -23,7 +23,9 @@ final class RunningRTSPServer {
     }
 
     /// With credentials in the URL, as NVRs take them.
-    func url(user: String, password: String) -> String { url.replacingOccurrences(of: "rtsp://", with: "rtsp://\(user):\(password)@") }
+    func url(user: String, password: String) -> String {
+        url.replacingOccurrences(of: "rtsp://", with: "rtsp://\(user):\(password)@")
+    }
 
     var log: String { server.tool.standardError }
 
@@ -100,7 +102,8 @@ struct PulledStream {
             "aresample=async=1:first_pts=0", "-ac", "1", "-ar", "48000", "-f", "f32le", "-",
         ])
         guard decoded.status == 0 else {
-            throw MediaToolFailure(description: "ffmpeg could not decode \(url.lastPathComponent)'s sound: \(decoded.error)")
+            throw MediaToolFailure(
+                description: "ffmpeg could not decode \(url.lastPathComponent)'s sound: \(decoded.error)")
         }
         let samples = decoded.output.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
         return VirtualAudioReader.findBeeps(samples: samples, sampleRate: 48_000)
@@ -133,7 +136,8 @@ struct RTSPServeTests {
 
     @Test("FFmpeg over TCP, FFmpeg over UDP and GStreamer's rtspsrc at once: frames in order, A/V within a frame")
     func threeClientsAtOnce() throws {
-        guard MediaTool.available(for: "RTSPServeTests"), FileManager.default.fileExists(atPath: "/usr/bin/gst-launch-1.0")
+        guard MediaTool.available(for: "RTSPServeTests"),
+            FileManager.default.fileExists(atPath: "/usr/bin/gst-launch-1.0")
         else { return }
         let server = try RunningRTSPServer()
         defer { _ = server.stop() }
@@ -149,8 +153,10 @@ struct RTSPServeTests {
 
         for (name, file) in zip(["ffmpeg tcp", "ffmpeg udp", "gstreamer"], files) {
             let pulled = try PulledStream(file)
-            print("RTSP \(name): \(pulled.frameCount) frames, indices \(pulled.indices.first ?? 0)…\(pulled.indices.last ?? 0),"
-                + " A/V offsets ms \(pulled.offsets.map { String(format: "%.1f", $0 * 1000) })")
+            let range = "\(pulled.indices.first ?? 0)…\(pulled.indices.last ?? 0)"
+            print(
+                "RTSP \(name): \(pulled.frameCount) frames, indices \(range),"
+                    + " A/V offsets ms \(pulled.offsets.map { String(format: "%.1f", $0 * 1000) })")
             #expect(pulled.codecs.sorted() == ["aac", "h264"], "\(name): \(pulled.codecs)")
             #expect(pulled.inOrder, "\(name): indices out of order: \(pulled.indices)")
             // Seconds of stream at 30 fps; a loaded machine may drop some at capture, never most.
@@ -159,7 +165,9 @@ struct RTSPServeTests {
             // GStreamer's rtpbin shifts a track when it first lines the tracks up by their sender reports (its
             // lip-sync), seen within the first two seconds; from there on its offsets are held like FFmpeg's.
             let settled = name == "gstreamer" ? Array(pulled.offsets.dropFirst(2)) : pulled.offsets
-            #expect(!settled.isEmpty && settled.allSatisfy { abs($0) <= Self.frame }, "\(name): A/V offsets \(pulled.offsets)")
+            #expect(
+                !settled.isEmpty && settled.allSatisfy { abs($0) <= Self.frame },
+                "\(name): A/V offsets \(pulled.offsets)")
         }
         #expect(server.stop() == 0)
     }
@@ -167,7 +175,8 @@ struct RTSPServeTests {
     @Test("Digest: refused without credentials or with a wrong password, served with the right ones")
     func digestAuthentication() throws {
         guard MediaTool.available(for: "RTSPServeTests") else { return }
-        let server = try RunningRTSPServer(["--rtsp-user", "nvr"], environment: ["AVCAPTURE_RTSP_PASSWORD": "pa55word"])
+        let server = try RunningRTSPServer(
+            ["--rtsp-user", "nvr"], environment: ["AVCAPTURE_RTSP_PASSWORD": "pa55word"])
         defer { _ = server.stop() }
         func probe(_ url: String) throws -> ToolResult {
             try MediaTool.ffprobe.run(["-v", "error", "-rtsp_transport", "tcp", "-show_streams", "-of", "json", url])
@@ -234,7 +243,8 @@ struct RTSPServeTests {
         #expect(open.error.contains("user and password"), "\(open.error)")
         let server = try RunningRTSPServer()
         defer { _ = server.stop() }
-        let busy = try avcapture(["serve", "--listen", "127.0.0.1:0", "--rtsp", "127.0.0.1:\(server.port)"], in: directory)
+        let busy = try avcapture(
+            ["serve", "--listen", "127.0.0.1:0", "--rtsp", "127.0.0.1:\(server.port)"], in: directory)
         #expect(busy.status != 0)
         #expect(busy.error.contains("cannot serve RTSP"), "\(busy.error)")
     }

@@ -57,7 +57,8 @@ final class RawRTSPClient {
         while true {
             let text = String(decoding: received, as: UTF8.self)
             if let end = text.range(of: "\r\n\r\n") {
-                let length = text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                let length =
+                    text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
                     .flatMap { Int($0.dropFirst(15).trimmingCharacters(in: .whitespaces)) } ?? 0
                 if text[end.upperBound...].utf8.count >= length { break }
             }

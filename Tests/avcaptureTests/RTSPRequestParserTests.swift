@@ -23,7 +23,8 @@ struct RTSPRequestParserTests {
 
     static let ffmpegSetup = Array(
         ("OPTIONS rtsp://127.0.0.1:8554/live RTSP/1.0\r\nCSeq: 1\r\nUser-Agent: Lavf59.27.100\r\n\r\n"
-            + "SETUP rtsp://127.0.0.1:8554/live/streamid=0 RTSP/1.0\r\nTransport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n"
+            + "SETUP rtsp://127.0.0.1:8554/live/streamid=0 RTSP/1.0\r\n"
+            + "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n"
             + "CSeq: 3\r\nSession: 1A2B\r\n\r\n").utf8)
 
     @Test("Requests as FFmpeg sends them, whole or a byte at a time, give the same requests and fields")
@@ -46,13 +47,17 @@ struct RTSPRequestParserTests {
     func bodiesAndInterleavedPackets() throws {
         let body = "position: 0\r\n"
         let bytes =
-            Array("SET_PARAMETER rtsp://h/live RTSP/1.0\r\nCSeq: 9\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+            Array(
+                "SET_PARAMETER rtsp://h/live RTSP/1.0\r\nCSeq: 9\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                    .utf8)
             + [0x24, 1, 0, 3, 0x81, 0xc9, 0x00] + Array("GET_PARAMETER rtsp://h/live RTSP/1.0\nCSeq: 10\n\n".utf8)
         let found = try Self.messages(bytes, chunk: 3)
         #expect(found.count == 3)
         if case .request(let request) = found[0] { #expect(request.body == Array(body.utf8)) }
         #expect(found[1] == .interleaved(channel: 1, payload: [0x81, 0xc9, 0x00]))
-        if case .request(let request) = found[2] { #expect(request.method == "GET_PARAMETER" && request.sequence == "10") }
+        if case .request(let request) = found[2] {
+            #expect(request.method == "GET_PARAMETER" && request.sequence == "10")
+        }
     }
 
     @Test(

@@ -33,7 +33,9 @@ func checkStream(_ data: Data) {
     let whole = parse([bytes[...]])
     let split = parse([bytes[..<cut], bytes[cut...]])
     precondition(whole.messages == split.messages, "cut at \(cut), the messages differ")
-    precondition(whole.error == split.error, "cut at \(cut), the errors differ: \(String(describing: whole.error)) \(String(describing: split.error))")
+    precondition(
+        whole.error == split.error,
+        "cut at \(cut), the errors differ: \(String(describing: whole.error)) \(String(describing: split.error))")
     for case .request(let request) in whole.messages {
         precondition(!request.method.isEmpty && !request.method.contains(" "), "method \(request.method)")
         precondition(request.body.count <= RTSPRequestParser.maximumBodyBytes, "a body of \(request.body.count)")

@@ -162,7 +162,8 @@ package final class RTPStreamOutput: AVCaptureOutput, @unchecked Sendable {
         } else if sampleBuffer.formatDescription?.mediaType != .audio {
             return
         }
-        let sound = isVideo ? sampleBuffer : AudioChannelGain.apply(to: sampleBuffer, channels: connection.audioChannels)
+        let sound =
+            isVideo ? sampleBuffer : AudioChannelGain.apply(to: sampleBuffer, channels: connection.audioChannels)
         if mailbox?.post(.sample(sound, isVideo: isVideo)) != true, isVideo {
             videoInFlight.subtract(1, ordering: .relaxed)
         }

@@ -25,7 +25,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private let server: RTSPServerContext
     private var parser = RTSPRequestParser()
     private let authentication: RTSPDigestAuthentication?
-    private let sessionID = String(UInt64.random(in: 1 << 40 ..< 1 << 60), radix: 16).uppercased()
+    private let sessionID = String(UInt64.random(in: 1 << 40..<1 << 60), radix: 16).uppercased()
     private var transports: [Int: RTSPTransport] = [:]
     private var sink: RTSPClientSink?
     private var describeAttempts = 0
@@ -55,7 +55,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             response.fields.append(("Content-Type", "text/plain"))
             response.fields.append(("Connection", "close"))
             let closing = context.channel
-            context.writeAndFlush(wrapOutboundOut(response.encoded(allocator: context.channel.allocator))).whenComplete {
+            context.writeAndFlush(wrapOutboundOut(response.encoded(allocator: context.channel.allocator))).whenComplete
+            {
                 _ in closing.close(promise: nil)
             }
         }
@@ -113,7 +114,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         default:
             response.status = 501
         }
-        if !transports.isEmpty, response.status == 200 { response.fields.append(("Session", "\(sessionID);timeout=60")) }
+        if !transports.isEmpty, response.status == 200 {
+            response.fields.append(("Session", "\(sessionID);timeout=60"))
+        }
         send(response, context: context)
     }
 
@@ -138,7 +141,9 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             response.status = 404
             return
         }
-        if let session = request.header("Session"), !transports.isEmpty, session.split(separator: ";").first.map(String.init) != sessionID {
+        if let session = request.header("Session"), !transports.isEmpty,
+            session.split(separator: ";").first.map(String.init) != sessionID
+        {
             response.status = 454
             return
         }
@@ -146,7 +151,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             response.status = 455
             return
         }
-        guard let offered = request.header("Transport"), let transport = RTSPTransport.choose(from: offered, track: track)
+        guard let offered = request.header("Transport"),
+            let transport = RTSPTransport.choose(from: offered, track: track)
         else {
             response.status = 461
             return
@@ -182,7 +188,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             self.sink = sink
             let info = transports.keys.sorted().compactMap { track -> String? in
                 guard let first = backlog.first(where: { $0.track == track && !$0.isControl }) else { return nil }
-                return "url=\(RTSPPath(request.uri)?.base ?? "")/streamid=\(track);seq=\(first.sequenceNumber);rtptime=\(first.timestamp)"
+                let base = RTSPPath(request.uri)?.base ?? ""
+                return "url=\(base)/streamid=\(track);seq=\(first.sequenceNumber);rtptime=\(first.timestamp)"
             }
             if !info.isEmpty { response.fields.append(("RTP-Info", info.joined(separator: ","))) }
             response.fields.append(("Range", "npt=now-"))

@@ -27,7 +27,9 @@ struct RTSPDigestAuthentication: Sendable {
 
     /// Whether `request` carries a correct answer to this challenge.
     func accepts(_ request: RTSPRequest) -> Bool {
-        guard let header = request.header("Authorization"), header.lowercased().hasPrefix("digest ") else { return false }
+        guard let header = request.header("Authorization"), header.lowercased().hasPrefix("digest ") else {
+            return false
+        }
         let parameters = Self.parameters(String(header.dropFirst(7)))
         guard parameters["username"] == user, parameters["realm"] == Self.realm, parameters["nonce"] == nonce,
             let uri = parameters["uri"], let response = parameters["response"]?.lowercased()
@@ -35,7 +37,9 @@ struct RTSPDigestAuthentication: Sendable {
         let ha1 = md5Hex("\(user):\(Self.realm):\(password)")
         let ha2 = md5Hex("\(request.method):\(uri)")
         if let qop = parameters["qop"] {
-            guard qop == "auth", let count = parameters["nc"], let clientNonce = parameters["cnonce"] else { return false }
+            guard qop == "auth", let count = parameters["nc"], let clientNonce = parameters["cnonce"] else {
+                return false
+            }
             return response == md5Hex("\(ha1):\(nonce):\(count):\(clientNonce):\(qop):\(ha2)")
         }
         return response == md5Hex("\(ha1):\(nonce):\(ha2)")

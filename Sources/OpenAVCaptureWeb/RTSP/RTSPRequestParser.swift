@@ -2,14 +2,21 @@
 ///
 /// Threading: a value; `Sendable`.
 public struct RTSPRequest: Sendable, Equatable {
+    /// A header field: its name as sent, its value without surrounding spaces.
     public struct Field: Sendable, Equatable {
+        /// The name, as the client spelled it.
         public var name: String
+        /// The value, trimmed.
         public var value: String
     }
 
+    /// `OPTIONS`, `DESCRIBE`, `SETUP`, `PLAY`, …
     public var method: String
+    /// The request URI as sent (`rtsp://host:port/live/streamid=0`, or `*`).
     public var uri: String
+    /// The header fields, in order.
     public var fields: [Field]
+    /// The body (`Content-Length` bytes).
     public var body: [UInt8]
 
     /// The first field named `name` (case-insensitive), its value trimmed.
@@ -37,7 +44,9 @@ public enum RTSPInbound: Sendable, Equatable {
 public struct RTSPParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// 400 Bad Request, 413 Request Entity Too Large, or 505 RTSP Version Not Supported.
     public let status: Int
+    /// What was wrong, for the answer's body and the log.
     public let message: String
+    /// `status: message`.
     public var description: String { "\(status): \(message)" }
 }
 
@@ -51,18 +60,22 @@ public struct RTSPParseError: Error, Sendable, Equatable, CustomStringConvertibl
 ///
 /// Threading: a value; confined to one connection's event loop.
 public struct RTSPRequestParser: Sendable {
+    /// The longest header section taken (request line and fields).
     public static let maximumHeaderBytes = 8192
+    /// The longest body taken.
     public static let maximumBodyBytes = 65536
 
     private var buffer: [UInt8] = []
     private var start = 0
     private var failure: RTSPParseError?
 
+    /// A parser for a new connection.
     public init() {}
 
     /// Bytes received and not yet returned as a message.
     public var bufferedByteCount: Int { buffer.count - start }
 
+    /// Adds bytes as they arrived.
     public mutating func append(_ bytes: some Sequence<UInt8>) {
         if start > 4096, start * 2 > buffer.count {
             buffer.removeFirst(start)
@@ -96,7 +109,8 @@ public struct RTSPRequestParser: Sendable {
         }
         guard let headerEnd = endOfHeader() else {
             if bufferedByteCount > Self.maximumHeaderBytes {
-                throw RTSPParseError(status: 400, message: "the request's header is over \(Self.maximumHeaderBytes) bytes")
+                throw RTSPParseError(
+                    status: 400, message: "the request's header is over \(Self.maximumHeaderBytes) bytes")
             }
             return nil
         }
@@ -133,7 +147,9 @@ public struct RTSPRequestParser: Sendable {
         while index < limit {
             if buffer[index] == 10 {
                 if index + 1 < buffer.count, buffer[index + 1] == 10 { return (index, index + 2) }
-                if index + 2 < buffer.count, buffer[index + 1] == 13, buffer[index + 2] == 10 { return (index, index + 3) }
+                if index + 2 < buffer.count, buffer[index + 1] == 13, buffer[index + 2] == 10 {
+                    return (index, index + 3)
+                }
             }
             index += 1
         }
