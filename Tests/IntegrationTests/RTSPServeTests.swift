@@ -239,6 +239,19 @@ struct RTSPServeTests {
         #expect(probe.status == 0, "after the bad requests: \(probe.error)")
     }
 
+    @Test("More clients than --rtsp-max-clients are refused with 453 and a log line; the one playing goes on")
+    func tooManyClients() throws {
+        let server = try RunningRTSPServer(["--rtsp-max-clients", "1"])
+        defer { _ = server.stop() }
+        let first = try RawRTSPClient(port: server.port)
+        try first.play(server.url)
+        let second = try RawRTSPClient(port: server.port)
+        #expect(throws: RawRTSPClient.Failure.self) { try second.play(server.url) }
+        #expect(second.lastStatus == 453)
+        #expect(server.log.contains("1 are playing already"), "\(server.log)")
+        #expect(first.receivesMedia(), "the playing client's stream stopped")
+    }
+
     @Test("Beyond loopback without credentials, or on a port in use, serve refuses to start and says why")
     func refusals() throws {
         let directory = try scratchURL("rtsp-refusals")

@@ -21,6 +21,8 @@ final class RawRTSPClient {
 
     private let fd: Int32
     private var sequence = 0
+    /// The status of the last answer read.
+    private(set) var lastStatus = 0
 
     init(port: Int, timeout: Int = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -69,7 +71,21 @@ final class RawRTSPClient {
         let text = String(decoding: received, as: UTF8.self)
         let fields = text.split(separator: " ", maxSplits: 2)
         let status = fields.count >= 2 && fields[0] == "RTSP/1.0" ? Int(fields[1]) ?? 0 : 0
+        lastStatus = status
         return Answer(status: status, text: text)
+    }
+
+    /// Whether interleaved media (`$` frames) arrive within `timeout` seconds of reading.
+    func receivesMedia(timeout: Int = 5) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var received = 0
+        let deadline = Date().addingTimeInterval(TimeInterval(timeout))
+        while Date() < deadline, received < 200_000 {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { return false }
+            received += count
+        }
+        return received >= 200_000 || buffer.contains(UInt8(ascii: "$"))
     }
 
     /// DESCRIBE, SETUP of the video track interleaved, PLAY; throws unless each answers 200.
