@@ -169,7 +169,7 @@ soak: deps
 ## of the target (`cd Fuzz && swift run TARGET`) runs it as a regression.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := DemuxerFuzzer:demuxer AudioFileFuzzer:audio MJPEGFuzzer:mjpeg StillImageFuzzer:still \
-	ServeRequestFuzzer:serve V4L2KernelFuzzer:v4l2
+	ServeRequestFuzzer:serve RTSPRequestFuzzer:rtsp V4L2KernelFuzzer:v4l2
 fuzz: deps
 	cd Fuzz && OPENAV_FUZZING=1 $(SWIFT) build -c release --build-path ../.build-fuzz -Xswiftc -sanitize=fuzzer,address
 	@mkdir -p Fuzz/Crashes; status=0; for pair in $(FUZZ_TARGETS); do target=$${pair%%:*}; corpus=$${pair##*:}; \

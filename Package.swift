@@ -151,6 +151,8 @@ let package = Package(
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // The RTSP server: its own listener and UDP ports on NIO; RTP packetising and Digest's MD5 from FFmpeg.
+                .product(name: "NIOPosix", package: "swift-nio"), "MediaCodecs",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -4,6 +4,7 @@
 // AVURLAsset, AVAssetReader and `file:` devices), sound files played as a `file:` microphone into a session's audio
 // data output, a camera's MJPEG frames (TurboJPEG, as sessions decode them), the photo outputs' still path (a
 // camera's JPEG frame and the names and location that become EXIF), the HTTP requests `avcapture serve` answers,
+// the RTSP requests `serve --rtsp` parses,
 // and the V4L2 driver reading what a (simulated, lying) kernel answers.
 // A package of its own, like Benchmarks/, so the library never depends on it.
 //
@@ -61,6 +62,12 @@ let package = Package(
                 .product(name: "OpenAVCaptureWeb", package: "OpenAVCapture"),
             ],
             path: "Targets/ServeRequestFuzzer", swiftSettings: settings),
+        .executableTarget(
+            name: "RTSPRequestFuzzer",
+            dependencies: [
+                "CFuzzDriver", "FuzzSupport", .product(name: "OpenAVCaptureWeb", package: "OpenAVCapture"),
+            ],
+            path: "Targets/RTSPRequestFuzzer", swiftSettings: settings),
         .executableTarget(
             name: "V4L2KernelFuzzer",
             dependencies: [

@@ -30,6 +30,7 @@ struct ServeCommand: ParsableCommand {
     @OptionGroup var stream: HLSOptions
     @OptionGroup var security: ServeSecurityOptions
     @OptionGroup var metrics: MetricsOptions
+    @OptionGroup(title: "RTSP") var rtsp: RTSPOptions
 
     func validate() throws {
         guard Self.parseListen(listen) != nil else {
@@ -120,6 +121,8 @@ struct ServeCommand: ParsableCommand {
             }
             let exporter = try server.configuration.metrics.flatMap { try metrics.start(serving: $0) }
             defer { exporter?.stop() }
+            let rtspServer = try rtsp.startServer(session: controller.captureSession)
+            defer { rtspServer?.stop() }
             let watcher = SignalWatcher { _ in server.stop() }
             defer { withExtendedLifetime(watcher) {} }
             controller.startSession()
