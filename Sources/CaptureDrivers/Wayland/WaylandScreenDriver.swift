@@ -32,7 +32,10 @@ package enum WaylandScreenDriver {
                     identifier: output.globalName, name: name, isPrimary: order == 0, x: output.x, y: output.y,
                     width: output.width, height: output.height)
                 let made = WaylandScreen(displayName: displayName, monitor: monitor, description: output.outputDescription)
-                if let existing = known[made.identity.uniqueID], existing.monitor == monitor, existing.isConnected {
+                // Another compositor at the same name (a restarted session) has new outputs, whatever they look like.
+                if let existing = known[made.identity.uniqueID], existing.monitor == monitor,
+                    existing.displayName == displayName, existing.isConnected
+                {
                     return existing
                 }
                 known[made.identity.uniqueID] = made
