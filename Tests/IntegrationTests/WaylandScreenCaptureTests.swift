@@ -107,6 +107,33 @@ struct WaylandScreenCaptureTests {
         _ = wayland
     }
 
+    @Test("On a HiDPI output (scale 2) the display and the crop are in pixels")
+    func scaledOutput() throws {
+        guard let wayland = WaylandTestSession.start(scale: 2, for: "WaylandScreenCaptureTests.scaledOutput") else {
+            return
+        }
+        let display = try #require(try AVCaptureScreenInput.displays().first)
+        #expect(display.bounds == CGRect(x: 0, y: 0, width: 1280, height: 720))
+        let input = try #require(AVCaptureScreenInput(displayID: display.displayID))
+        input.cropRect = CGRect(x: 600, y: 320, width: 80, height: 80)
+        input.capturesCursor = false
+        let collector = WaylandFrameCollector()
+        let session = try waylandDataSession(input, collector)
+        session.startRunning()
+        defer { session.stopRunning() }
+        try #require(collector.waitFor(3), "no frames from the compositor")
+        #expect(collector.lastRGB(5, 5)! == (255, 0, 0))
+        #expect(collector.lastRGB(74, 5)! == (0, 255, 0))
+        #expect(collector.lastRGB(5, 74)! == (0, 0, 255))
+        #expect(collector.lastRGB(74, 74)! == (255, 255, 0))
+        // The window, at (100, 100) in layout units, covers pixels 200 to 600 across: a crop there is white
+        // (right of the clock's text).
+        input.cropRect = CGRect(x: 480, y: 260, width: 80, height: 80)
+        let seen = waitUntil(timeout: 10) { collector.lastRGB(40, 40).map { $0 == (255, 255, 255) } ?? false }
+        #expect(seen, "the window is not where a scale of 2 puts it")
+        _ = wayland
+    }
+
     @Test("A 2 s recording scaled by half shows the quadrants, and the window where swaymsg moved it")
     func recordingFollowsTheWindow() throws {
         guard MediaTool.available(for: "WaylandScreenCaptureTests.recording"),

@@ -31,10 +31,11 @@ public final class WaylandTestSession: @unchecked Sendable {
     public static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("scripts/wayland-session").path
 
-    /// A session, or nil (with the reason printed) where it cannot start here.
-    public static func start(portal: Bool = false, for test: String) -> WaylandTestSession? {
+    /// A session, or nil (with the reason printed) where it cannot start here. `scale` 2 makes the output HiDPI:
+    /// still 1280x720 pixels, its layout (window places, swaymsg) in units of 2x2 pixels.
+    public static func start(portal: Bool = false, scale: Int = 1, for test: String) -> WaylandTestSession? {
         do {
-            return try WaylandTestSession(portal: portal, test: test)
+            return try WaylandTestSession(portal: portal, scale: scale, test: test)
         } catch let skip as Skip {
             print("Skipping \(test): \(skip.reason)")
             return nil
@@ -46,11 +47,12 @@ public final class WaylandTestSession: @unchecked Sendable {
 
     private struct Skip: Error { var reason: String }
 
-    private init(portal: Bool, test: String) throws {
+    private init(portal: Bool, scale: Int, test: String) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "openav-wayland-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
         let result = try ToolResult.run(
-            executable: Self.script, ["start", directory.path] + (portal ? ["--portal"] : []))
+            executable: Self.script,
+            ["start", directory.path, "--scale", String(scale)] + (portal ? ["--portal"] : []))
         if result.status == 77 { throw Skip(reason: result.error.trimmingCharacters(in: .whitespacesAndNewlines)) }
         guard result.status == 0 else {
             throw MediaToolFailure(description: "wayland-session failed (status \(result.status)): \(result.error)")

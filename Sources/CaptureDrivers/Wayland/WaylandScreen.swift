@@ -14,6 +14,9 @@ package final class WaylandScreen: ScreenDevice {
     package let monitor: ScreenMonitor
     /// The `WAYLAND_DISPLAY` value (`wayland-1`, or a socket's path) the output belongs to.
     package let displayName: String
+    /// The output's scale (`wl_output.scale`): its mode's pixels per unit of the compositor's layout, in which
+    /// screencopy regions are given. The monitor's size and the crop are in pixels.
+    package let scale: Int32
     package let formats: [DeviceFormat]
     package var controls: (any CameraControlling)? { nil }
     package var clock: CMClock { .hostTimeClock }
@@ -29,8 +32,9 @@ package final class WaylandScreen: ScreenDevice {
 
     private let state: Mutex<State>
 
-    package init(displayName: String, monitor: ScreenMonitor, description: String) {
+    package init(displayName: String, monitor: ScreenMonitor, scale: Int32, description: String) {
         self.displayName = displayName
+        self.scale = scale
         self.monitor = monitor
         let place = (displayName as NSString).lastPathComponent
         identity = DeviceIdentity(

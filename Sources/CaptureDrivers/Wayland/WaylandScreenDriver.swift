@@ -31,10 +31,12 @@ package enum WaylandScreenDriver {
                 let monitor = ScreenMonitor(
                     identifier: output.globalName, name: name, isPrimary: order == 0, x: output.x, y: output.y,
                     width: output.width, height: output.height)
-                let made = WaylandScreen(displayName: displayName, monitor: monitor, description: output.outputDescription)
+                let made = WaylandScreen(
+                    displayName: displayName, monitor: monitor, scale: max(1, output.scale),
+                    description: output.outputDescription)
                 // Another compositor at the same name (a restarted session) has new outputs, whatever they look like.
                 if let existing = known[made.identity.uniqueID], existing.monitor == monitor,
-                    existing.displayName == displayName, existing.isConnected
+                    existing.displayName == displayName, existing.scale == made.scale, existing.isConnected
                 {
                     return existing
                 }

@@ -36,6 +36,7 @@ final class WaylandScreenGrabber: @unchecked Sendable {
     private let outputIndex: Int32
     private let monitor: ScreenMonitor
     private let displayName: String
+    private let scale: Int32
     private let sourceWidth: Int32
     private let sourceHeight: Int32
     private let outputWidth: Int
@@ -79,6 +80,7 @@ final class WaylandScreenGrabber: @unchecked Sendable {
         self.outputIndex = index
         self.monitor = screen.monitor
         self.displayName = screen.displayName
+        scale = screen.scale
         self.frameDuration = frameDuration
         self.wakeDescriptor = wakeDescriptor
         frameNanoseconds = max(1, CMTimeConvertScale(frameDuration, timescale: 1_000_000_000, method: .default).value)
@@ -106,9 +108,14 @@ final class WaylandScreenGrabber: @unchecked Sendable {
         let time = CMClock.hostTime(nanoseconds: hostNanoseconds)
         let originX = min(max(0, settings.cropX), monitor.width - sourceWidth)
         let originY = min(max(0, settings.cropY), monitor.height - sourceHeight)
+        // Regions are in the compositor's layout units: a scaled (HiDPI) output's buffer comes back in pixels, the
+        // crop's size again (a crop not on the scale's grid is widened to it and then scaled to the stream's size).
+        let (left, top) = (originX / scale, originY / scale)
+        let right = (originX + sourceWidth + scale - 1) / scale
+        let bottom = (originY + sourceHeight + scale - 1) / scale
         guard
             let frame = CWayland_frameRequest(
-                connection.pointer, outputIndex, settings.capturesCursor, originX, originY, sourceWidth, sourceHeight)
+                connection.pointer, outputIndex, settings.capturesCursor, left, top, right - left, bottom - top)
         else { return .failed(lost) }
         defer { CWayland_frameDestroy(frame) }
         var info = CWayland_BufferInfo()
