@@ -80,6 +80,8 @@ final class WaylandScreenCaptureStream: Sendable {
                 sink(.output(sample, sequence: sequence))
             case .noFreeBuffer(let time):
                 sink(.dropped(sequence: sequence, presentationTime: time, reason: .outOfBuffers))
+            case .unanswered(let time):
+                sink(.dropped(sequence: sequence, presentationTime: time, reason: .discontinuity))
             case .failed(let fault):
                 if !stopRequested.load(ordering: .relaxed) {
                     if fault.kind == .disconnected { screen.connectionWasLost() }

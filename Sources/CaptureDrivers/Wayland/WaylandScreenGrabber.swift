@@ -18,6 +18,9 @@ final class WaylandScreenGrabber: @unchecked Sendable {
         case frame(CMSampleBuffer)
         /// Every buffer is held downstream.
         case noFreeBuffer(CMTime)
+        /// The compositor did not answer within a second but is still connected (a stalled or very loaded
+        /// compositor): this frame time is skipped, the next asks again.
+        case unanswered(CMTime)
         /// The compositor went away or refused the copy; the stream ends.
         case failed(DeviceFault)
         /// `stop` woke the thread.
@@ -122,6 +125,7 @@ final class WaylandScreenGrabber: @unchecked Sendable {
         switch CWayland_frameAwaitBufferInfo(frame, Self.answerMilliseconds, wakeDescriptor, &info) {
         case CWayland_waitDone: break
         case CWayland_waitWoken: return .stopped
+        case CWayland_waitTimedOut where !connection.hasFailed: return .unanswered(time)
         default: return .failed(lost)
         }
         guard prepareBuffers(for: info) else { return .failed(unusable(info)) }
@@ -148,6 +152,7 @@ final class WaylandScreenGrabber: @unchecked Sendable {
         switch CWayland_frameAwaitReady(frame, wait, wakeDescriptor, &inverted, &readyNanoseconds) {
         case CWayland_waitDone: break
         case CWayland_waitTimedOut where onDamage: return .unchanged
+        case CWayland_waitTimedOut where !connection.hasFailed: return .unanswered(time)
         case CWayland_waitWoken: return .stopped
         default: return .failed(lost)
         }
