@@ -31,11 +31,14 @@ public final class WaylandTestSession: @unchecked Sendable {
     public static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("scripts/wayland-session").path
 
-    /// A session, or nil (with the reason printed) where it cannot start here. `scale` 2 makes the output HiDPI:
-    /// still 1280x720 pixels, its layout (window places, swaymsg) in units of 2x2 pixels.
-    public static func start(portal: Bool = false, scale: Int = 1, for test: String) -> WaylandTestSession? {
+    /// A session, or nil (with the reason printed) where it cannot start here. `size` is the output's in pixels (the
+    /// picture is stretched over it); `scale` 2 makes it HiDPI, its layout (window places, swaymsg) in units of 2x2
+    /// pixels.
+    public static func start(
+        portal: Bool = false, size: String = "1280x720", scale: Int = 1, for test: String
+    ) -> WaylandTestSession? {
         do {
-            return try WaylandTestSession(portal: portal, scale: scale, test: test)
+            return try WaylandTestSession(portal: portal, size: size, scale: scale, test: test)
         } catch let skip as Skip {
             print("Skipping \(test): \(skip.reason)")
             return nil
@@ -47,12 +50,12 @@ public final class WaylandTestSession: @unchecked Sendable {
 
     private struct Skip: Error { var reason: String }
 
-    private init(portal: Bool, scale: Int, test: String) throws {
+    private init(portal: Bool, size: String, scale: Int, test: String) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "openav-wayland-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
         let result = try ToolResult.run(
             executable: Self.script,
-            ["start", directory.path, "--scale", String(scale)] + (portal ? ["--portal"] : []))
+            ["start", directory.path, "--size", size, "--scale", String(scale)] + (portal ? ["--portal"] : []))
         if result.status == 77 { throw Skip(reason: result.error.trimmingCharacters(in: .whitespacesAndNewlines)) }
         guard result.status == 0 else {
             throw MediaToolFailure(description: "wayland-session failed (status \(result.status)): \(result.error)")
