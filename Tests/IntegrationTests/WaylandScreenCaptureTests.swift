@@ -238,6 +238,23 @@ struct WaylandScreenCaptureTests {
         #expect(frames.count >= 3, "\(frames.count) frames before the compositor went")
     }
 
+    @Test("A compositor without wlr-screencopy (Weston) is an error that names the portal's packages")
+    func noScreencopy() throws {
+        guard let weston = WaylandTestSession.start(weston: true, for: "WaylandScreenCaptureTests.noScreencopy")
+        else { return }
+        #expect(CGMainDisplayID() == kCGNullDirectDisplay)
+        do {
+            _ = try AVCaptureScreenInput.displays()
+            Issue.record("displays() on Weston should throw")
+        } catch let error as AVError {
+            #expect(error.code == .screenCaptureFailed)
+            #expect(error.localizedDescription.contains("offers no wlr-screencopy"), "\(error.localizedDescription)")
+            let advice = error.userInfo[NSLocalizedRecoverySuggestionErrorKey] as? String ?? ""
+            #expect(advice.contains("xdg-desktop-portal-gnome"), "\(advice)")
+        }
+        _ = weston
+    }
+
     @Test("A WAYLAND_DISPLAY with no compositor behind it is an error that says what to do")
     func noCompositor() throws {
         let previous = ProcessInfo.processInfo.environment["WAYLAND_DISPLAY"]

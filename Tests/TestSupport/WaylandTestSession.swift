@@ -33,12 +33,15 @@ public final class WaylandTestSession: @unchecked Sendable {
 
     /// A session, or nil (with the reason printed) where it cannot start here. `size` is the output's in pixels (the
     /// picture is stretched over it); `scale` 2 makes it HiDPI, its layout (window places, swaymsg) in units of 2x2
-    /// pixels.
+    /// pixels. `weston` starts Weston's headless backend instead: a compositor without wlr-screencopy, and nothing
+    /// on it.
     public static func start(
-        portal: Bool = false, size: String = "1280x720", scale: Int = 1, for test: String
+        portal: Bool = false, size: String = "1280x720", scale: Int = 1, weston: Bool = false, for test: String
     ) -> WaylandTestSession? {
         do {
-            return try WaylandTestSession(portal: portal, size: size, scale: scale, test: test)
+            let options =
+                ["--size", size, "--scale", String(scale)] + (portal ? ["--portal"] : []) + (weston ? ["--weston"] : [])
+            return try WaylandTestSession(options: options, test: test)
         } catch let skip as Skip {
             print("Skipping \(test): \(skip.reason)")
             return nil
@@ -50,12 +53,10 @@ public final class WaylandTestSession: @unchecked Sendable {
 
     private struct Skip: Error { var reason: String }
 
-    private init(portal: Bool, size: String, scale: Int, test: String) throws {
+    private init(options: [String], test: String) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "openav-wayland-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
-        let result = try ToolResult.run(
-            executable: Self.script,
-            ["start", directory.path, "--size", size, "--scale", String(scale)] + (portal ? ["--portal"] : []))
+        let result = try ToolResult.run(executable: Self.script, ["start", directory.path] + options)
         if result.status == 77 { throw Skip(reason: result.error.trimmingCharacters(in: .whitespacesAndNewlines)) }
         guard result.status == 0 else {
             throw MediaToolFailure(description: "wayland-session failed (status \(result.status)): \(result.error)")

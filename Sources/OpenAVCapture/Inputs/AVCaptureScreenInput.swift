@@ -168,7 +168,7 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
                     isMain: index == 0)
             }
         } catch {
-            throw AVError(.screenCaptureFailed, error.reason, suggestion: error.advice)
+            throw AVError(.screenCaptureFailed, error.reason + ".", suggestion: error.advice)
         }
     }
 
