@@ -269,7 +269,8 @@ struct WaylandScreenCaptureTests {
         } catch let error as AVError {
             #expect(error.code == .screenCaptureFailed)
             #expect(error.localizedDescription.contains("/nonexistent/wayland-9"))
-            #expect((error.userInfo[NSLocalizedRecoverySuggestionErrorKey] as? String)?.contains("WAYLAND_DISPLAY") == true)
+            let advice = error.userInfo[NSLocalizedRecoverySuggestionErrorKey] as? String ?? ""
+            #expect(advice.contains("WAYLAND_DISPLAY"), "\(advice)")
         }
     }
 }
