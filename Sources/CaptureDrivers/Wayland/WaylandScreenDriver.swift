@@ -20,8 +20,9 @@ package enum WaylandScreenDriver {
                     + " through it here",
                 advice: "On GNOME, KDE and other compositors without wlr-screencopy, screens are shared through the"
                     + " ScreenCast portal (xdg-desktop-portal with xdg-desktop-portal-gnome or -kde), which this"
-                    + " version does not read yet; record an X11 session (DISPLAY) or a wlroots compositor (sway,"
-                    + " Hyprland, river) instead.")
+                    + " version does not read yet. Record a wlroots compositor (sway, Hyprland, river) or an X11"
+                    + " session instead; unsetting WAYLAND_DISPLAY records the X server DISPLAY names, which under"
+                    + " Wayland (Xwayland) shows only X clients.")
         }
         let outputs = connection.outputs.filter { $0.output.width > 0 && $0.output.height > 0 }
         return known.withLock { known in
