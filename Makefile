@@ -12,7 +12,7 @@ BUILD_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libsws
                   libx11-dev libxext-dev libxfixes-dev libxdamage-dev libxrandr-dev libsdl2-dev libdbus-1-dev \
                   libpipewire-0.3-dev libspa-0.2-dev libwayland-dev
 TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstreamer1.0-plugins-base-apps \
-                 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav qrencode \
+                 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav qrencode zint \
                  xvfb x11-utils xdotool x11-apps chromium chromium-driver python3-selenium \
                  nginx-light libnginx-mod-rtmp srt-tools \
                  dbus-daemon libglib2.0-bin xdg-desktop-portal pipewire pipewire-bin wireplumber gstreamer1.0-pipewire \

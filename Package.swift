@@ -108,31 +108,43 @@ let package = Package(
             dependencies: ["CFFmpeg", "CTurboJPEG", "CExif", "CHeif", "CZXing", "OpenCoreMedia", "OpenCoreVideo"],
             swiftSettings: strictSwift),
 
+        /// The capture graph: the device hub, the decode and convert stages, the router to the sinks and the
+        /// mailboxes, and the pictures the renderers take. Knows nothing of the Apple surface: outputs reach it
+        /// through `CaptureSink`.
+        .target(
+            name: "CaptureGraph",
+            dependencies: ["CaptureDrivers", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
+            swiftSettings: strictSwift),
+
         // MARK: Public: Apple's capture API.
 
         .target(
             name: "OpenAVCapture",
-            dependencies: ["CaptureDrivers", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
+            dependencies: [
+                "CaptureDrivers", "CaptureGraph", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSwift),
         /// Apple's AVFoundation on Darwin, OpenAVCapture elsewhere: one import for portable capture code.
         .target(name: "OpenAVCaptureShim", dependencies: ["OpenAVCapture"], swiftSettings: strictSwift),
         /// Drives the virtual devices from a user's test: scene, faults, clock, a session-less tap, readers.
         .target(
             name: "OpenAVCaptureTesting",
-            dependencies: ["OpenAVCapture", "CaptureDrivers", "MediaCodecs", "CLinuxMedia"],
+            dependencies: ["OpenAVCapture", "CaptureDrivers", "CaptureGraph", "MediaCodecs", "CLinuxMedia"],
             swiftSettings: strictSwift),
 
         // MARK: Above the public API: renderers of the preview layer, and the seed's camera app controller.
 
         /// Renderers of `AVCaptureVideoPreviewLayer`: the SDL2 window. Reads the layer's model (gravity, rotation,
         /// mirroring, conversions); the layer itself knows nothing of SDL.
-        .target(name: "OpenAVCaptureUI", dependencies: ["OpenAVCapture", "CSDL2"], swiftSettings: strictSwift),
+        .target(
+            name: "OpenAVCaptureUI", dependencies: ["OpenAVCapture", "CaptureGraph", "CSDL2"], swiftSettings: strictSwift),
         /// The preview in a browser: Hummingbird serves the camera app's page and streams the layer's video as
         /// MJPEG (TurboJPEG straight from I420 planes); taps convert through the layer's geometry.
         .target(
             name: "OpenAVCaptureWeb",
             dependencies: [
-                "OpenAVCapture", .product(name: "Hummingbird", package: "hummingbird"),
+                "OpenAVCapture", "CaptureGraph", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -166,6 +178,10 @@ let package = Package(
             name: "CaptureDriversTests", dependencies: ["CaptureDrivers", "TestSupport"], swiftSettings: strictSwift),
         .testTarget(
             name: "MediaCodecsTests", dependencies: ["MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
+            swiftSettings: strictSwift),
+        .testTarget(
+            name: "CaptureGraphTests",
+            dependencies: ["CaptureGraph", "CaptureDrivers", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
             swiftSettings: strictSwift),
         .testTarget(
             name: "OpenAVCaptureTests", dependencies: ["OpenAVCapture", "OpenAVCaptureTesting", "TestSupport"],

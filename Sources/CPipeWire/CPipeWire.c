@@ -5,6 +5,7 @@
 #include "CPipeWire.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -184,8 +185,31 @@ CPipeWire_Connection *CPipeWire_connection_open(int fd, const char *remote, CPip
     return c;
 }
 
+static void *close_elsewhere(void *connection) {
+    connection_free(connection);
+    return NULL;
+}
+
 void CPipeWire_connection_close(CPipeWire_Connection *c) {
-    if (c) connection_free(c);
+    if (!c) return;
+    if (!pw_thread_loop_in_thread(c->loop)) {
+        connection_free(c);
+        return;
+    }
+    // On the loop's own thread (the last reference went in a loop task or a lease given back there): stopping the
+    // loop joins this very thread and frees the loop under the callback still running on it. The callbacks' context
+    // goes with the caller, so none is called from here on (this thread holds the loop lock); a thread of its own
+    // stops and frees the loop once this callback has returned.
+    c->callbacks = (CPipeWire_RegistryCallbacks){0};
+    pthread_t thread;
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&thread, &attributes, close_elsewhere, c) != 0) {
+        // No thread to be had: leak the connection rather than crash (its loop thread idles on).
+        pw_log_warn("OpenAVCapture: could not close a PipeWire connection off its loop thread");
+    }
+    pthread_attr_destroy(&attributes);
 }
 
 int CPipeWire_connection_roundtrip(CPipeWire_Connection *c, int timeout_ms) {

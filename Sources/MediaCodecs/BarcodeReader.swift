@@ -11,6 +11,10 @@ package enum BarcodeSymbology: Int32, Sendable, Hashable, CaseIterable {
     case code39 = 4
     case code93 = 8
     case code128 = 16
+    /// GS1 DataBar (omnidirectional, formerly RSS-14). Read, not written, by zxing-cpp 1.4.
+    case dataBar = 32
+    /// GS1 DataBar Expanded. Read, not written, by zxing-cpp 1.4.
+    case dataBarExpanded = 64
     case dataMatrix = 128
     case ean8 = 256
     case ean13 = 512
@@ -24,7 +28,7 @@ package enum BarcodeSymbology: Int32, Sendable, Hashable, CaseIterable {
     /// found by their finder patterns at any rotation.
     package var isLinear: Bool {
         switch self {
-        case .codabar, .code39, .code93, .code128, .ean8, .ean13, .itf, .upcA, .upcE: true
+        case .codabar, .code39, .code93, .code128, .dataBar, .dataBarExpanded, .ean8, .ean13, .itf, .upcA, .upcE: true
         case .aztec, .dataMatrix, .pdf417, .qr: false
         }
     }

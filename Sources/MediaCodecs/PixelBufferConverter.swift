@@ -511,6 +511,8 @@ package enum YCbCrMatrix: Hashable, Sendable, CustomStringConvertible {
     case itu601
     /// ITU-R BT.709: high-definition video. libswscale's `SWS_CS_ITU709`.
     case itu709
+    /// ITU-R BT.2020 (non-constant luminance): ultra-high-definition and HDR video. libswscale's `SWS_CS_BT2020`.
+    case itu2020
 
     /// The matrix cameras and Apple's capture use for a size: BT.709 from 1280 wide or 720 high (HD), BT.601
     /// below.
@@ -523,6 +525,7 @@ package enum YCbCrMatrix: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .itu601: "BT.601"
         case .itu709: "BT.709"
+        case .itu2020: "BT.2020"
         }
     }
 
@@ -531,6 +534,16 @@ package enum YCbCrMatrix: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .itu601: SWS_CS_ITU601
         case .itu709: SWS_CS_ITU709
+        case .itu2020: SWS_CS_BT2020
+        }
+    }
+
+    /// The stream's `AVColorSpace` tag for this matrix.
+    var ffmpegColorspace: AVColorSpace {
+        switch self {
+        case .itu601: AVCOL_SPC_SMPTE170M
+        case .itu709: AVCOL_SPC_BT709
+        case .itu2020: AVCOL_SPC_BT2020_NCL
         }
     }
 }

@@ -146,6 +146,8 @@ package final class VideoEncoder {
         /// The Y'CbCr matrix of the buffers' numbers (Y'CbCr input) or of the encoded numbers (RGB input): the
         /// stream is tagged with it. `nil`: BT.709 from 1280x720 up, BT.601 below.
         package var matrix: YCbCrMatrix?
+        /// Profile, level, entropy coding, pixel aspect ratio and colour tags asked for (nil fields: defaults).
+        package var tags = StreamTags()
 
         /// The defaults described on ``VideoEncoder``.
         package init(
@@ -302,7 +304,7 @@ package final class VideoEncoder {
         context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
         context.pointee.color_range = fullRange ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG
         let matrix = config.streamMatrix
-        context.pointee.colorspace = matrix == .itu709 ? AVCOL_SPC_BT709 : AVCOL_SPC_SMPTE170M
+        context.pointee.colorspace = matrix.ffmpegColorspace
         context.pointee.color_primaries = isHD ? AVCOL_PRI_BT709 : AVCOL_PRI_SMPTE170M
         context.pointee.color_trc = isHD ? AVCOL_TRC_BT709 : AVCOL_TRC_SMPTE170M
         var options: OpaquePointer? = nil
@@ -337,6 +339,7 @@ package final class VideoEncoder {
             setOption(&options, "profile", "standard")
             setOption(&options, "vendor", "apl0")
         }
+        config.tags.apply(to: context, options: &options, codec: config.codec)
         let status = avcodec_open2(context, codec, &options)
         guard status >= 0 else {
             self.extradata = []

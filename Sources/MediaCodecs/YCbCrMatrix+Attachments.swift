@@ -11,6 +11,7 @@ extension YCbCrMatrix {
         switch value as? String {
         case kCVImageBufferYCbCrMatrix_ITU_R_709_2: self = .itu709
         case kCVImageBufferYCbCrMatrix_ITU_R_601_4: self = .itu601
+        case kCVImageBufferYCbCrMatrix_ITU_R_2020: self = .itu2020
         default: return nil
         }
     }
@@ -20,6 +21,7 @@ extension YCbCrMatrix {
         switch self {
         case .itu601: kCVImageBufferYCbCrMatrix_ITU_R_601_4
         case .itu709: kCVImageBufferYCbCrMatrix_ITU_R_709_2
+        case .itu2020: kCVImageBufferYCbCrMatrix_ITU_R_2020
         }
     }
 

@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import Synchronization
 

@@ -1,3 +1,4 @@
+import CaptureGraph
 import OpenAVCapture
 
 /// The session's decode stage on its own: turns compressed sample buffers (a camera's MJPEG or H.264, a movie

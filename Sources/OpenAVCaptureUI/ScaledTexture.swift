@@ -1,4 +1,5 @@
 import CSDL2
+import CaptureGraph
 import OpenAVCapture
 
 /// The frame converted to BGRA and scaled to the size it is shown at by libswscale (one SIMD pass), then uploaded

@@ -80,3 +80,18 @@ public func CVBufferPropagateAttachments(_ sourceBuffer: CVBuffer, _ destination
     guard !propagating.isEmpty else { return }
     destinationBuffer.attachmentStore.withLock { $0.merge(propagating) { _, new in new } }
 }
+
+/// Sets every entry of `theAttachments` on `buffer` with one mode, as ``CVBufferSetAttachment(_:_:_:_:)`` would
+/// one by one. Apple's `CVBufferSetAttachments`.
+public func CVBufferSetAttachments(_ buffer: CVBuffer, _ theAttachments: CFDictionary, _ attachmentMode: CVAttachmentMode) {
+    guard !theAttachments.isEmpty else { return }
+    buffer.attachmentStore.withLock { store in
+        for (key, value) in theAttachments { store[key] = CVBufferAttachment(value: value, mode: attachmentMode) }
+    }
+}
+
+/// The attachments of one mode; empty (not nil) when the buffer has none of that mode, as Apple's deprecated
+/// `CVBufferGetAttachments` answers (``CVBufferCopyAttachments(_:_:)`` answers nil instead).
+public func CVBufferGetAttachments(_ buffer: CVBuffer, _ attachmentMode: CVAttachmentMode) -> CFDictionary? {
+    CVBufferCopyAttachments(buffer, attachmentMode) ?? [:]
+}

@@ -49,3 +49,53 @@ public func CVPixelBufferPoolCreate(
         allocator, poolAttributes.map(CFDictionary.init(bridging:)),
         pixelBufferAttributes.map(CFDictionary.init(bridging:)), poolOut)
 }
+
+/// ``CVPixelBufferCreateWithBytes(_:_:_:_:_:_:_:_:_:_:)`` with attributes given as an `NSDictionary`.
+@_disfavoredOverload
+@discardableResult
+public func CVPixelBufferCreateWithBytes(
+    _ allocator: CFAllocator?, _ width: Int, _ height: Int, _ pixelFormatType: OSType,
+    _ baseAddress: UnsafeMutableRawPointer, _ bytesPerRow: Int,
+    _ releaseCallback: CVPixelBufferReleaseBytesCallback?, _ releaseRefCon: UnsafeMutableRawPointer?,
+    _ pixelBufferAttributes: NSDictionary?, _ pixelBufferOut: UnsafeMutablePointer<CVPixelBuffer?>
+) -> CVReturn {
+    CVPixelBufferCreateWithBytes(
+        allocator, width, height, pixelFormatType, baseAddress, bytesPerRow, releaseCallback, releaseRefCon,
+        pixelBufferAttributes.map(CFDictionary.init(bridging:)), pixelBufferOut)
+}
+
+/// ``CVPixelBufferCreateWithPlanarBytes(_:_:_:_:_:_:_:_:_:_:_:_:_:_:_:)`` with attributes given as an
+/// `NSDictionary`.
+@_disfavoredOverload
+@discardableResult
+public func CVPixelBufferCreateWithPlanarBytes(
+    _ allocator: CFAllocator?, _ width: Int, _ height: Int, _ pixelFormatType: OSType,
+    _ dataPtr: UnsafeMutableRawPointer?, _ dataSize: Int, _ numberOfPlanes: Int,
+    _ planeBaseAddress: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ planeWidth: UnsafeMutablePointer<Int>,
+    _ planeHeight: UnsafeMutablePointer<Int>, _ planeBytesPerRow: UnsafeMutablePointer<Int>,
+    _ releaseCallback: CVPixelBufferReleasePlanarBytesCallback?, _ releaseRefCon: UnsafeMutableRawPointer?,
+    _ pixelBufferAttributes: NSDictionary?, _ pixelBufferOut: UnsafeMutablePointer<CVPixelBuffer?>
+) -> CVReturn {
+    CVPixelBufferCreateWithPlanarBytes(
+        allocator, width, height, pixelFormatType, dataPtr, dataSize, numberOfPlanes, planeBaseAddress, planeWidth,
+        planeHeight, planeBytesPerRow, releaseCallback, releaseRefCon,
+        pixelBufferAttributes.map(CFDictionary.init(bridging:)), pixelBufferOut)
+}
+
+/// ``CVPixelBufferPoolCreatePixelBufferWithAuxAttributes(_:_:_:_:)`` with the auxiliary attributes given as an
+/// `NSDictionary` (`[kCVPixelBufferPoolAllocationThresholdKey: 4] as NSDictionary`).
+@_disfavoredOverload
+@discardableResult
+public func CVPixelBufferPoolCreatePixelBufferWithAuxAttributes(
+    _ allocator: CFAllocator?, _ pixelBufferPool: CVPixelBufferPool, _ auxAttributes: NSDictionary?,
+    _ pixelBufferOut: UnsafeMutablePointer<CVPixelBuffer?>
+) -> CVReturn {
+    CVPixelBufferPoolCreatePixelBufferWithAuxAttributes(
+        allocator, pixelBufferPool, auxAttributes.map(CFDictionary.init(bridging:)), pixelBufferOut)
+}
+
+/// ``CVBufferSetAttachments(_:_:_:)`` with the attachments given as an `NSDictionary`.
+@_disfavoredOverload
+public func CVBufferSetAttachments(_ buffer: CVBuffer, _ theAttachments: NSDictionary, _ attachmentMode: CVAttachmentMode) {
+    CVBufferSetAttachments(buffer, CFDictionary(bridging: theAttachments), attachmentMode)
+}

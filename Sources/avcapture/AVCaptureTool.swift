@@ -17,6 +17,7 @@ struct AVCaptureTool: ParsableCommand {
 
             \(ExitStatus.helpText)
             """,
+        version: toolVersion,
         subcommands: [
             DevicesCommand.self, FormatsCommand.self, RecordCommand.self, PhotoCommand.self, AudioCommand.self,
             FramesCommand.self, LevelsCommand.self, ProbeCommand.self, ExportCommand.self, PlayCommand.self, PreviewCommand.self,

@@ -3,6 +3,7 @@
 import Foundation
 import OpenAVCapture
 import OpenCoreMedia
+import TestSupport
 import Testing
 
 @Suite("AVURLAsset reads back duration, tracks and metadata", .serialized)
@@ -62,6 +63,17 @@ struct AVURLAssetTests {
         #expect(asset.tracks(withMediaType: .video).isEmpty)
         #expect(asset.tracks(withMediaType: .audio).count == 1)
         #expect(abs(asset.duration.seconds - 2) < 0.05, "\(asset.duration.seconds) s")
+    }
+
+    @Test("AVURLAssetPreferPreciseDurationAndTimingKey: the duration is the container's exact one, as ffprobe reads it")
+    func preciseTiming() async throws {
+        guard MediaTool.available(for: "AVURLAssetTests.preciseTiming") else { return }
+        let url = try writerScratchURL("precise.mov")
+        try await writeMovie(to: url, MovieRecipe(fileType: .mov))
+        let precise = AVURLAsset(url: url, options: [AVURLAssetPreferPreciseDurationAndTimingKey: true])
+        let probed = try #require(FFprobeReport.number(try FFprobeReport(url).format["duration"]))
+        #expect(abs(precise.duration.seconds - probed) < 0.001, "\(precise.duration.seconds) s, ffprobe \(probed) s")
+        #expect(precise.duration == AVURLAsset(url: url).duration)
     }
 
     @Test("A file that is not there: not readable, no tracks, duration invalid")

@@ -187,83 +187,81 @@ import TestSupport
 
         // Stepped a frame at a time, every output caught up before the next: each output sees every frame, as on
         // a machine that keeps up with ten outputs, however loaded this one is.
-        let controller = try #require(VirtualCameraController(camera))
-        let clock = VirtualDeviceClock()
-        controller.clockMode = .manual(clock)
-        defer { controller.clockMode = .realTime }
-        session.startRunning()
-        defer { session.stopRunning() }
-        let movieURL = try scratchURL("matrix-\(fourCC(cameraFormat.subType)).mov")
-        let recording = MovieRecordingDelegate()
-        movie.startRecording(to: movieURL, recordingDelegate: recording)
-        // The photo is taken from a frame to come: the clock steps on while it is being taken.
-        let photoRecorder = PhotoRecorder()
-        photo.capturePhoto(with: AVCapturePhotoSettings(), delegate: photoRecorder)
-        // Two seconds of movie.
-        let frameTime = camera.activeVideoMinFrameDuration
-        while movie.recordedDuration.seconds < 2 {
-            guard clock.elapsed.seconds < 10, clock.advance(by: frameTime, step: frameTime, settling: session.outputs)
-            else {
-                Issue.record("2 s never recorded: the outputs stopped catching up at \(clock.elapsed.seconds) s")
-                break
+        try await withManualClock([camera]) { clock in
+            session.startRunning()
+            defer { session.stopRunning() }
+            let movieURL = try scratchURL("matrix-\(fourCC(cameraFormat.subType)).mov")
+            let recording = MovieRecordingDelegate()
+            movie.startRecording(to: movieURL, recordingDelegate: recording)
+            // The photo is taken from a frame to come: the clock steps on while it is being taken.
+            let photoRecorder = PhotoRecorder()
+            photo.capturePhoto(with: AVCapturePhotoSettings(), delegate: photoRecorder)
+            // Two seconds of movie.
+            let frameTime = camera.activeVideoMinFrameDuration
+            while movie.recordedDuration.seconds < 2 {
+                guard clock.elapsed.seconds < 10, clock.advance(by: frameTime, step: frameTime, settling: session.outputs)
+                else {
+                    Issue.record("2 s never recorded: the outputs stopped catching up at \(clock.elapsed.seconds) s")
+                    break
+                }
             }
-        }
-        #expect(recording.waitForStart())
-        let photoResult = photoRecorder.waitForFinish() ? photoRecorder.photos.first : nil
-        movie.stopRecording()
-        #expect(recording.waitForFinish(timeout: 30), "the movie did not finish")
-        #expect(recording.error == nil, "\(String(describing: recording.error))")
-        session.stopRunning()
-        for (_, writer) in writers { await writer.finish() }
+            #expect(recording.waitForStart())
+            let photoResult = photoRecorder.waitForFinish() ? photoRecorder.photos.first : nil
+            movie.stopRecording()
+            #expect(recording.waitForFinish(timeout: 30), "the movie did not finish")
+            #expect(recording.error == nil, "\(String(describing: recording.error))")
+            session.stopRunning()
+            for (_, writer) in writers { await writer.finish() }
 
-        // The frames say what their numbers mean: JPEG's BT.601, the virtual cameras' BT.709.
-        #expect(
-            observed.matrixAttachments.withLock { $0 }
-                == [isJPEG ? kCVImageBufferYCbCrMatrix_ITU_R_601_4 : kCVImageBufferYCbCrMatrix_ITU_R_709_2])
-        // Data outputs: each got frames in its own format, their indices readable, their bars the reference's.
-        let frames = observed.frames.withLock { $0 }
-        let referenceFrames = try #require(frames["reference"], "the reference output got no readable frame")
-        #expect(observed.unreadable.withLock { $0 }.isEmpty, "frames whose index could not be read")
-        for pixelFormat in reference.availableVideoPixelFormatTypes {
-            let name = fourCC(pixelFormat)
-            let got = frames[name] ?? [:]
-            #expect(got.count >= 3, "\(name): only \(got.count) readable frames")
-            let common = got.keys.filter { referenceFrames[$0] != nil }
-            #expect(!common.isEmpty, "\(name): no frame in common with the reference")
-            for index in common {
-                let difference = PictureSampler.largestDifference(got[index]!, referenceFrames[index]!)
-                // RGB holds the colour in other quantization steps: a round trip may move a code value by 3.
-                let tolerance = [kCVPixelFormatType_32BGRA, kCVPixelFormatType_32ARGB, kCVPixelFormatType_24RGB]
-                    .contains(pixelFormat) ? 3.0 : 2.0
-                #expect(difference <= tolerance, "\(name): frame \(index)'s bars differ by \(difference) code values")
+            // The frames say what their numbers mean: JPEG's BT.601, the virtual cameras' BT.709.
+            #expect(
+                observed.matrixAttachments.withLock { $0 }
+                    == [isJPEG ? kCVImageBufferYCbCrMatrix_ITU_R_601_4 : kCVImageBufferYCbCrMatrix_ITU_R_709_2])
+            // Data outputs: each got frames in its own format, their indices readable, their bars the reference's.
+            let frames = observed.frames.withLock { $0 }
+            let referenceFrames = try #require(frames["reference"], "the reference output got no readable frame")
+            #expect(observed.unreadable.withLock { $0 }.isEmpty, "frames whose index could not be read")
+            for pixelFormat in reference.availableVideoPixelFormatTypes {
+                let name = fourCC(pixelFormat)
+                let got = frames[name] ?? [:]
+                #expect(got.count >= 3, "\(name): only \(got.count) readable frames")
+                let common = got.keys.filter { referenceFrames[$0] != nil }
+                #expect(!common.isEmpty, "\(name): no frame in common with the reference")
+                for index in common {
+                    let difference = PictureSampler.largestDifference(got[index]!, referenceFrames[index]!)
+                    // RGB holds the colour in other quantization steps: a round trip may move a code value by 3.
+                    let tolerance = [kCVPixelFormatType_32BGRA, kCVPixelFormatType_32ARGB, kCVPixelFormatType_24RGB]
+                        .contains(pixelFormat) ? 3.0 : 2.0
+                    #expect(difference <= tolerance, "\(name): frame \(index)'s bars differ by \(difference) code values")
+                }
             }
-        }
 
-        // The movie and the adaptor movies: every decoded frame's index, consecutive, and the bars of the frames
-        // the reference also saw.
-        // Every frame the camera made while recording is in the movie, or counted as dropped with its reason (a
-        // loaded machine makes the encoder fall behind: `FrameWasLate`).
-        try checkMovie(
-            movieURL, name: "movie file output", reference: referenceFrames, minimumFrames: 3,
-            allowedMissing: movie.recordingStatistics.totalDroppedVideoFrames)
-        // …tagged with the matrix its numbers were made with.
-        let movieVideo = try #require(try FFprobeReport(movieURL).stream("video"))
-        #expect(movieVideo["color_space"] as? String == (isJPEG ? "smpte170m" : "bt709"), "\(movieVideo)")
-        for (pixelFormat, writer) in writers {
-            // An adaptor's movie round-trips the very frames appended to it: RGB in RGB, the rest in Y'CbCr.
-            let isRGB = [kCVPixelFormatType_32BGRA, kCVPixelFormatType_32ARGB, kCVPixelFormatType_24RGB].contains(pixelFormat)
+            // The movie and the adaptor movies: every decoded frame's index, consecutive, and the bars of the frames
+            // the reference also saw.
+            // Every frame the camera made while recording is in the movie, or counted as dropped with its reason (a
+            // loaded machine makes the encoder fall behind: `FrameWasLate`).
             try checkMovie(
-                writer.url, name: "adaptor \(fourCC(pixelFormat))", reference: frames[fourCC(pixelFormat)] ?? [:],
-                minimumFrames: 3, decodeToRGB: isRGB, matrix: observed.matrix)
-        }
+                movieURL, name: "movie file output", reference: referenceFrames, minimumFrames: 3,
+                allowedMissing: movie.recordingStatistics.totalDroppedVideoFrames)
+            // …tagged with the matrix its numbers were made with.
+            let movieVideo = try #require(try FFprobeReport(movieURL).stream("video"))
+            #expect(movieVideo["color_space"] as? String == (isJPEG ? "smpte170m" : "bt709"), "\(movieVideo)")
+            for (pixelFormat, writer) in writers {
+                // An adaptor's movie round-trips the very frames appended to it: RGB in RGB, the rest in Y'CbCr.
+                let isRGB = [kCVPixelFormatType_32BGRA, kCVPixelFormatType_32ARGB, kCVPixelFormatType_24RGB].contains(pixelFormat)
+                try checkMovie(
+                    writer.url, name: "adaptor \(fourCC(pixelFormat))", reference: frames[fourCC(pixelFormat)] ?? [:],
+                    minimumFrames: 3, decodeToRGB: isRGB, matrix: observed.matrix)
+            }
 
-        // The photo: one of the stream's frames, its index readable after JPEG decoding.
-        let photoData = try #require(photoResult?.fileDataRepresentation(), "no photo: \(photoRecorder.events)")
-        let photoURL = try scratchURL("matrix-\(fourCC(cameraFormat.subType)).jpg")
-        try photoData.write(to: photoURL)
-        let decodedPhoto = try decodeFrames(photoURL)
-        #expect(decodedPhoto.count == 1)
-        #expect(decodedPhoto.first.map { $0.frameIndex != nil || $0.isFlash } == true, "the photo's index is unreadable")
+            // The photo: one of the stream's frames, its index readable after JPEG decoding.
+            let photoData = try #require(photoResult?.fileDataRepresentation(), "no photo: \(photoRecorder.events)")
+            let photoURL = try scratchURL("matrix-\(fourCC(cameraFormat.subType)).jpg")
+            try photoData.write(to: photoURL)
+            let decodedPhoto = try decodeFrames(photoURL)
+            #expect(decodedPhoto.count == 1)
+            #expect(decodedPhoto.first.map { $0.frameIndex != nil || $0.isFlash } == true, "the photo's index is unreadable")
+        }
     }
 
     private func checkMovie(

@@ -31,44 +31,42 @@ import TestSupport
         // Stepped a frame at a time, the outputs caught up before the next (a debug build decodes 1080p H.264 for
         // the data output slower than real time on a loaded machine): every output sees every frame. Set before
         // the tap starts the camera: a camera takes its clock as it starts.
-        let controller = try #require(VirtualCameraController(webcam))
-        let clock = VirtualDeviceClock()
-        controller.clockMode = .manual(clock)
-        defer { controller.clockMode = .realTime }
-        let cameraFrames = Mutex<[[[UInt8]]]>([])
-        let tap = CaptureDeviceTap(device: webcam) { event in
-            guard case .sample(let sample, _) = event, let data = sample.dataBuffer else { return }
-            let units = data.withUnsafeBytes { annexB in annexBUnits(annexB) }
-            cameraFrames.withLock { $0.append(units) }
+        try withManualClock([webcam]) { clock in
+            let cameraFrames = Mutex<[[[UInt8]]]>([])
+            let tap = CaptureDeviceTap(device: webcam) { event in
+                guard case .sample(let sample, _) = event, let data = sample.dataBuffer else { return }
+                let units = data.withUnsafeBytes { annexB in annexBUnits(annexB) }
+                cameraFrames.withLock { $0.append(units) }
+            }
+            try tap.start()
+            defer { tap.stop() }
+            let movie = AVCaptureMovieFileOutput()
+            let session = try makeSession(
+                preset: .inputPriority, devices: [webcam], outputs: [movie] + (dataOutput.map { [$0] } ?? []))
+            if let settings { movie.setOutputSettings(settings, for: try #require(movie.connection(with: .video))) }
+            movie.maxRecordedDuration = CMTime(value: 2, timescale: 1)
+            let frame = webcam.activeVideoMinFrameDuration
+            let outputs = session.outputs
+            session.startRunning()
+            defer { session.stopRunning() }
+            // Past the first key frame, so the recording is asked for in the middle of a group of pictures.
+            while cameraFrames.withLock({ $0.count }) < 5, clock.elapsed.seconds < 5 {
+                #expect(clock.advance(by: frame, step: frame, settling: outputs))
+            }
+            let url = try scratchURL(name)
+            let recording = MovieRecordingDelegate()
+            movie.startRecording(to: url, recordingDelegate: recording)
+            // On to the recording's limit, and a little past it: the file ends there by itself.
+            let limit = clock.elapsed.seconds + 3
+            while !recording.events.contains("didFinish"), clock.elapsed.seconds < limit {
+                #expect(clock.advance(by: frame, step: frame, settling: outputs))
+            }
+            #expect(recording.waitForFinish(timeout: 90), "the movie did not finish")
+            #expect(recording.avError?.code == .maximumDurationReached, "\(String(describing: recording.error))")
+            session.stopRunning()
+            tap.stop()
+            return (url, cameraFrames.withLock { $0 }, movie)
         }
-        try tap.start()
-        defer { tap.stop() }
-        let movie = AVCaptureMovieFileOutput()
-        let session = try makeSession(
-            preset: .inputPriority, devices: [webcam], outputs: [movie] + (dataOutput.map { [$0] } ?? []))
-        if let settings { movie.setOutputSettings(settings, for: try #require(movie.connection(with: .video))) }
-        movie.maxRecordedDuration = CMTime(value: 2, timescale: 1)
-        let frame = webcam.activeVideoMinFrameDuration
-        let outputs = session.outputs
-        session.startRunning()
-        defer { session.stopRunning() }
-        // Past the first key frame, so the recording is asked for in the middle of a group of pictures.
-        while cameraFrames.withLock({ $0.count }) < 5, clock.elapsed.seconds < 5 {
-            #expect(clock.advance(by: frame, step: frame, settling: outputs))
-        }
-        let url = try scratchURL(name)
-        let recording = MovieRecordingDelegate()
-        movie.startRecording(to: url, recordingDelegate: recording)
-        // On to the recording's limit, and a little past it: the file ends there by itself.
-        let limit = clock.elapsed.seconds + 3
-        while !recording.events.contains("didFinish"), clock.elapsed.seconds < limit {
-            #expect(clock.advance(by: frame, step: frame, settling: outputs))
-        }
-        #expect(recording.waitForFinish(timeout: 90), "the movie did not finish")
-        #expect(recording.avError?.code == .maximumDurationReached, "\(String(describing: recording.error))")
-        session.stopRunning()
-        tap.stop()
-        return (url, cameraFrames.withLock { $0 }, movie)
     }
 
     @Test("The webcam's H.264 goes into the movie as it comes: a key frame first, every packet the camera's own")

@@ -1,28 +1,8 @@
-// Virtual devices put on one manual clock for the length of a test's recording.
+// A recording stepped on a manual clock (TestSupport's `withManualClock`) until it ends by itself.
 
 import OpenAVCaptureTesting
 import Testing
-
-/// Runs `body` with `devices` (virtual cameras and microphones) paced by one new manual clock, then puts them back
-/// on the real-time clock. Set before the devices start: a device takes its clock as it starts.
-func withManualClock<Result>(
-    _ devices: [AVCaptureDevice], _ body: (VirtualDeviceClock) throws -> Result
-) throws -> Result {
-    let clock = VirtualDeviceClock()
-    var restores: [() -> Void] = []
-    defer { restores.forEach { $0() } }
-    for device in devices {
-        if let camera = VirtualCameraController(device) {
-            camera.clockMode = .manual(clock)
-            restores.append { camera.clockMode = .realTime }
-        } else {
-            let microphone = try #require(VirtualMicrophoneController(device), "\(device.localizedName) is not virtual")
-            microphone.clockMode = .manual(clock)
-            restores.append { microphone.clockMode = .realTime }
-        }
-    }
-    return try body(clock)
-}
+import TestSupport
 
 /// Starts `session`, records `output` into `url` with `devices` on a manual clock stepped `frame` at a time (the
 /// output caught up between steps) until the recording ends by itself (a limit) or the clock reaches `limit`

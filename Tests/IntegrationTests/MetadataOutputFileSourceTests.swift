@@ -45,4 +45,45 @@ import TestSupport
             #expect(corner.y > 130.0 / 480 && corner.y < 350.0 / 480, "\(corner)")
         }
     }
+
+    /// GS1 DataBar and DataBar Expanded, drawn by zint (not the library we decode with) into a clip played as a camera.
+    @Test(arguments: [
+        ("29", "2001234567890", AVMetadataObject.ObjectType.gs1DataBar, "20012345678909"),
+        ("31", "[01]98898765432106[3202]012345[15]991231", .gs1DataBarExpanded, "98898765432106"),
+    ])
+    func aGS1DataBarInAMovieFileIsRead(
+        _ zintType: String, _ data: String, _ type: AVMetadataObject.ObjectType, _ digits: String
+    ) throws {
+        let zint = "/usr/bin/zint"
+        guard FileManager.default.isExecutableFile(atPath: zint), MediaTool.available([.ffmpeg], for: "file DataBar test")
+        else {
+            print("Skipping aGS1DataBarInAMovieFileIsRead: \(zint) or ffmpeg not installed (make test installs them)")
+            return
+        }
+        let image = try scratchURL("databar-\(zintType).png", suite: "metadata-file-source")
+        // zint's --gs1 reads bracketed application identifiers (Expanded); the omnidirectional symbol takes digits.
+        let gs1 = data.hasPrefix("[") ? ["--gs1"] : []
+        let made = try ToolResult.run(executable: zint, ["-b", zintType] + gs1 + ["-d", data, "--scale=2", "-o", image.path])
+        #expect(made.status == 0, "\(made.error)")
+        let clip = try scratchURL("databar-\(zintType).mov", suite: "metadata-file-source")
+        let encoded = try MediaTool.ffmpeg.run([
+            "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=white:s=1280x720:r=30:d=2", "-i", image.path,
+            "-filter_complex", "[1:v]scale=1100:-2:flags=neighbor[code];[0:v][code]overlay=90:200", "-c:v", "libx264",
+            "-crf", "12", "-pix_fmt", "yuv420p", "-t", "2", clip.path,
+        ])
+        #expect(encoded.status == 0, "\(encoded.error)")
+
+        let camera = try #require(AVCaptureDevice(uniqueID: "file:" + clip.path))
+        let output = AVCaptureMetadataOutput()
+        let recorder = MetadataRecorder()
+        output.setMetadataObjectsDelegate(recorder, queue: DispatchQueue(label: "file DataBar delegate"))
+        let session = try makeSession(preset: .inputPriority, devices: [camera], outputs: [output])
+        #expect(!output.availableMetadataObjectTypes.contains(.gs1DataBarLimited))
+        output.metadataObjectTypes = [type]
+        session.startRunning()
+        defer { session.stopRunning() }
+        let code = try #require(recorder.waitForCode())
+        #expect(code.type == type)
+        #expect(code.text?.contains(digits) == true, "\(code.text ?? "nil")")
+    }
 }

@@ -288,6 +288,35 @@ struct ScreenCaptureTests {
         #expect(marks(hidden) == nil)
     }
 
+    @Test("scaleFactor 2 doubles the crop, as Apple's own example (320x240 at 2.0 gives 640x480); 0 is ignored")
+    func scaledUp() throws {
+        guard let server = XvfbServer.start(width: 800, height: 600, for: "ScreenCaptureTests.scaledUp") else { return }
+        let painter = try X11Painter(server: server)
+        painter.paint(
+            background: 0xFF_FFFF,
+            [
+                .init(x: 100, y: 100, width: 160, height: 240, color: 0xFF_0000),
+                .init(x: 260, y: 100, width: 160, height: 240, color: 0x00_00FF),
+            ])
+        let input = try #require(AVCaptureScreenInput(displayID: CGMainDisplayID()))
+        input.cropRect = CGRect(x: 100, y: 100, width: 320, height: 240)
+        input.scaleFactor = 2
+        input.scaleFactor = 0
+        #expect(input.scaleFactor == 2, "a factor that is not positive is ignored, as Apple documents no exception")
+        input.capturesCursor = false
+        let collector = FrameCollector()
+        let session = try dataSession(input, collector)
+        session.startRunning()
+        defer { session.stopRunning() }
+        try #require(collector.waitFor(2))
+        let frame = try #require(collector.last)
+        #expect(CVPixelBufferGetWidth(frame) == 640 && CVPixelBufferGetHeight(frame) == 480)
+        #expect(rgb(frame, 4, 4) == (255, 0, 0))
+        #expect(rgb(frame, 316, 476) == (255, 0, 0))
+        #expect(rgb(frame, 324, 4) == (0, 0, 255))
+        #expect(rgb(frame, 636, 476) == (0, 0, 255))
+    }
+
     @Test("scaleFactor 0.5 delivers the crop at half size, and moving the crop's origin shows at once")
     func scaledCrop() throws {
         guard let server = XvfbServer.start(width: 800, height: 600, for: "ScreenCaptureTests.scaledCrop") else {

@@ -371,16 +371,28 @@ import Testing
         #expect(message.contains("AVVideoQualityKey"), "\(message)")
     }
 
-    @Test("Metadata other than {GPS} traps instead of being dropped")
-    func unknownMetadataTraps() async {
-        await #expect(processExitsWith: .failure) {
-            let output = AVCapturePhotoOutput()
-            let session = try makeSession(devices: [VirtualDevices.back], outputs: [output])
-            defer { withExtendedLifetime(session) {} }
-            let settings = AVCapturePhotoSettings()
-            settings.metadata = [kCGImagePropertyExifDictionary: ["UserComment": "hi"]]
-            output.capturePhoto(with: settings, delegate: PhotoRecorder())
-        }
+    @Test("Metadata other than {GPS} is left out and the photo taken, as Apple documents no exception for it")
+    func unknownMetadataIsLeftOut() throws {
+        let output = AVCapturePhotoOutput()
+        let session = try makeSession(preset: .qvga320x240, devices: [VirtualDevices.back], outputs: [output])
+        session.startRunning()
+        defer { session.stopRunning() }
+        let settings = AVCapturePhotoSettings()
+        settings.metadata = [
+            kCGImagePropertyExifDictionary: ["UserComment": "left out"],
+            kCGImagePropertyGPSDictionary: [kCGImagePropertyGPSLatitude: 48.8584, kCGImagePropertyGPSLongitude: 2.2945],
+        ]
+        let (photo, _) = takePhoto(output, settings)
+        let taken = try #require(photo)
+        let exif = taken.metadata[kCGImagePropertyExifDictionary] as? [String: Any]
+        #expect(exif?["UserComment"] == nil)
+        #expect((taken.metadata[kCGImagePropertyGPSDictionary] as? [String: Any])?[kCGImagePropertyGPSLatitude] as? Double == 48.8584)
+        guard MediaTool.available([.exiftool], for: "AVCapturePhotoOutputTests.unknownMetadataIsLeftOut") else { return }
+        let url = try scratchURL("left-out.jpg", suite: "photo-tests")
+        try #require(taken.fileDataRepresentation()).write(to: url)
+        let report = try ExifToolReport(url)
+        #expect(report.string("ExifIFD", "UserComment") == nil)
+        #expect(abs((report.number("GPS", "GPSLatitude") ?? 0) - 48.8584) < 1e-4)
     }
 
     @Test("Settings used twice trap, naming the rule")

@@ -1,3 +1,4 @@
+import CaptureGraph
 import Foundation
 import OpenAVCapture
 import Testing

@@ -5,40 +5,39 @@
 import Foundation
 import OpenAVCaptureTesting
 import Testing
+import TestSupport
 
 @Suite(.serialized) struct ManualClockSessionTests {
     @Test("stepped a frame at a time, a video data output gets each frame once, 1/30 s apart, none dropped")
     func steppedFrames() throws {
-        let controller = try #require(VirtualCameraController(VirtualDevices.back))
-        let clock = VirtualDeviceClock()
-        controller.clockMode = .manual(clock)
-        defer { controller.clockMode = .realTime }
-        let delegate = RecordingDelegate()
-        let output = AVCaptureVideoDataOutput()
-        // A frame may come while the delegate call for the one before is returning: it waits instead of being
-        // dropped as late (at most four wait, and the test steps one frame at a time).
-        output.alwaysDiscardsLateVideoFrames = false
-        output.setSampleBufferDelegate(delegate, queue: DispatchQueue(label: "manual-clock-frames"))
-        let session = try makeSession(preset: .vga640x480, devices: [VirtualDevices.back], outputs: [output])
-        session.startRunning()
-        defer { session.stopRunning() }
-        // The first frame is due as the camera starts; nothing else comes until the clock moves.
-        #expect(delegate.wait(for: 1))
-        let frameTime = CMTime(value: 1, timescale: 30)
-        for step in 1...60 {
-            #expect(clock.advance(by: frameTime))
-            // The frame reached the session when the advance returned; its delegate call is on the output's queue.
-            let arrived = delegate.wait(for: step + 1)
-            let drops = delegate.dropped.map { "\($0.time.seconds) \($0.reason ?? "")" }
-            #expect(arrived, "frame \(step) never came: \(delegate.received.count) frames, drops \(drops)")
-            if !arrived { break }
-        }
-        #expect(clock.elapsed == CMTime(value: 2, timescale: 1))
-        let frames = delegate.received
-        #expect(frames.count == 61)
-        #expect(delegate.dropped.isEmpty, "\(delegate.dropped.map(\.reason))")
-        for (earlier, later) in zip(frames, frames.dropFirst()) {
-            #expect(later.time - earlier.time == frameTime, "\(earlier.time.seconds) then \(later.time.seconds)")
+        try withManualClock([VirtualDevices.back]) { clock in
+            let delegate = RecordingDelegate()
+            let output = AVCaptureVideoDataOutput()
+            // A frame may come while the delegate call for the one before is returning: it waits instead of being
+            // dropped as late (at most four wait, and the test steps one frame at a time).
+            output.alwaysDiscardsLateVideoFrames = false
+            output.setSampleBufferDelegate(delegate, queue: DispatchQueue(label: "manual-clock-frames"))
+            let session = try makeSession(preset: .vga640x480, devices: [VirtualDevices.back], outputs: [output])
+            session.startRunning()
+            defer { session.stopRunning() }
+            // The first frame is due as the camera starts; nothing else comes until the clock moves.
+            #expect(delegate.wait(for: 1))
+            let frameTime = CMTime(value: 1, timescale: 30)
+            for step in 1...60 {
+                #expect(clock.advance(by: frameTime))
+                // The frame reached the session when the advance returned; its delegate call is on the output's queue.
+                let arrived = delegate.wait(for: step + 1)
+                let drops = delegate.dropped.map { "\($0.time.seconds) \($0.reason ?? "")" }
+                #expect(arrived, "frame \(step) never came: \(delegate.received.count) frames, drops \(drops)")
+                if !arrived { break }
+            }
+            #expect(clock.elapsed == CMTime(value: 2, timescale: 1))
+            let frames = delegate.received
+            #expect(frames.count == 61)
+            #expect(delegate.dropped.isEmpty, "\(delegate.dropped.map(\.reason))")
+            for (earlier, later) in zip(frames, frames.dropFirst()) {
+                #expect(later.time - earlier.time == frameTime, "\(earlier.time.seconds) then \(later.time.seconds)")
+            }
         }
     }
 

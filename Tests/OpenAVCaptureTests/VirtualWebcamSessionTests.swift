@@ -80,51 +80,50 @@ import Testing
         webcam.unlockForConfiguration()
         // Stepped a frame at a time, the delegate caught up before the next: every frame comes, however slowly a
         // loaded machine decodes 1080p.
-        let clock = VirtualDeviceClock()
-        controller.clockMode = .manual(clock)
-        defer { controller.clockMode = .realTime }
-        session.startRunning()
-        // The first frame comes as the camera starts, 29 more a fifteenth of a second apart.
-        let frameTime = CMTime(value: 1, timescale: 15)
-        #expect(clock.advance(by: CMTimeMultiply(frameTime, multiplier: 29), step: frameTime, settling: [output]))
-        var arrived = 0
-        while arrived < 30, read.wait(timeout: .now() + 10) == .success { arrived += 1 }
-        session.stopRunning()
-        // Drop notices still queued for the delegate arrive before this returns.
-        queue.sync {}
-        #expect(arrived == 30)
+        try withManualClock([webcam]) { clock in
+            session.startRunning()
+            // The first frame comes as the camera starts, 29 more a fifteenth of a second apart.
+            let frameTime = CMTime(value: 1, timescale: 15)
+            #expect(clock.advance(by: CMTimeMultiply(frameTime, multiplier: 29), step: frameTime, settling: [output]))
+            var arrived = 0
+            while arrived < 30, read.wait(timeout: .now() + 10) == .success { arrived += 1 }
+            session.stopRunning()
+            // Drop notices still queued for the delegate arrive before this returns.
+            queue.sync {}
+            #expect(arrived == 30)
 
-        let received = frames.withLock { $0 }
-        try #require(received.count >= 30)
-        #expect(received.allSatisfy { $0.pixelFormat == pixelFormat })
-        #expect(received.allSatisfy { $0.width == Int(format.formatDescription.dimensions.width) })
-        // Frame k of the stream is at (first + k) / 15 s and shows index k: the offset between the slot a
-        // timestamp names and the index drawn is one constant for the whole stream.
-        func slot(_ time: CMTime) -> Int64 {
-            CMTimeConvertScale(time, timescale: 15, method: .roundHalfAwayFromZero).value
-        }
-        var offset: Int64?
-        for frame in received {
-            if frame.isFlash {
-                // The flash frame is the one whose interval holds a whole second: its slot is a multiple of 15.
-                #expect(slot(frame.time) % 15 == 0, "a flash at \(frame.time.seconds) s")
-                continue
+            let received = frames.withLock { $0 }
+            try #require(received.count >= 30)
+            #expect(received.allSatisfy { $0.pixelFormat == pixelFormat })
+            #expect(received.allSatisfy { $0.width == Int(format.formatDescription.dimensions.width) })
+            // Frame k of the stream is at (first + k) / 15 s and shows index k: the offset between the slot a
+            // timestamp names and the index drawn is one constant for the whole stream.
+            func slot(_ time: CMTime) -> Int64 {
+                CMTimeConvertScale(time, timescale: 15, method: .roundHalfAwayFromZero).value
             }
-            let index = try #require(frame.index, "no index readable in the frame at \(frame.time.seconds) s")
-            let difference = slot(frame.time) - Int64(index)
-            if offset == nil { offset = difference }
-            #expect(difference == offset, "the frame at \(frame.time.seconds) s shows index \(index)")
+            var offset: Int64?
+            for frame in received {
+                if frame.isFlash {
+                    // The flash frame is the one whose interval holds a whole second: its slot is a multiple of 15.
+                    #expect(slot(frame.time) % 15 == 0, "a flash at \(frame.time.seconds) s")
+                    continue
+                }
+                let index = try #require(frame.index, "no index readable in the frame at \(frame.time.seconds) s")
+                let difference = slot(frame.time) - Int64(index)
+                if offset == nil { offset = difference }
+                #expect(difference == offset, "the frame at \(frame.time.seconds) s shows index \(index)")
+            }
+            // Contiguous: every slot between the first and the last frame was delivered or reported dropped.
+            let slots = Set(received.map { slot($0.time) })
+            #expect(slots.count == received.count, "a frame was delivered twice")
+            let dropped = Set(delegate.dropped.map { slot($0.time) })
+            let first = try #require(slots.min())
+            let last = try #require(slots.max())
+            let missing = (first...last).filter { !slots.contains($0) && !dropped.contains($0) }
+            #expect(
+                missing.isEmpty,
+                "frames neither delivered nor dropped: \(missing); dropped: \(dropped.sorted())")
         }
-        // Contiguous: every slot between the first and the last frame was delivered or reported dropped.
-        let slots = Set(received.map { slot($0.time) })
-        #expect(slots.count == received.count, "a frame was delivered twice")
-        let dropped = Set(delegate.dropped.map { slot($0.time) })
-        let first = try #require(slots.min())
-        let last = try #require(slots.max())
-        let missing = (first...last).filter { !slots.contains($0) && !dropped.contains($0) }
-        #expect(
-            missing.isEmpty,
-            "frames neither delivered nor dropped: \(missing); dropped: \(dropped.sorted())")
     }
 
     @Test func unpluggingTheWebcamPostsApplesNotificationsAndReplugBringsItBack() throws {

@@ -7,8 +7,8 @@
 //
 // Threading: a connection runs its own pw_thread_loop. Every callback runs on that loop's thread with the loop's
 // (recursive) lock held and must not block. Every function here takes the lock itself and may be called from any
-// thread, including from inside a callback, except CPipeWire_connection_close and CPipeWire_stream_destroy, which
-// must not be called from a callback.
+// thread, including from inside a callback, except CPipeWire_stream_destroy, which must not be called from one of
+// its stream's callbacks.
 #ifndef CPIPEWIRE_H
 #define CPIPEWIRE_H
 
@@ -68,7 +68,9 @@ typedef struct {
 CPipeWire_Connection *CPipeWire_connection_open(
     int fd, const char *remote, CPipeWire_RegistryCallbacks callbacks, int timeout_ms, int *error);
 
-/// Stops the loop and disconnects; no callback runs after it returns.
+/// Stops the loop and disconnects; no callback runs after it returns. Called on the loop's own thread (from a
+/// callback or an invoked task), it lets go of the callbacks at once and finishes on a thread of its own after the
+/// callback returns.
 void CPipeWire_connection_close(CPipeWire_Connection *connection);
 
 /// Waits until the daemon has answered everything sent before: 0, or a negative errno (-ETIMEDOUT, -EPIPE).

@@ -122,8 +122,8 @@ open class AVURLAsset: AVAsset, @unchecked Sendable {
     /// The file.
     public let url: URL
 
-    /// The asset at `url`. Nothing is read until a property is used. `options` are accepted and not used (no key of
-    /// Apple's, such as precise timing, changes what libavformat reads).
+    /// The asset at `url`. Nothing is read until a property is used. `options` are accepted and not used: timing
+    /// is always exact here, which is what ``AVURLAssetPreferPreciseDurationAndTimingKey`` asks Apple's for.
     public init(url: URL, options: [String: Any]? = nil) {
         self.url = url
         super.init(path: url.path)

@@ -1,5 +1,6 @@
 // AVAssetImageGenerator: pictures of an asset's video at given times (thumbnails), as pixel buffers or JPEG.
 
+import CaptureGraph
 import Foundation
 import MediaCodecs
 import OpenCoreMedia
@@ -22,7 +23,7 @@ import Synchronization
 /// Threading: thread safe (`@unchecked Sendable`): the settings are guarded by a lock; each request decodes on a
 /// task of its own.
 open class AVAssetImageGenerator: NSObject, @unchecked Sendable {
-    private struct Settings {
+    struct Settings {
         var appliesPreferredTrackTransform = false
         var maximumSize = CGSize.zero
         var toleranceBefore = CMTime.positiveInfinity
@@ -32,6 +33,8 @@ open class AVAssetImageGenerator: NSObject, @unchecked Sendable {
     /// The asset pictured.
     public let asset: AVAsset
     private let settings = Mutex(Settings())
+    /// The settings now, for the synchronous `copyCGImage(at:actualTime:)`.
+    var currentSettings: Settings { settings.withLock { $0 } }
 
     /// A generator of pictures of `asset`.
     public init(asset: AVAsset) {
@@ -95,7 +98,7 @@ open class AVAssetImageGenerator: NSObject, @unchecked Sendable {
         }
     }
 
-    private static func picture(
+    static func picture(
         of asset: AVAsset, at time: CMTime, settings: Settings
     ) throws -> (
         CVPixelBuffer, CMTime

@@ -74,7 +74,7 @@ extension AVCaptureDevice {
         precondition(
             capabilities.exposureTargetBiasRange.contains(target),
             "AVCaptureDevice: exposure target bias \(bias) is outside \(minExposureTargetBias)..."
-                + "\(maxExposureTargetBias) (Apple raises NSInvalidArgumentException)")
+                + "\(maxExposureTargetBias) (Apple raises NSRangeException)")
         apply(.exposureTargetBias(target), completion: handler)
     }
 
@@ -95,7 +95,7 @@ extension AVCaptureDevice {
             precondition(
                 duration.isNumeric && range.contains(duration.seconds),
                 "AVCaptureDevice: exposure duration \(duration.seconds) s is outside \(range.lowerBound)..."
-                    + "\(range.upperBound) s (Apple raises NSInvalidArgumentException)")
+                    + "\(range.upperBound) s (Apple raises NSRangeException)")
             seconds = duration.seconds
         }
         var gain: Float?
@@ -103,7 +103,7 @@ extension AVCaptureDevice {
             precondition(
                 capabilities.isoRange.contains(ISO),
                 "AVCaptureDevice: ISO \(ISO) is outside \(activeFormat.minISO)...\(activeFormat.maxISO) (Apple raises"
-                    + " NSInvalidArgumentException)")
+                    + " NSRangeException)")
             gain = ISO
         }
         apply(.customExposure(duration: seconds, iso: gain), completion: handler)

@@ -61,8 +61,7 @@ extension AVCaptureDevice {
         let position = lensPosition == Self.currentLensPosition ? self.lensPosition : lensPosition
         precondition(
             (0...1).contains(position),
-            "AVCaptureDevice: lensPosition \(lensPosition) is outside 0...1 (Apple raises"
-                + " NSInvalidArgumentException)")
+            "AVCaptureDevice: lensPosition \(lensPosition) is outside 0...1 (Apple raises NSRangeException)")
         apply(.lockFocus(lensPosition: position), completion: handler)
     }
 

@@ -8,16 +8,22 @@ extension AVCaptureDevice {
     /// The camera the user chose last, or nil before any choice. Apple's: set it when the user picks a camera in
     /// your interface, and read ``systemPreferredCamera`` to get the best camera to use now.
     ///
-    /// Key-value observable on Apple's platforms only (a class property); here read it when you need it. Setting a
-    /// device that has no video traps, as Apple raises.
+    /// Key-value observable on Apple's platforms only (a class property); here read it when you need it. As
+    /// AVCaptureDevice.h says, setting nil has no effect; setting a device without video is ignored too (Apple
+    /// documents no exception for it) and logged once.
     ///
     /// Threading: thread safe.
     public class var userPreferredCamera: AVCaptureDevice? {
         get { userChoice.withLock { $0 } }
         set {
-            precondition(
-                newValue.map { $0.hasMediaType(.video) || $0.hasMediaType(.muxed) } ?? true,
-                "AVCaptureDevice.userPreferredCamera must be a camera (Apple raises NSInvalidArgumentException)")
+            guard let newValue else { return }
+            guard newValue.hasMediaType(.video) || newValue.hasMediaType(.muxed) else {
+                ToleratedMisuse.report(
+                    "AVCaptureDevice.userPreferredCamera",
+                    "AVCaptureDevice.userPreferredCamera: \(newValue.localizedName) is not a camera; the choice is"
+                        + " left as it was")
+                return
+            }
             userChoice.withLock { $0 = newValue }
         }
     }
@@ -47,16 +53,19 @@ extension AVCaptureDevice {
     public var virtualDeviceSwitchOverVideoZoomFactors: [NSNumber] { [] }
 
     /// The colour space the device captures in: always sRGB here (the only entry of every format's
-    /// `supportedColorSpaces`). Setting another traps, as Apple raises for an unsupported colour space; setting
-    /// needs `lockForConfiguration()` like every device setter.
+    /// `supportedColorSpaces`). Setting needs `lockForConfiguration()` (AVCaptureDevice.h: NSGenericException
+    /// otherwise); setting a colour space the format does not support is ignored and logged once, as Apple
+    /// documents no exception for it.
     public var activeColorSpace: AVCaptureColorSpace {
         get { .sRGB }
         set {
             requireLock("activeColorSpace")
-            precondition(
-                activeFormat.supportedColorSpaces.contains(newValue),
-                "AVCaptureDevice.activeColorSpace: \(newValue) is not in the active format's supportedColorSpaces"
-                    + " (Apple raises NSInvalidArgumentException)")
+            if !activeFormat.supportedColorSpaces.contains(newValue) {
+                ToleratedMisuse.report(
+                    "AVCaptureDevice.activeColorSpace",
+                    "AVCaptureDevice.activeColorSpace: \(newValue) is not in the active format's supportedColorSpaces;"
+                        + " the device stays in sRGB")
+            }
         }
     }
 }

@@ -63,7 +63,7 @@ extension AVCaptureDevice {
         precondition(
             gains.allSatisfy { (1...maxWhiteBalanceGain).contains($0) },
             "AVCaptureDevice: white balance gains \(gains) must each be in 1...\(maxWhiteBalanceGain) (Apple"
-                + " raises NSInvalidArgumentException)")
+                + " raises NSRangeException)")
         apply(.lockWhiteBalance(whiteBalanceGains.colorGains), completion: handler)
     }
 }

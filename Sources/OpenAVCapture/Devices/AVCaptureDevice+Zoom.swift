@@ -23,14 +23,23 @@ extension AVCaptureDevice {
     public var isRampingVideoZoom: Bool { controlState.isRampingVideoZoom }
 
     /// Zooms smoothly to `factor` at `rate` powers of two per second (Apple's meaning: rate 1 doubles the factor
-    /// each second), frame by frame. Needs the configuration lock, a factor in range and a positive rate.
+    /// each second), frame by frame. Needs the configuration lock and a factor in range (AVCaptureDevice.h:
+    /// "must be in the valid range for videoZoomFactor"). As Apple's, only the rate's magnitude counts (the sign
+    /// follows the direction to the target) and a rate of 0 is `cancelVideoZoomRamp()`; a rate that is not a
+    /// number also cancels, logged once.
     public func ramp(toVideoZoomFactor factor: CGFloat, withRate rate: Float) {
         requireLock("videoZoomFactor (ramp)")
         checkZoomFactor(factor, "ramp(toVideoZoomFactor:)")
-        precondition(
-            rate > 0 && rate.isFinite,
-            "AVCaptureDevice: zoom ramp rate \(rate) must be positive (Apple raises NSInvalidArgumentException)")
-        apply(.rampZoom(to: Double(factor), rate: Double(rate)))
+        let speed = abs(rate)
+        guard speed > 0, speed.isFinite else {
+            if !speed.isFinite {
+                ToleratedMisuse.report(
+                    "AVCaptureDevice.rampZoomRate", "AVCaptureDevice: zoom ramp rate \(rate) is not finite; the ramp stops")
+            }
+            apply(.cancelZoomRamp)
+            return
+        }
+        apply(.rampZoom(to: Double(factor), rate: Double(speed)))
     }
 
     /// Stops a zoom ramp where it is. Needs the configuration lock.

@@ -1,3 +1,4 @@
+import CaptureGraph
 import CaptureDrivers
 import Foundation
 import Synchronization
@@ -76,6 +77,9 @@ open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendabl
     }
 
     package var currentSettings: Settings { settings.withLock { $0 } }
+    /// Moves when rotation, mirroring or another observed setting changes: the routes recompute their outputs'
+    /// demands then.
+    package let demandGeneration = DemandGeneration()
 
     /// The media type of the connection's ports.
     package var mediaType: AVMediaType? { inputPorts.first?.mediaType }
@@ -224,7 +228,9 @@ open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendabl
             defer { settings[keyPath: field] = value }
             return settings[keyPath: field]
         }
-        if old != value { keyValueObservers.notifyChange(keyPath, of: self, from: old, to: value) }
+        guard old != value else { return }
+        demandGeneration.bump()
+        keyValueObservers.notifyChange(keyPath, of: self, from: old, to: value)
     }
 
     public override var description: String {

@@ -16,7 +16,10 @@ open class AVCaptureDeviceInput: AVCaptureInput, @unchecked Sendable {
     /// - Throws: `AVError.applicationIsNotAuthorizedToUseDevice` when this user may not open the device,
     ///   `AVError.deviceNotConnected` when it is gone, `AVError.deviceInUseByAnotherApplication` when another
     ///   process holds it. Each error says what to do.
-    public init(device: AVCaptureDevice) throws {
+    ///
+    /// Required, as an imported Objective-C initializer is, so `Self(device:)` and `type(of: input).init(device:)`
+    /// work in subclasses and generic code as they do on Apple's platforms.
+    public required init(device: AVCaptureDevice) throws {
         guard device.backend.isAccessible else {
             throw AVError(
                 .applicationIsNotAuthorizedToUseDevice, "this user may not open \(device.localizedName)",

@@ -32,7 +32,7 @@ public func CGDisplayBounds(_ display: CGDirectDisplayID) -> CGRect {
 ///
 /// - `cropRect`: the area captured, in the display's pixels from its top-left corner (X11's orientation, and
 ///   CoreGraphics' display space); `.zero` (the default) captures the whole display.
-/// - `scaleFactor`: the delivered size is the crop's times this (nearest-neighbour), in (0, 1].
+/// - `scaleFactor`: the delivered size is the crop's times this (nearest-neighbour), any positive factor.
 /// - `minFrameDuration`: frames are grabbed at most this often on the host clock (default 1/30 s; 1/120 to 1 s).
 /// - `capturesCursor` (default true) composites the cursor the server shows (XFixes; on Wayland the compositor draws
 ///   it in); `capturesMouseClicks` (default false) draws a ring around it while a button is down (X11 only: a Wayland
@@ -94,13 +94,19 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
         set { change { $0.cropRect = newValue } }
     }
 
-    /// The factor the captured area is scaled by, in (0, 1]. Traps outside that range (a size no frame can have).
+    /// The factor the captured area is scaled by (nearest-neighbour): 0.5 halves it, 2 doubles it, as Apple's
+    /// example has a 320x240 area at 2.0 give 640x480 frames. A factor that is not positive and finite gives no
+    /// frame size; Apple documents no exception for it, so it is ignored and logged once.
     open var scaleFactor: CGFloat {
         get { properties.withLock { $0.scaleFactor } }
         set {
-            precondition(
-                newValue > 0 && newValue <= 1,
-                "AVCaptureScreenInput: scaleFactor must be greater than 0 and at most 1 (was \(newValue))")
+            guard newValue > 0, newValue.isFinite else {
+                ToleratedMisuse.report(
+                    "AVCaptureScreenInput.scaleFactor",
+                    "AVCaptureScreenInput: scaleFactor \(newValue) is not a positive number; the factor stays"
+                        + " \(scaleFactor)")
+                return
+            }
             change { $0.scaleFactor = newValue }
         }
     }

@@ -26,6 +26,10 @@ open class AVMetadataObject: NSObject, @unchecked Sendable {
         public static let itf14 = ObjectType(rawValue: "org.gs1.ITF14")
         public static let codabar = ObjectType(rawValue: "org.iso.Codabar")
         public static let gs1DataBar = ObjectType(rawValue: "org.gs1.GS1DataBar")
+        /// GS1 DataBar Expanded, read by zxing-cpp.
+        public static let gs1DataBarExpanded = ObjectType(rawValue: "org.gs1.GS1DataBarExpanded")
+        /// GS1 DataBar Limited. Not read here: zxing-cpp 1.4 does not read it, so no output offers it.
+        public static let gs1DataBarLimited = ObjectType(rawValue: "org.gs1.GS1DataBarLimited")
         public static let microQR = ObjectType(rawValue: "org.iso.MicroQR")
         public static let microPDF417 = ObjectType(rawValue: "org.iso.MicroPDF417")
         /// Faces: Apple detects them; no detector here, so no output offers this type.
@@ -97,7 +101,7 @@ extension AVMetadataObject.ObjectType {
     /// Every type a metadata output reads here, in Apple's order: what zxing-cpp reads and the tests check.
     package static let readable: [AVMetadataObject.ObjectType] = [
         .upce, .code39, .ean13, .ean8, .code93, .code128, .pdf417, .qr, .aztec, .interleaved2of5, .itf14,
-        .dataMatrix,
+        .dataMatrix, .gs1DataBar, .gs1DataBarExpanded,
     ]
 
     /// The zxing-cpp symbologies that can produce this type (UPC-A is EAN-13 with a leading zero, as Apple reports it).
@@ -114,6 +118,8 @@ extension AVMetadataObject.ObjectType {
         case .code93: [.code93]
         case .code128: [.code128]
         case .interleaved2of5, .itf14: [.itf]
+        case .gs1DataBar: [.dataBar]
+        case .gs1DataBarExpanded: [.dataBarExpanded]
         default: []
         }
     }
@@ -134,6 +140,8 @@ extension AVMetadataObject.ObjectType {
         case .code128: (.code128, symbol.text)
         case .itf: (symbol.text.count == 14 ? .itf14 : .interleaved2of5, symbol.text)
         case .codabar: (.codabar, symbol.text)
+        case .dataBar: (.gs1DataBar, symbol.text)
+        case .dataBarExpanded: (.gs1DataBarExpanded, symbol.text)
         }
     }
 

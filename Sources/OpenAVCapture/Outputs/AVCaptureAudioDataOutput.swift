@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import Synchronization
 
@@ -81,12 +82,18 @@ open class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
     /// The format buffers are delivered in (linear PCM only): `AVFormatIDKey` (`kAudioFormatLinearPCM`),
     /// `AVSampleRateKey`, `AVNumberOfChannelsKey` (1 or 2), `AVLinearPCMBitDepthKey` (16 or 32),
     /// `AVLinearPCMIsFloatKey`, `AVLinearPCMIsNonInterleaved` (false only), `AVLinearPCMIsBigEndianKey` (false
-    /// only). Empty (or nil) delivers the device's format. Unsupported keys or values trap, as Apple's raises.
+    /// only). Empty (or nil) delivers the device's format. What cannot be delivered as asked is brought to the nearest
+    /// format that can and logged once (Apple documents no exception; see `AudioOutputFormat`).
     open var audioSettings: [String: Any]! {
         get { settings.withLock { $0 }.audioSettings }
         set {
             let requested = newValue ?? [:]
-            _ = AudioOutputFormat.validated(requested)
+            let changes = AudioOutputFormat.resolved(requested).changes
+            if !changes.isEmpty {
+                ToleratedMisuse.report(
+                    "AVCaptureAudioDataOutput.audioSettings",
+                    "AVCaptureAudioDataOutput.audioSettings: " + changes.joined(separator: "; "))
+            }
             settings.withLock { $0.audioSettings = requested }
         }
     }
@@ -156,57 +163,59 @@ open class AVCaptureAudioDataOutput: AVCaptureOutput, @unchecked Sendable {
     }
 }
 
-/// An audio data output's requested format, checked.
+/// An audio data output's requested format, resolved to one the output delivers.
+///
+/// AVCaptureAudioDataOutput.h documents no exception for `audioSettings`, so what cannot be delivered is not a
+/// trap: an unknown key or a compressed format is ignored (linear PCM is delivered), a rate or channel count
+/// outside what the converter makes is brought into range, a bit depth other than 16 or 32 becomes 16 (32 for
+/// floating point), and planar or big-endian requests get interleaved little-endian samples. The setter logs
+/// what it changed, once.
 enum AudioOutputFormat {
-    /// The requested format as a partial stream description (zero fields keep the device's), or a trap naming
-    /// the unsupported key or value.
-    static func validated(_ settings: [String: Any]) -> AudioStreamBasicDescription {
+    /// The requested format as a partial stream description (zero fields keep the device's).
+    static func validated(_ settings: [String: Any]) -> AudioStreamBasicDescription { resolved(settings).format }
+
+    /// The delivered format and, in words, each request that could not be honoured as asked.
+    static func resolved(_ settings: [String: Any]) -> (format: AudioStreamBasicDescription, changes: [String]) {
         let known: Set<String> = [
             AVFormatIDKey, AVSampleRateKey, AVNumberOfChannelsKey, AVLinearPCMBitDepthKey, AVLinearPCMIsFloatKey,
             AVLinearPCMIsNonInterleaved, AVLinearPCMIsBigEndianKey,
         ]
-        for key in settings.keys {
-            precondition(
-                known.contains(key),
-                "AVCaptureAudioDataOutput: audioSettings key \(key) is not supported (supported: \(known.sorted()));"
-                    + " Apple raises NSInvalidArgumentException")
-        }
+        var changes = settings.keys.filter { !known.contains($0) }.sorted().map { "key \($0) is ignored" }
         var format = AudioStreamBasicDescription()
-        if let id = settings[AVFormatIDKey] {
-            precondition(
-                integerSetting(id).map(UInt32.init) == kAudioFormatLinearPCM,
-                "AVCaptureAudioDataOutput: AVFormatIDKey must be kAudioFormatLinearPCM; encode with AVAssetWriter"
-                    + " (Apple raises NSInvalidArgumentException)")
+        if let id = settings[AVFormatIDKey], integerSetting(id).map(UInt32.init) != kAudioFormatLinearPCM {
+            changes.append("AVFormatIDKey \(id) is delivered as linear PCM (encode with AVAssetWriter)")
         }
         if let rate = doubleSetting(settings[AVSampleRateKey]) {
-            precondition((8000...192_000).contains(rate), "AVCaptureAudioDataOutput: AVSampleRateKey \(rate) is outside 8000...192000")
-            format.mSampleRate = rate
+            let delivered = rate.isNaN ? 48_000 : min(192_000, max(8000, rate))
+            if delivered != rate { changes.append("AVSampleRateKey \(rate) is delivered as \(delivered)") }
+            format.mSampleRate = delivered
         }
         if let channels = integerSetting(settings[AVNumberOfChannelsKey]) {
-            precondition((1...2).contains(channels), "AVCaptureAudioDataOutput: AVNumberOfChannelsKey must be 1 or 2")
-            format.mChannelsPerFrame = UInt32(channels)
+            let delivered = min(2, max(1, channels))
+            if delivered != channels { changes.append("AVNumberOfChannelsKey \(channels) is delivered as \(delivered)") }
+            format.mChannelsPerFrame = UInt32(delivered)
         }
         let isFloat = boolSetting(settings[AVLinearPCMIsFloatKey])
         if let bits = integerSetting(settings[AVLinearPCMBitDepthKey]) {
-            precondition(
-                bits == 16 || bits == 32,
-                "AVCaptureAudioDataOutput: AVLinearPCMBitDepthKey must be 16 or 32")
-            format.mBitsPerChannel = UInt32(bits)
+            let delivered = bits == 16 || bits == 32 ? bits : (isFloat == true ? 32 : 16)
+            if delivered != bits { changes.append("AVLinearPCMBitDepthKey \(bits) is delivered as \(delivered)") }
+            format.mBitsPerChannel = UInt32(delivered)
         }
         if let isFloat {
             format.mFormatFlags = isFloat ? kAudioFormatFlagIsFloat : kAudioFormatFlagIsSignedInteger
             if format.mBitsPerChannel == 0 { format.mBitsPerChannel = isFloat ? 32 : 16 }
-            precondition(
-                !isFloat || format.mBitsPerChannel == 32,
-                "AVCaptureAudioDataOutput: floating-point samples are 32 bits")
+            if isFloat && format.mBitsPerChannel != 32 {
+                changes.append("floating-point samples are delivered as 32 bits")
+                format.mBitsPerChannel = 32
+            }
         }
-        precondition(
-            boolSetting(settings[AVLinearPCMIsNonInterleaved]) != true,
-            "AVCaptureAudioDataOutput: only interleaved samples are delivered")
-        precondition(
-            boolSetting(settings[AVLinearPCMIsBigEndianKey]) != true,
-            "AVCaptureAudioDataOutput: only little-endian samples are delivered")
-        return format
+        if boolSetting(settings[AVLinearPCMIsNonInterleaved]) == true {
+            changes.append("samples are delivered interleaved")
+        }
+        if boolSetting(settings[AVLinearPCMIsBigEndianKey]) == true {
+            changes.append("samples are delivered little-endian")
+        }
+        return (format, changes)
     }
 }
 

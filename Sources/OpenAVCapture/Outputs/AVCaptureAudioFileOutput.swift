@@ -44,17 +44,22 @@ open class AVCaptureAudioFileOutput: AVCaptureFileOutput, @unchecked Sendable {
         }
     }
 
-    /// Starts recording to `outputFileURL` as `fileType`, one of ``availableOutputFileTypes()`` (anything else
-    /// traps, as Apple raises).
+    /// Starts recording to `outputFileURL` as `fileType`, one of ``availableOutputFileTypes()``. AVCaptureOutput.h
+    /// documents no exception for another type (only for a URL that is not a file URL), so another type is
+    /// replaced by the one the URL's extension names (`.m4a` when none), logged once.
     open func startRecording(
         to outputFileURL: URL, outputFileType fileType: AVFileType,
         recordingDelegate delegate: any AVCaptureFileOutputRecordingDelegate
     ) {
-        precondition(
-            Self.availableOutputFileTypes().contains(fileType),
-            "AVCaptureAudioFileOutput: file type \(fileType.rawValue) is not one of availableOutputFileTypes()"
-                + " (Apple raises NSInvalidArgumentException)")
-        startRecording(to: outputFileURL, fileType: fileType, delegate: delegate)
+        var type = fileType
+        if !Self.availableOutputFileTypes().contains(fileType) {
+            type = recordingFileType(for: outputFileURL)
+            ToleratedMisuse.report(
+                "AVCaptureAudioFileOutput.outputFileType",
+                "AVCaptureAudioFileOutput: file type \(fileType.rawValue) is not one of availableOutputFileTypes();"
+                    + " recording \(type.rawValue), as the file's extension says")
+        }
+        startRecording(to: outputFileURL, fileType: type, delegate: delegate)
     }
 
     // MARK: What the recording machinery asks

@@ -26,13 +26,15 @@ open class AVCaptureDepthDataOutput: AVCaptureOutput, @unchecked Sendable {
         set { settings.withLock { dropsLateData = newValue } }
     }
 
-    /// The delegate and the queue it is called on. Both nil, or both set, as Apple requires.
+    /// The delegate and the queue it is called on. AVCaptureDepthDataOutput.h: the queue may not be nil except when
+    /// the delegate is nil, "otherwise -setDelegate:callbackQueue: throws an NSInvalidArgumentException"; we trap
+    /// there. A nil delegate with a queue is allowed; the queue is not kept.
     open func setDelegate(_ delegate: (any AVCaptureDepthDataOutputDelegate)?, callbackQueue: DispatchQueue?) {
         precondition(
-            (delegate == nil) == (callbackQueue == nil),
-            "AVCaptureDepthDataOutput.setDelegate: pass a callbackQueue with a delegate, and none without (Apple"
-                + " raises NSInvalidArgumentException)")
-        settings.withLock { delegateTarget = (delegate, callbackQueue) }
+            delegate == nil || callbackQueue != nil,
+            "AVCaptureDepthDataOutput.setDelegate: a delegate needs a callbackQueue (Apple raises"
+                + " NSInvalidArgumentException)")
+        settings.withLock { delegateTarget = (delegate, delegate == nil ? nil : callbackQueue) }
     }
 
     /// The delegate, or nil.

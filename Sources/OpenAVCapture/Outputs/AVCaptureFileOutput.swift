@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import Synchronization
 
@@ -117,6 +118,7 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
                 $0.isSampleAccurate = sampleAccurate
             }
             hasFileDelegate.store(newValue != nil, ordering: .sequentiallyConsistent)
+            demandsChanged()
         }
     }
 
@@ -265,6 +267,7 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
             statistics.withLock { $0 = AVCaptureRecordingStatistics() }
         }
         isActive.store(true, ordering: .sequentiallyConsistent)
+        demandsChanged()
         submit(
             .start(
                 MovieRecordingEngine.Request(
@@ -310,7 +313,10 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     var fileDelegate: (delegate: any AVCaptureFileOutputDelegate, isSampleAccurate: Bool)? {
         fileState.withLock { state in state.delegate.map { ($0, state.isSampleAccurate) } }
     }
-    func setActive(_ active: Bool) { isActive.store(active, ordering: .sequentiallyConsistent) }
+    func setActive(_ active: Bool) {
+        isActive.store(active, ordering: .sequentiallyConsistent)
+        demandsChanged()
+    }
     func videoHandled() { videoInFlight.subtract(1, ordering: .relaxed) }
 
     override package var hasWorkInFlight: Bool {

@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import MediaCodecs
 import Synchronization
@@ -52,18 +53,21 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
 
     // MARK: Apple's API
 
-    /// Sets the delegate and the queue it is called on; both nil, or both set, as Apple requires.
+    /// Sets the delegate and the queue it is called on. AVCaptureMetadataOutput.h: the queue "may not be NULL,
+    /// except when setting the objectsDelegate to nil"; a delegate without a queue traps, as Apple raises
+    /// NSInvalidArgumentException. A nil delegate with a queue is allowed; the queue is not kept.
     open func setMetadataObjectsDelegate(
         _ objectsDelegate: (any AVCaptureMetadataOutputObjectsDelegate)?, queue objectsCallbackQueue: DispatchQueue?
     ) {
         precondition(
-            (objectsDelegate == nil) == (objectsCallbackQueue == nil),
-            "AVCaptureMetadataOutput.setMetadataObjectsDelegate: pass a queue with a delegate, and none without"
-                + " (Apple raises NSInvalidArgumentException)")
+            objectsDelegate == nil || objectsCallbackQueue != nil,
+            "AVCaptureMetadataOutput.setMetadataObjectsDelegate: a delegate needs a queue (Apple raises"
+                + " NSInvalidArgumentException)")
         settings.withLock {
             $0.delegate = objectsDelegate
-            $0.queue = objectsCallbackQueue
+            $0.queue = objectsDelegate == nil ? nil : objectsCallbackQueue
         }
+        demandsChanged()
     }
 
     /// The delegate, or nil.
@@ -99,21 +103,28 @@ open class AVCaptureMetadataOutput: AVCaptureOutput, @unchecked Sendable {
                 $0.types = types
                 $0.symbologies = types.reduce(into: Set()) { $0.formUnion($1.symbologies) }
             }
+            demandsChanged()
         }
     }
 
-    /// Where to look, in the output's coordinates (0 to 1, origin top left); the whole frame by default. Must lie
-    /// within `(0, 0, 1, 1)`, or setting traps, as Apple raises. Objects outside are not reported; a smaller
-    /// rectangle is also faster to read.
+    /// Where to look, in the output's coordinates (0 to 1, origin top left); the whole frame by default. Objects
+    /// outside are not reported; a smaller rectangle is also faster to read. AVCaptureMetadataOutput.h documents
+    /// no exception for a rectangle reaching outside `(0, 0, 1, 1)`: the part inside is used (the whole frame when
+    /// nothing is inside), logged once.
     open var rectOfInterest: CGRect {
         get { settings.withLock { $0.rectOfInterest } }
         set {
             let unit = CGRect(x: 0, y: 0, width: 1, height: 1)
-            precondition(
-                !newValue.isNull && unit.contains(newValue.standardized),
-                "AVCaptureMetadataOutput: rectOfInterest \(newValue) must lie within (0, 0, 1, 1) (Apple raises"
-                    + " NSInvalidArgumentException)")
-            settings.withLock { $0.rectOfInterest = newValue.standardized }
+            var rect = newValue.isNull ? unit : newValue.standardized
+            if !unit.contains(rect) {
+                let inside = rect.intersection(unit)
+                let used = inside.isNull || inside.width <= 0 || inside.height <= 0 ? unit : inside
+                ToleratedMisuse.report(
+                    "AVCaptureMetadataOutput.rectOfInterest",
+                    "AVCaptureMetadataOutput: rectOfInterest \(newValue) reaches outside (0, 0, 1, 1); \(used) is used")
+                rect = used
+            }
+            settings.withLock { $0.rectOfInterest = rect }
         }
     }
 

@@ -1,3 +1,4 @@
+import CaptureGraph
 import Foundation
 import MediaCodecs
 import Synchronization
@@ -186,6 +187,7 @@ open class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
             settings.encoderDemands[ObjectIdentifier(connection)] = demand
             settings.codecs[ObjectIdentifier(connection)] = codec
         }
+        demandsChanged()
     }
 
     /// The pixel formats `codec`'s encoder takes as they are (nil: the encoder converts whatever comes).

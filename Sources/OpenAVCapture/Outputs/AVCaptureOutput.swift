@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import Synchronization
 
@@ -12,8 +13,19 @@ import Synchronization
 open class AVCaptureOutput: NSObject, @unchecked Sendable {
     private let attachedConnections = Mutex<[AVCaptureConnection]>([])
     package let sessionReference = Mutex<WeakSession>(WeakSession())
+    /// Moves whenever an answer of the hooks below may have changed: the graph's routes recompute them then only.
+    package let demandGeneration: DemandGeneration
 
-    override package init() { super.init() }
+    override package init() {
+        demandGeneration = DemandGeneration()
+        super.init()
+    }
+
+    /// An output whose parts (its `sampleBuffers` sequences) tell `demandGeneration` of changes themselves.
+    package init(demandGeneration: DemandGeneration) {
+        self.demandGeneration = demandGeneration
+        super.init()
+    }
 
     /// The connections feeding this output.
     open var connections: [AVCaptureConnection] { attachedConnections.withLock { $0 } }
@@ -56,6 +68,10 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
     /// The session the output belongs to, if any.
     package var session: AVCaptureSession? { sessionReference.withLock { $0.session } }
 
+    /// Subclasses call it after changing anything `videoDemand`, `takesCompressedVideo` or `takesLentPictures`
+    /// read (settings, delegates, recording state): the routes ask again at their next frame.
+    package func demandsChanged() { demandGeneration.bump() }
+
     // MARK: The graph's hooks, overridden by each output
 
     /// Whether the output takes media of this type (automatic connections form only for these).
@@ -71,8 +87,8 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
     /// A sample buffer for one of the output's connections, on the capture thread. Must not block.
     package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {}
 
-    /// What the output takes from a video connection now, read on the capture thread for every frame before
-    /// `receive(_:from:)`: the session's `FrameConversionStage` converts frames in other formats or sizes (once per
+    /// What the output takes from a video connection now, read on the capture thread when the route is made and
+    /// after `demandsChanged()` or a change of the connection's settings, before `receive(_:from:)`: the session's `FrameConversionStage` converts frames in other formats or sizes (once per
     /// target, shared by outputs that ask the same). nil takes frames as the device delivers them, or asks for
     /// nothing because the output would not use the frame. Must not block.
     package func videoDemand(for connection: AVCaptureConnection) -> VideoFormatDemand? { nil }
@@ -80,7 +96,7 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
     /// Whether the output takes `connection`'s compressed frames of `format` as the device delivers them (a movie
     /// file output writing the camera's own codec), read on the capture thread for every compressed frame. Such an
     /// output gets the compressed frame instead of the decoded one; when every output of the device takes it, the
-    /// frame is not decoded at all. Must not block.
+    /// frame is not decoded at all. Read again for another format, or after `demandsChanged()`. Must not block.
     package func takesCompressedVideo(_ format: CMFormatDescription, from connection: AVCaptureConnection) -> Bool {
         false
     }
@@ -88,7 +104,7 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
     /// Whether the output may be given a decoder's own 4:2:0 planar pictures from `connection`, which the decoder
     /// predicts later pictures from, instead of copies: it only reads the frames it takes (an encoder's input), lets
     /// no code that may draw on them see them, and takes `'y420'` as it is (or takes nothing now). Read on the
-    /// capture thread for every compressed frame. Must not block.
+    /// capture thread, again after `demandsChanged()`. Must not block.
     package func takesLentPictures(from connection: AVCaptureConnection) -> Bool { false }
 
     /// A frame the device dropped, on the capture thread. Must not block.

@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import MediaCodecs
 import Synchronization
@@ -65,12 +66,18 @@ open class AVCapturePreEventFileOutput: AVCaptureFileOutput, @unchecked Sendable
     // MARK: Settings
 
     /// How much is kept before a trigger: the file starts at the latest key frame at or before `trigger − this`.
-    /// Default 10 s.
+    /// Default 10 s. A time that is not a number of seconds ≥ 0 means no pre-roll (logged once).
     public var preRollDuration: CMTime {
         get { configuration.withLock { $0.preRoll } }
         set {
-            precondition(newValue.isNumeric && newValue >= .zero, "AVCapturePreEventFileOutput: the pre-roll must be a time ≥ 0")
-            configuration.withLock { $0.preRoll = newValue }
+            var preRoll = newValue
+            if !(newValue.isNumeric && newValue >= .zero) {
+                ToleratedMisuse.report(
+                    "AVCapturePreEventFileOutput.preRollDuration",
+                    "AVCapturePreEventFileOutput: pre-roll \(newValue.seconds) s is not a time ≥ 0; no pre-roll is kept")
+                preRoll = .zero
+            }
+            configuration.withLock { $0.preRoll = preRoll }
         }
     }
 
@@ -134,14 +141,19 @@ open class AVCapturePreEventFileOutput: AVCaptureFileOutput, @unchecked Sendable
     /// Ends the file under way after the frames received so far; the ring goes on.
     public override func stopRecording() { post(.stop) }
 
-    /// Not offered: a pre-event file is one stretch of time.
+    /// Not offered: a pre-event file is one stretch of time, so the file goes on (logged once). Stop the file and
+    /// trigger another instead.
     public override func pauseRecording() {
-        preconditionFailure("AVCapturePreEventFileOutput cannot pause: stop the file and trigger another")
+        ToleratedMisuse.report(
+            "AVCapturePreEventFileOutput.pauseRecording",
+            "AVCapturePreEventFileOutput cannot pause; the file goes on (stop it and trigger another)")
     }
 
-    /// Not offered (see ``pauseRecording()``).
+    /// Not offered (see ``pauseRecording()``); nothing is paused, so nothing resumes.
     public override func resumeRecording() {
-        preconditionFailure("AVCapturePreEventFileOutput cannot resume: stop the file and trigger another")
+        ToleratedMisuse.report(
+            "AVCapturePreEventFileOutput.resumeRecording",
+            "AVCapturePreEventFileOutput cannot pause, so there is nothing to resume")
     }
 
     // MARK: For the core (its queue)

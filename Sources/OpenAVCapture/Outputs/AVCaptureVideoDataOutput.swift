@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import Synchronization
 
@@ -72,10 +73,15 @@ open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
     private let pipeline = UncheckedSendable(VideoOutputPipeline())
     private let counters = DeliveryCounters()
     /// The `sampleBuffers` sequences being iterated, and their own conversion path (ours, beyond Apple).
-    private let streams = SampleBufferStreams(bufferSize: 1)
+    private let streams: SampleBufferStreams
     private let streamPipeline = UncheckedSendable(VideoOutputPipeline())
 
-    public override init() { super.init() }
+    public override init() {
+        // Whether a sequence is iterated is part of the demand: the sequences tell the output's generation.
+        let generation = DemandGeneration()
+        streams = SampleBufferStreams(bufferSize: 1, changes: generation)
+        super.init(demandGeneration: generation)
+    }
 
     override package var hasWorkInFlight: Bool {
         guard let mailboxes = settings.withLock({ $0.mailboxes }) else { return false }
@@ -104,6 +110,7 @@ open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
             settings.queue = queue
             settings.mailboxes = mailboxes
         }
+        demandsChanged()
     }
 
     /// The delegate, if it is still alive.
@@ -185,6 +192,7 @@ open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
                 settings.videoSettings = requested
                 settings.request = parsed
             }
+            demandsChanged()
         }
     }
 

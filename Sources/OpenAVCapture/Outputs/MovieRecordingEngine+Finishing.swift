@@ -1,6 +1,7 @@
 // How a recording ends (drained, finalized, or failed by its writer), the writer it is made with, and the
 // callbacks that report it.
 
+import CaptureGraph
 import Foundation
 import MediaCodecs
 import Synchronization

@@ -1,3 +1,4 @@
+import CaptureGraph
 import Dispatch
 import Synchronization
 
@@ -13,12 +14,16 @@ final class SampleBufferStreams: Sendable {
     private let queue = DispatchQueue(label: "OpenAVCapture.sampleBuffers")
     private let delivery: SampleBufferDelivery
     private let bufferSize: Int
+    /// Told when a sequence starts or ends (`isActive` may have changed).
+    private let changes: DemandGeneration?
 
     /// - Parameters:
     ///   - bufferSize: buffers each sequence keeps for its consumer.
     ///   - preparing: buffers that may wait to be prepared (1 for video: Apple's late-frame policy).
-    init(bufferSize: Int, preparing: Int = 1) {
+    ///   - changes: bumped when a sequence starts or ends, for outputs whose demand depends on `isActive`.
+    init(bufferSize: Int, preparing: Int = 1, changes: DemandGeneration? = nil) {
         self.bufferSize = bufferSize
+        self.changes = changes
         self.delivery = SampleBufferDelivery(limit: preparing)
     }
 
@@ -30,8 +35,10 @@ final class SampleBufferStreams: Sendable {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         return AsyncStream(bufferingPolicy: .bufferingOldest(bufferSize)) { continuation in
             continuations.withLock { $0[id] = continuation }
+            changes?.bump()
             continuation.onTermination = { [weak self] _ in
                 _ = self?.continuations.withLock { $0.removeValue(forKey: id) }
+                self?.changes?.bump()
             }
         }
     }

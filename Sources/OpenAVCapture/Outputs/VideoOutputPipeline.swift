@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 
 /// What a video data output does to a frame between the device and the delegate: convert the pixel format and
@@ -16,11 +17,7 @@ final class VideoOutputPipeline {
     ]
 
     /// A converted format: pixel format and size.
-    struct Target: Hashable {
-        var pixelFormat: OSType
-        var width: Int
-        var height: Int
-    }
+    typealias Target = FrameConverterCache.Target
 
     /// What the output's settings ask for; nil fields keep the device's. The size is the delivered one, after
     /// rotation: a portrait output of a landscape camera asks for 1080x1920.

@@ -46,8 +46,8 @@ package final class PreviewFeed: NSObject, AVCaptureVideoDataOutputSampleBufferD
         output.alwaysDiscardsLateVideoFrames = true
         if let preferredPixelFormat { output.videoSettings = [kCVPixelBufferPixelFormatTypeKey: preferredPixelFormat] }
         output.setSampleBufferDelegate(self, queue: queue)
-        session.beginConfiguration()
-        defer { session.commitConfiguration() }
+        // No beginConfiguration()/commitConfiguration() here: one call changes the graph, and an open configuration
+        // would make the app's own startRunning() on another thread trap, as Apple's documented raise requires.
         guard session.canAddOutput(output) else {
             throw PreviewError("the preview's session cannot take a video output for the renderer; add the camera first")
         }
@@ -57,9 +57,7 @@ package final class PreviewFeed: NSObject, AVCaptureVideoDataOutputSampleBufferD
     /// Removes the feed's output from the session.
     package func detach() {
         output.setSampleBufferDelegate(nil, queue: nil)
-        session.beginConfiguration()
         session.removeOutput(output)
-        session.commitConfiguration()
     }
 
     /// The newest frame not yet taken, if any.

@@ -1,121 +1,105 @@
-// The session's data plane: what a device's capture thread calls with every event, and how each frame, drop and
-// compressed sample is routed to the outputs' connections.
+// The session's side of the capture graph: one `ConnectionSink` per connection and output (the route's end the
+// graph's `SampleRouter` hands buffers to), and the router each device stream gets.
 
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import Synchronization
 
 extension AVCaptureSession {
-    /// The closure a device's capture thread calls with every event.
+    /// The closure a device's capture thread calls with every event: the graph's router over the device's routes.
     func sink(for backend: any CaptureBackend) -> StreamSink {
         let key = ObjectIdentifier(backend)
-        let slot = routeSlot(for: key)
-        // Compressed buffers (MJPEG, H.264, a movie file's packets) are decoded here, once per device stream, and
-        // frames are converted here for the outputs that take another format or size, once per target.
-        let decodeStage = SampleDecodeStage()
-        let conversionStage = FrameConversionStage()
-        return { [weak self] event in
+        let router = SampleRouter(table: routeTable(for: key)) { [weak self] fault in
             guard let self else { return }
-            switch event {
-            case .output(let sampleBuffer, _):
-                // One look at the routes per buffer: the decoder's choice to lend its pictures holds only for the
-                // outputs it was made for.
-                let routes = slot.routes.withLock { $0 }
-                // Outputs that write the device's compressed frames as they are get them first; a frame every
-                // output took that way is not decoded.
-                let offer = self.offerCompressed(sampleBuffer, to: routes)
-                if offer.everyoneTookIt {
-                    decodeStage.skip(sampleBuffer)
-                    break
-                }
-                switch decodeStage.process(sampleBuffer, forReadersOnly: offer.othersOnlyRead) {
-                case .passThrough:
-                    self.route(sampleBuffer, to: routes, converting: conversionStage, skipping: offer.takers)
-                case .decoded(let buffers):
-                    for buffer in buffers {
-                        self.route(buffer, to: routes, converting: conversionStage, skipping: offer.takers)
-                    }
-                case .dropped(let reason):
-                    self.routeDrop(at: sampleBuffer.presentationTimeStamp, reason: reason, through: slot)
-                }
-            case .dropped(_, let time, let reason):
-                self.routeDrop(at: time, reason: reason, through: slot)
-            case .fault(let fault):
-                // The device's last words: frames its decoder held back (a movie file's end) go out before the fault.
-                let routes = slot.routes.withLock { $0 }
-                for buffer in decodeStage.drain() { self.route(buffer, to: routes, converting: conversionStage) }
-                self.eventQueue.async { self.deviceDidFault(key, fault) }
-            }
+            self.eventQueue.async { self.deviceDidFault(key, fault) }
+        }
+        // A session that has gone takes nothing more, though the hub may not have heard yet.
+        return { [weak self] event in
+            guard self != nil else { return }
+            router.handle(event)
+        }
+    }
+}
+
+/// One output on one connection, as the capture graph sees it: the graph's calls become the output's hooks with
+/// the connection they came through.
+///
+/// Demands are computed when the route is made (at a commit) and again only when the output's or the connection's
+/// `DemandGeneration` has moved since (a setting, a delegate or the recording state changed), not asked of the
+/// output for every frame.
+///
+/// Threading: the `CaptureSink` requirements run on the device's capture thread. A connection without an output
+/// (a preview layer's) counts as enabled and takes nothing, as it did when the session routed frames itself.
+final class ConnectionSink: CaptureSink {
+    let connection: AVCaptureConnection
+    private let output: AVCaptureOutput?
+    private let answers = Mutex<Answers?>(nil)
+
+    /// What the output said, and the generations it said it at.
+    private struct Answers {
+        var outputGeneration: UInt64
+        var connectionGeneration: UInt64
+        var videoDemand: VideoFormatDemand?
+        var takesLentPictures: Bool
+        /// The last compressed format asked about, and the answer.
+        var compressed: (format: CMFormatDescription, takes: Bool)?
+    }
+
+    init(connection: AVCaptureConnection, output: AVCaptureOutput?) {
+        self.connection = connection
+        self.output = output
+    }
+
+    var isEnabled: Bool { connection.isEnabled }
+
+    var sourceFormat: CMFormatDescription? { connection.inputPorts.first?.formatDescription }
+
+    func receive(_ sampleBuffer: CMSampleBuffer) { output?.receive(sampleBuffer, from: connection) }
+
+    func receiveDrop(presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?) {
+        output?.receiveDrop(presentationTime: presentationTime, reason: reason, format: format, from: connection)
+    }
+
+    var videoDemand: VideoFormatDemand? { withCurrentAnswers { $0.videoDemand } }
+
+    func takesCompressedVideo(_ format: CMFormatDescription) -> Bool {
+        guard let output else { return false }
+        return withCurrentAnswers { answers in
+            if let asked = answers.compressed, asked.format === format || asked.format == format { return asked.takes }
+            let takes = output.takesCompressedVideo(format, from: connection)
+            answers.compressed = (format, takes)
+            return takes
         }
     }
 
-    /// Tells every enabled connection of a device that a buffer was lost. Runs on the capture thread.
-    func routeDrop(at time: CMTime, reason: DropReason, through slot: RouteSlot) {
-        let routes = slot.routes.withLock { $0 }
-        let format = routes.first?.connection.inputPorts.first?.formatDescription
-        for route in routes where route.connection.isEnabled {
-            route.output?.receiveDrop(presentationTime: time, reason: reason, format: format, from: route.connection)
-        }
+    /// A route without an output reads nothing: it does not keep the decoder from lending its pictures.
+    var takesLentPictures: Bool { withCurrentAnswers { $0.takesLentPictures } }
+
+    func meter(_ sampleBuffer: CMSampleBuffer) {
+        guard output != nil else { return }
+        let channels = connection.audioChannels
+        if !channels.isEmpty { AudioLevels.measure(sampleBuffer, into: channels) }
     }
 
-    /// What the enabled connections of a device made of one compressed video frame offered as it is.
-    struct CompressedOffer {
-        /// The connections whose outputs took it as it is (`takesCompressedVideo`).
-        var takers: [ObjectIdentifier] = []
-        /// Whether the takers are all the enabled connections: the frame is not decoded (an inter-frame codec's
-        /// decoder then waits for the next key frame).
-        var everyoneTookIt = false
-        /// Whether every other output may be given the decoder's own pictures instead of copies
-        /// (`takesLentPictures`).
-        var othersOnlyRead = false
-    }
-
-    /// Hands a compressed video frame to the enabled connections whose outputs take it as it is, and says what the
-    /// others need of its decoded picture. Runs on the capture thread; allocates only when an output takes the
-    /// frame.
-    func offerCompressed(_ sampleBuffer: CMSampleBuffer, to routes: [Route]) -> CompressedOffer {
-        guard sampleBuffer.imageBuffer == nil, let format = sampleBuffer.formatDescription, format.mediaType == .video
-        else { return CompressedOffer() }
-        var offer = CompressedOffer(othersOnlyRead: true)
-        var enabled = 0
-        for route in routes where route.connection.isEnabled {
-            enabled += 1
-            guard let output = route.output else { continue }
-            if output.takesCompressedVideo(format, from: route.connection) {
-                output.receive(sampleBuffer, from: route.connection)
-                offer.takers.append(ObjectIdentifier(route.connection))
-            } else if offer.othersOnlyRead {
-                offer.othersOnlyRead = output.takesLentPictures(from: route.connection)
+    /// The answers at the current generations: kept, or asked again of the output when a generation moved.
+    private func withCurrentAnswers<Result>(_ body: (inout Answers) -> Result) -> Result {
+        // Read before asking: a change written after this read moves the generation, and the next frame asks again.
+        let outputGeneration = output?.demandGeneration.current ?? 0
+        let connectionGeneration = connection.demandGeneration.current
+        return answers.withLock { stored in
+            if var current = stored, current.outputGeneration == outputGeneration,
+                current.connectionGeneration == connectionGeneration
+            {
+                defer { stored = current }
+                return body(&current)
             }
-        }
-        offer.everyoneTookIt = !offer.takers.isEmpty && offer.takers.count == enabled
-        return offer
-    }
-
-    /// Hands one buffer to every enabled connection in `targets` but `skipped` ones, each frame in the format its
-    /// output takes. Runs on the capture thread.
-    func route(
-        _ sampleBuffer: CMSampleBuffer, to targets: [Route], converting stage: FrameConversionStage,
-        skipping skipped: [ObjectIdentifier] = []
-    ) {
-        let isVideo = sampleBuffer.imageBuffer != nil
-        defer { if isVideo { stage.endFrame() } }
-        for route in targets where route.connection.isEnabled && !skipped.contains(ObjectIdentifier(route.connection)) {
-            guard let output = route.output else { continue }
-            if !route.connection.audioChannels.isEmpty {
-                AudioLevels.measure(sampleBuffer, into: route.connection.audioChannels)
-            }
-            guard isVideo, let demand = output.videoDemand(for: route.connection) else {
-                output.receive(sampleBuffer, from: route.connection)
-                continue
-            }
-            if let converted = stage.sample(sampleBuffer, for: demand) {
-                output.receive(converted, from: route.connection)
-            } else {
-                output.receiveDrop(
-                    presentationTime: sampleBuffer.presentationTimeStamp, reason: .outOfBuffers,
-                    format: sampleBuffer.formatDescription, from: route.connection)
-            }
+            var fresh = Answers(
+                outputGeneration: outputGeneration, connectionGeneration: connectionGeneration,
+                videoDemand: output?.videoDemand(for: connection),
+                takesLentPictures: output?.takesLentPictures(from: connection) ?? true)
+            defer { stored = fresh }
+            return body(&fresh)
         }
     }
 }

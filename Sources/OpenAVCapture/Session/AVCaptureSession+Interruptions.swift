@@ -2,6 +2,7 @@
 // notifications, and its return ends the interruption.
 
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import Synchronization
 

@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import Synchronization
 
@@ -30,24 +31,13 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         case stopping
     }
 
-    /// What the capture threads read for each device: where its buffers go.
-    struct Route {
-        let connection: AVCaptureConnection
-        let output: AVCaptureOutput?
-    }
-
-    /// Where one device's buffers go, replaced whole at every configuration commit.
-    final class RouteSlot: Sendable {
-        let routes = Mutex<[Route]>([])
-    }
-
-    /// The slot of the device with backend `key`, made on first use.
-    func routeSlot(for key: ObjectIdentifier) -> RouteSlot {
-        routeSlots.withLock { slots in
-            if let slot = slots[key] { return slot }
-            let slot = RouteSlot()
-            slots[key] = slot
-            return slot
+    /// The routes of the device with backend `key` (where its buffers go), made on first use.
+    func routeTable(for key: ObjectIdentifier) -> RouteTable {
+        routeTables.withLock { tables in
+            if let table = tables[key] { return table }
+            let table = RouteTable()
+            tables[key] = table
+            return table
         }
     }
 
@@ -82,7 +72,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     var registryToken: Int?
     /// Read by capture threads on every buffer; replaced whole on every change.
     /// Each device's routes, in a slot its capture thread's sink holds, so a frame costs no table lookup.
-    let routeSlots = Mutex<[ObjectIdentifier: RouteSlot]>([:])
+    let routeTables = Mutex<[ObjectIdentifier: RouteTable]>([:])
     let stateStorage = Mutex<State>(.idle)
     /// Runs reactions to device events (faults, reconnection, format changes) off the capture threads.
     let eventQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureSession.events")
@@ -356,15 +346,33 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
 
     /// Ends a batch of changes; the outermost commit validates and applies them at once (starting, stopping and
     /// reconfiguring devices of a running session).
+    ///
+    /// A commit without a matching `beginConfiguration()` applies the configuration as it stands and logs once:
+    /// Apple documents no exception for it (AVCaptureSession.h, `-commitConfiguration`) and real apps do it
+    /// (QRCodeReader.swift commits in every `init` without beginning).
     open func commitConfiguration() {
         lock.lock()
         defer { lock.unlock() }
-        precondition(
-            configurationDepth > 0,
-            "AVCaptureSession: commitConfiguration() without beginConfiguration() (Apple raises"
-                + " NSGenericException)")
+        guard configurationDepth > 0 else {
+            ToleratedMisuse.report(
+                "AVCaptureSession.commitConfiguration",
+                "AVCaptureSession: commitConfiguration() without beginConfiguration(); the configuration is applied"
+                    + " as it stands")
+            applyConfiguration()
+            return
+        }
         configurationDepth -= 1
         if configurationDepth == 0 { applyConfiguration() }
+    }
+
+    /// Traps inside an open `beginConfiguration()`: AVCaptureSession.h, `-beginConfiguration`: "you must call
+    /// -commitConfiguration before invoking -startRunning or -stopRunning, otherwise an NSGenericException is
+    /// thrown". Called with the lock held.
+    private func requireNoOpenConfiguration(_ method: String) {
+        precondition(
+            configurationDepth == 0,
+            "AVCaptureSession: \(method) between beginConfiguration() and commitConfiguration(); commit first (Apple"
+                + " raises NSGenericException)")
     }
 
     /// Runs a change under the lock, applying it at once unless inside begin/commit.
@@ -395,19 +403,19 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         reconcileStreams()
     }
 
-    /// Rebuilds the capture threads' routing table from the connections.
+    /// Rebuilds the capture threads' routing tables from the connections.
     private func publishRoutes() {
-        var table: [ObjectIdentifier: [Route]] = [:]
+        var routes: [ObjectIdentifier: [any CaptureSink]] = [:]
         for connection in connectionList {
             for port in connection.inputPorts {
                 guard let device = port.input.streamedDevice else { continue }
-                table[ObjectIdentifier(device.backend), default: []].append(
-                    Route(connection: connection, output: connection.output))
+                routes[ObjectIdentifier(device.backend), default: []].append(
+                    ConnectionSink(connection: connection, output: connection.output))
             }
         }
-        // Every device with routes gets its slot now, so a sink made afterwards finds its routes in it.
-        for key in table.keys { _ = routeSlot(for: key) }
-        for (key, slot) in routeSlots.withLock({ $0 }) { slot.routes.withLock { $0 = table[key] ?? [] } }
+        // Every device with routes gets its table now, so a router made afterwards finds its routes in it.
+        for key in routes.keys { _ = routeTable(for: key) }
+        for (key, table) in routeTables.withLock({ $0 }) { table.replace(with: routes[key] ?? []) }
     }
 
     // MARK: Running
@@ -438,6 +446,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     /// is busy interrupts the session; a device that is gone posts `.AVCaptureSessionRuntimeError`.
     open func startRunning() {
         let failure = locked { () -> AVError? in
+            requireNoOpenConfiguration("startRunning()")
             guard state == .idle else { return nil }
             setState(.running)
             for output in outputList { output.sessionDidStartRunning() }
@@ -454,6 +463,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     /// Stops the devices; returns when every capture thread has delivered its last buffer.
     open func stopRunning() {
         let stopped = locked { () -> Bool in
+            requireNoOpenConfiguration("stopRunning()")
             guard state == .running || state == .interrupted else { return false }
             for output in outputList { output.sessionWillStopRunning() }
             setState(.stopping)
@@ -469,6 +479,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     /// Starts running and throws what would otherwise be posted as a runtime error (ours, beyond Apple).
     open func start() async throws {
         let failure = locked { () -> AVError? in
+            requireNoOpenConfiguration("start()")
             guard state == .idle else { return nil }
             setState(.running)
             for output in outputList { output.sessionDidStartRunning() }

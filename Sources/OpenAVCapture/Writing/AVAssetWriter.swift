@@ -1,5 +1,6 @@
 // AVAssetWriter: media files from sample buffers, encoded and muxed on the writer's own serial queue.
 
+import CaptureGraph
 import Dispatch
 import Foundation
 import MediaCodecs
@@ -224,10 +225,17 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     open var movieFragmentInterval: CMTime {
         get { state.withLock { $0.movieFragmentInterval } }
         set {
-            precondition(
-                !newValue.isValid || (newValue.isNumeric && newValue > .zero),
-                "AVAssetWriter.movieFragmentInterval must be .invalid or a positive time, not \(newValue)")
-            setBeforeWriting("movieFragmentInterval") { $0.movieFragmentInterval = newValue }
+            // AVAssetWriter.h documents no exception for a time that is neither `.invalid` nor positive; it means
+            // no fragments, as `.invalid` does.
+            var interval = newValue
+            if newValue.isValid && !(newValue.isNumeric && newValue > .zero) {
+                ToleratedMisuse.report(
+                    "AVAssetWriter.movieFragmentInterval",
+                    "AVAssetWriter.movieFragmentInterval \(newValue.seconds) s is not a positive time; no fragments are"
+                        + " written")
+                interval = .invalid
+            }
+            setBeforeWriting("movieFragmentInterval") { $0.movieFragmentInterval = interval }
         }
     }
 
@@ -317,7 +325,11 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
             options.minimumFreeBytesAfterRewrite = state.minimumFreeBytesAfterRewrite
             return (state.inputs, options)
         }
-        precondition(!inputs.isEmpty, "AVAssetWriter.startWriting(): the writer has no inputs")
+        // Apple documents no exception for a writer without inputs; it is a failure to start, reported as such.
+        guard !inputs.isEmpty else {
+            fail(AVError(.operationNotAllowed, "AVAssetWriter.startWriting(): the writer has no inputs; add one with add(_:)"))
+            return false
+        }
         let tracks = inputs.map { ($0.encoderSettings, $0.encoderPixelFormat, $0.trackTransform) }
         let trackTags = inputs.map(\.trackTags)
         let scalingModes = inputs.map(\.scalingMode)

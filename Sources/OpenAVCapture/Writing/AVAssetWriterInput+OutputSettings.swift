@@ -5,11 +5,12 @@ import MediaCodecs
 import OpenCoreMedia
 import OpenCoreVideo
 
-/// H.264 profile: High, level chosen by the encoder. The one H.264 profile the writer encodes.
+/// H.264 profile: High, level chosen by the encoder (the writer's default). The other profiles and levels are in
+/// AVVideoSettings+StreamTags.swift.
 public let AVVideoProfileLevelH264HighAutoLevel = "H264_High_AutoLevel"
-/// H.264 profile: Main, level chosen by the encoder. Not supported by the writer (it encodes High).
+/// H.264 profile: Main, level chosen by the encoder.
 public let AVVideoProfileLevelH264MainAutoLevel = "H264_Main_AutoLevel"
-/// H.264 profile: Baseline, level chosen by the encoder. Not supported by the writer (it encodes High).
+/// H.264 profile: Baseline (CAVLC only), level chosen by the encoder.
 public let AVVideoProfileLevelH264BaselineAutoLevel = "H264_Baseline_AutoLevel"
 /// HEVC profile: Main, level chosen by the encoder. The one HEVC profile the writer encodes.
 public let kVTProfileLevel_HEVC_Main_AutoLevel = "HEVC_Main_AutoLevel"
@@ -30,14 +31,14 @@ enum WriterTrackSettings: Sendable {
     case passthrough(CMFormatDescription)
 
     /// The keys a video settings dictionary may hold.
-    static let videoKeys: Set<String> = [
+    static let videoKeys: Set<String> = Set([
         AVVideoCodecKey, AVVideoWidthKey, AVVideoHeightKey, AVVideoCompressionPropertiesKey, AVVideoScalingModeKey,
-    ]
+    ]).union(streamTagKeys)
     /// The keys a video compression properties dictionary may hold.
-    static let compressionKeys: Set<String> = [
+    static let compressionKeys: Set<String> = Set([
         AVVideoAverageBitRateKey, AVVideoMaxKeyFrameIntervalKey, AVVideoMaxKeyFrameIntervalDurationKey,
-        AVVideoExpectedSourceFrameRateKey, AVVideoQualityKey, AVVideoAllowFrameReorderingKey, AVVideoProfileLevelKey,
-    ]
+        AVVideoExpectedSourceFrameRateKey, AVVideoQualityKey, AVVideoAllowFrameReorderingKey,
+    ]).union(streamTagCompressionKeys)
     /// The keys an audio settings dictionary may hold.
     static let audioKeys: Set<String> = [
         AVFormatIDKey, AVSampleRateKey, AVNumberOfChannelsKey, AVEncoderBitRateKey, AVLinearPCMBitDepthKey,
@@ -152,22 +153,7 @@ enum WriterTrackSettings: Sendable {
                 invalid("'\(AVVideoAllowFrameReorderingKey)' must be a Bool, not \(raw)")
             }
         }
-        if let raw = properties[AVVideoProfileLevelKey] {
-            guard let profile = raw as? String else {
-                invalid("'\(AVVideoProfileLevelKey)' must be a String, not \(raw)")
-            }
-            let supported =
-                switch codec {
-                case .h264: profile.hasPrefix("H264_High_")
-                case .hevc: profile.hasPrefix("HEVC_Main_") && !profile.hasPrefix("HEVC_Main10")
-                case .jpeg, .proRes422: false
-                }
-            guard supported else {
-                invalid(
-                    "'\(AVVideoProfileLevelKey)' \(profile) is not supported for \(codec): H.264 is written in the "
-                        + "High profile, HEVC in Main")
-            }
-        }
+        readStreamTags(settings, properties: properties, into: &configuration)
         return configuration
     }
 

@@ -270,10 +270,11 @@ open class AVAssetWriterInput: NSObject, KeyValueObservable, @unchecked Sendable
 
     /// The settings the encoder is made with: the output settings, and for video the Y'CbCr matrix of the source
     /// format hint (`kCMFormatDescriptionExtension_YCbCrMatrix`), so the stream is tagged with the matrix its
-    /// pictures were made with (BT.601 from a JPEG camera, whatever the size).
+    /// pictures were made with (BT.601 from a JPEG camera, whatever the size), unless `AVVideoColorPropertiesKey`
+    /// names a matrix.
     var encoderSettings: WriterTrackSettings {
         guard case .video(var configuration) = settings else { return settings }
-        if let hint = sourceFormatHint, hint.mediaType == .video {
+        if configuration.matrix == nil, let hint = sourceFormatHint, hint.mediaType == .video {
             configuration.matrix = YCbCrMatrix(formatDescription: hint)
         }
         configuration.startsRateControlNearlyEmpty = state.withLock { $0.keepsFirstSecondToAverageRate }

@@ -1,4 +1,5 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
 import MediaCodecs
 import Synchronization
@@ -141,11 +142,15 @@ open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked
             !settings.isHighResolutionPhotoEnabled || isHighResolutionCaptureEnabled,
             "AVCapturePhotoOutput: isHighResolutionPhotoEnabled needs isHighResolutionCaptureEnabled on the output"
                 + " (Apple raises NSInvalidArgumentException)")
+        // Apple documents no exception for metadata it will not write; we write the GPS dictionary only, so the
+        // rest is left out and said once.
         let unknown = settings.metadata.keys.filter { $0 != kCGImagePropertyGPSDictionary }
-        precondition(
-            unknown.isEmpty,
-            "AVCapturePhotoOutput: settings.metadata keys \(unknown.sorted()) are not written; only"
-                + " kCGImagePropertyGPSDictionary is supported")
+        if !unknown.isEmpty {
+            ToleratedMisuse.report(
+                "AVCapturePhotoSettings.metadata",
+                "AVCapturePhotoOutput: settings.metadata keys \(unknown.sorted()) are not written; only"
+                    + " kCGImagePropertyGPSDictionary is")
+        }
         let fresh = usedSettings.withLock { $0.insert(settings.uniqueID).inserted }
         precondition(
             fresh,

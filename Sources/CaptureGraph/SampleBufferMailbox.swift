@@ -1,4 +1,6 @@
 import Dispatch
+import OpenCoreMedia
+import OpenCoreVideo
 import Synchronization
 
 /// The hand-off from a device's capture thread to an output's delegate queue, without allocating per buffer.
@@ -13,7 +15,7 @@ import Synchronization
 /// Threading: thread safe. `post` from any thread; the handler runs on the queue given at creation.
 /// `@unchecked Sendable`: dispatch sources are thread safe (Dispatch just does not say so to Swift); the ring is a
 /// mutex.
-final class SampleBufferMailbox<Item: Sendable>: @unchecked Sendable {
+package final class SampleBufferMailbox<Item: Sendable>: @unchecked Sendable {
     private struct Ring {
         var slots: [Item?]
         var head = 0
@@ -37,7 +39,7 @@ final class SampleBufferMailbox<Item: Sendable>: @unchecked Sendable {
     /// - Parameters:
     ///   - capacity: slots allocated now; `limit` may not exceed it.
     ///   - limit: items in flight at most.
-    init(queue: DispatchQueue, capacity: Int, limit: Int, handler: @escaping @Sendable (Item) -> Void) {
+    package init(queue: DispatchQueue, capacity: Int, limit: Int, handler: @escaping @Sendable (Item) -> Void) {
         let slots = Slots(Ring(slots: Array(repeating: nil, count: capacity), limit: min(limit, capacity)))
         self.slots = slots
         source = DispatchSource.makeUserDataAddSource(queue: queue)
@@ -63,16 +65,16 @@ final class SampleBufferMailbox<Item: Sendable>: @unchecked Sendable {
     deinit { source.cancel() }
 
     /// How many items may be in flight (at most the capacity).
-    var limit: Int {
+    package var limit: Int {
         get { slots.ring.withLock { $0.limit } }
         set { slots.ring.withLock { $0.limit = max(1, min(newValue, $0.slots.count)) } }
     }
 
     /// Whether nothing is waiting or being handled.
-    var isIdle: Bool { slots.ring.withLock { $0.count == 0 && $0.handling == 0 } }
+    package var isIdle: Bool { slots.ring.withLock { $0.count == 0 && $0.handling == 0 } }
 
     /// Queues `item` for the handler unless `limit` items are in flight; returns whether it was queued.
-    func post(_ item: Item) -> Bool {
+    package func post(_ item: Item) -> Bool {
         let accepted = slots.ring.withLock { ring in
             guard ring.count + ring.handling < ring.limit else { return false }
             ring.slots[(ring.head + ring.count) % ring.slots.count] = item

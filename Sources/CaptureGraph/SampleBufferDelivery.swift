@@ -1,4 +1,6 @@
 import Dispatch
+import OpenCoreMedia
+import OpenCoreVideo
 import Synchronization
 
 /// The bounded hand-off from a device's capture thread to an output's delegate queue.

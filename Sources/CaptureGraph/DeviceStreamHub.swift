@@ -1,5 +1,7 @@
 import CaptureDrivers
 import Foundation
+import OpenCoreMedia
+import OpenCoreVideo
 import Synchronization
 
 /// Shares one device's stream among everyone who wants it (sessions, test taps), as macOS lets several sessions

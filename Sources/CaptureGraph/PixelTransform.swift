@@ -1,5 +1,7 @@
 import CaptureDrivers
 import Foundation
+import OpenCoreMedia
+import OpenCoreVideo
 
 /// Rotation (clockwise, multiples of 90°) and left-right mirroring of a pixel buffer, applied to the pixels data
 /// outputs receive, as Apple does: rotate first, then mirror the rotated picture.

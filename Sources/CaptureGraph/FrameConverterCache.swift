@@ -1,18 +1,33 @@
 import MediaCodecs
+import OpenCoreMedia
 import OpenCoreVideo
 
 /// The pixel format converters a video output has made, one per source → destination format, kept while the
 /// formats stay the same (a session rarely changes them). Identity conversions return the source untouched.
 ///
 /// Threading: used on one queue at a time (the output's delegate queue).
-struct FrameConverterCache {
+package struct FrameConverterCache {
+    package init() {}
+    /// A converted format: pixel format and size.
+    package struct Target: Hashable, Sendable {
+        package var pixelFormat: OSType
+        package var width: Int
+        package var height: Int
+
+        package init(pixelFormat: OSType, width: Int, height: Int) {
+            self.pixelFormat = pixelFormat
+            self.width = width
+            self.height = height
+        }
+    }
+
     private var converters: [PixelBufferConverter.Format: [PixelBufferConverter.Format: PixelBufferConverter]] = [:]
     /// The Y'CbCr matrix of the current source; a change retires the converters.
     private var matrix = YCbCrMatrix.itu709
 
     /// `source` in `target`'s pixel format and size, or nil when the output's buffers are all held or the
     /// conversion is impossible (the caller reports a drop).
-    mutating func convert(_ source: CVPixelBuffer, to target: VideoOutputPipeline.Target) -> CVPixelBuffer? {
+    package mutating func convert(_ source: CVPixelBuffer, to target: Target) -> CVPixelBuffer? {
         let from = PixelBufferConverter.Format(of: source)
         let to = PixelBufferConverter.Format(pixelFormatType: target.pixelFormat, width: target.width, height: target.height)
         if PixelBufferConverter.isIdentity(from: from, to: to) { return source }

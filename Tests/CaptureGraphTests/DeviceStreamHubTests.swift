@@ -1,6 +1,8 @@
 import CaptureDrivers
+import CaptureGraph
 import Foundation
-import OpenAVCapture
+import OpenCoreMedia
+import OpenCoreVideo
 import Synchronization
 import Testing
 

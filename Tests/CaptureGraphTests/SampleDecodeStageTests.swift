@@ -1,58 +1,14 @@
+import CaptureGraph
 import Foundation
 import MediaCodecs
-import OpenAVCapture
+import OpenCoreMedia
+import OpenCoreVideo
 import Testing
 
 /// The graph's decode stage on buffers as drivers deliver them: compressed, no image buffer, a codec format
 /// description.
 @Suite("Sample decode stage")
 struct SampleDecodeStageTests {
-    /// `frames` compressed sample buffers of `codec`, each a packet of a moving grey level.
-    private func compressed(_ codec: VideoEncoder.Codec, frames: Int) throws -> [CMSampleBuffer] {
-        let encoder = try VideoEncoder(VideoEncoder.Configuration(codec: codec, width: 160, height: 120))
-        let description = try CMFormatDescription(videoCodecType: codec.codecType, width: 160, height: 120)
-        var packets: [EncodedPacket] = []
-        for index in 0..<frames {
-            let image = try nv12(width: 160, height: 120)
-            image.withLockedPlanes { planes in
-                for (plane, layout) in planes.enumerated() {
-                    for y in 0..<layout.height {
-                        layout.row(y).initializeMemory(
-                            as: UInt8.self, repeating: plane == 0 ? UInt8(40 + index * 20) : 128)
-                    }
-                }
-            }
-            try encoder.send(image, presentationTime: CMTime(value: Int64(index), timescale: 30))
-            while case .packet(let packet) = try encoder.receivePacket() { packets.append(packet) }
-        }
-        try encoder.finish()
-        while case .packet(let packet) = try encoder.receivePacket() { packets.append(packet) }
-        var first = true
-        return try packets.map { packet in
-            var data = packet.data
-            if first && !encoder.extradata.isEmpty {
-                var bytes = encoder.extradata
-                packet.data.withUnsafeBytes { bytes.append(contentsOf: $0) }
-                data = CMBlockBuffer(copying: Data(bytes))
-            }
-            first = false
-            let timing = CMSampleTimingInfo(
-                duration: CMTime(value: 1, timescale: 30), presentationTimeStamp: packet.presentationTime,
-                decodeTimeStamp: .invalid)
-            return try CMSampleBuffer(
-                dataBuffer: data, formatDescription: description, numSamples: 1, sampleTimings: [timing],
-                sampleSizes: [data.dataLength])
-        }
-    }
-
-    private func nv12(width: Int, height: Int) throws -> CVPixelBuffer {
-        var buffer: CVPixelBuffer?
-        try #require(
-            CVPixelBufferCreate(nil, width, height, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, nil, &buffer)
-                == kCVReturnSuccess)
-        return try #require(buffer)
-    }
-
     private func meanLuma(_ buffer: CMSampleBuffer) throws -> Double {
         let image = try #require(buffer.imageBuffer)
         return image.withLockedPlanes(.readOnly) { planes in
@@ -67,7 +23,7 @@ struct SampleDecodeStageTests {
             let stage = SampleDecodeStage()
             // What each frame showed, read at once so the pool's buffers go back (as a consumer's would).
             var decoded: [(time: CMTime, format: OSType, luma: Double)] = []
-            for sample in try compressed(codec, frames: 8) {
+            for sample in try compressedVideo(codec, frames: 8) {
                 #expect(SampleDecodeStage.needsDecoding(sample))
                 guard case .decoded(let buffers) = stage.process(sample) else {
                     Issue.record("\(codec): not decoded")
@@ -95,7 +51,7 @@ struct SampleDecodeStageTests {
                 #expect(abs(videoRange - expected) < 3, "\(codec) frame \(index): \(videoRange)")
             }
         }
-        let raw = try nv12(width: 16, height: 16)
+        let raw = try nv12Picture(width: 16, height: 16)
         let sample = try CMSampleBuffer(
             imageBuffer: raw, formatDescription: try CMFormatDescription(imageBuffer: raw),
             sampleTiming: CMSampleTimingInfo(
@@ -111,7 +67,7 @@ struct SampleDecodeStageTests {
     func readersOnly() throws {
         let stage = SampleDecodeStage()
         var decoded: [(format: OSType, luma: Double, readersOnly: Bool)] = []
-        for (index, sample) in try compressed(.h264, frames: 8).enumerated() {
+        for (index, sample) in try compressedVideo(.h264, frames: 8).enumerated() {
             let readersOnly = index < 3 || index >= 6
             guard case .decoded(let buffers) = stage.process(sample, forReadersOnly: readersOnly) else {
                 Issue.record("frame \(index) not decoded")
@@ -131,7 +87,7 @@ struct SampleDecodeStageTests {
         }
         // MJPEG is TurboJPEG's NV12 either way: nothing of the decoder's is lent.
         let jpeg = SampleDecodeStage()
-        for sample in try compressed(.jpeg, frames: 2) {
+        for sample in try compressedVideo(.jpeg, frames: 2) {
             guard case .decoded(let buffers) = jpeg.process(sample, forReadersOnly: true) else {
                 Issue.record("JPEG not decoded")
                 continue
@@ -143,7 +99,7 @@ struct SampleDecodeStageTests {
     @Test("a damaged frame is a Discontinuity drop, and the stream goes on")
     func damaged() throws {
         let stage = SampleDecodeStage()
-        let samples = try compressed(.jpeg, frames: 2)
+        let samples = try compressedVideo(.jpeg, frames: 2)
         let description = try #require(samples[0].formatDescription)
         let garbage = try CMSampleBuffer(
             dataBuffer: CMBlockBuffer(copying: Data([0xFF, 0xD8, 1, 2, 3])), formatDescription: description,

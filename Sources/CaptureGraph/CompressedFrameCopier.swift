@@ -1,4 +1,6 @@
 import CaptureDrivers
+import OpenCoreMedia
+import OpenCoreVideo
 import Synchronization
 
 /// Copies the compressed frames a file output takes as they are, in the layout the file stores.
@@ -13,7 +15,8 @@ import Synchronization
 /// no key frame: a recording skips it). JPEG and frames already in AVCC (a movie file's) are copied as they are.
 ///
 /// Threading: thread safe (a mutex guards the description of the last parameter sets); called on capture threads.
-final class CompressedFrameCopier: Sendable {
+package final class CompressedFrameCopier: Sendable {
+    package init() {}
     private struct H264State {
         var sps: [[UInt8]] = []
         var pps: [[UInt8]] = []
@@ -23,7 +26,7 @@ final class CompressedFrameCopier: Sendable {
     private let h264 = Mutex(H264State())
 
     /// An own copy of `sampleBuffer`, with its timing and attachments (`NotSync` among them).
-    func copy(_ sampleBuffer: CMSampleBuffer) -> CMSampleBuffer {
+    package func copy(_ sampleBuffer: CMSampleBuffer) -> CMSampleBuffer {
         guard let data = sampleBuffer.dataBuffer, let format = sampleBuffer.formatDescription else { return sampleBuffer }
         // A camera's Annex B H.264 as AVCC once its parameter sets were seen; anything else byte for byte.
         let annexB = format.mediaSubType == .h264 && !H264Bitstream.isAVCC(format)

@@ -1,4 +1,6 @@
 import MediaCodecs
+import OpenCoreMedia
+import OpenCoreVideo
 
 // The graph's pictures for the renderers (OpenAVCaptureUI's window, OpenAVCaptureWeb's MJPEG stream): they take
 // frames from a `PreviewFeed` and turn them into what they show through these, so neither reaches past the graph

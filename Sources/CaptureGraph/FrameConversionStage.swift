@@ -1,5 +1,7 @@
 import CaptureDrivers
 import MediaCodecs
+import OpenCoreMedia
+import OpenCoreVideo
 
 /// What an output takes from a video connection: the pixel formats it takes as they come and, optionally, one size.
 ///
@@ -114,7 +116,8 @@ package final class FrameConversionStage: @unchecked Sendable {
 /// format description per pixel format and size.
 ///
 /// Threading: not synchronized; each user keeps its own on one thread or queue.
-struct ImageSampleWrapper {
+package struct ImageSampleWrapper {
+    package init() {}
     private struct Key: Hashable {
         var pixelFormat: OSType
         var width: Int
@@ -129,7 +132,7 @@ struct ImageSampleWrapper {
 
     /// `image` in a sample buffer with `sample`'s timing (or the given one) and attachments; nil if one cannot be
     /// made.
-    mutating func wrap(
+    package mutating func wrap(
         _ image: CVPixelBuffer, like sample: CMSampleBuffer, time: CMTime? = nil, duration: CMTime? = nil
     ) -> CMSampleBuffer? {
         let key = Key(

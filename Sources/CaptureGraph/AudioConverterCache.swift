@@ -1,16 +1,18 @@
 import MediaCodecs
 import OpenCoreMedia
+import OpenCoreVideo
 
 /// The audio converter of an audio data output, remade when the device's format or the requested one changes.
 ///
 /// Threading: used on one queue at a time (the output's delegate queue).
-struct AudioConverterCache {
+package struct AudioConverterCache {
+    package init() {}
     private var converter: AudioConverter?
     private var key: (source: AudioStreamBasicDescription, target: AudioStreamBasicDescription)?
 
     /// Converts `sample` to `partial` (zero fields keep the source's) and hands each result to `emit`; a buffer
     /// already in the requested format goes through untouched.
-    mutating func convert(
+    package mutating func convert(
         _ sample: CMSampleBuffer, to partial: AudioStreamBasicDescription, emit: (CMSampleBuffer) -> Void
     ) {
         guard let source = sample.formatDescription?.audioStreamBasicDescription else { return emit(sample) }
@@ -24,12 +26,12 @@ struct AudioConverterCache {
     }
 
     /// Forgets the stream: the next buffer starts a new run (after a stop, or a gap).
-    mutating func reset() {
+    package mutating func reset() {
         try? converter?.reset()
     }
 
     /// Fills the fields `partial` leaves at zero from `source`.
-    static func resolve(_ partial: AudioStreamBasicDescription, against source: AudioStreamBasicDescription)
+    package static func resolve(_ partial: AudioStreamBasicDescription, against source: AudioStreamBasicDescription)
         -> AudioStreamBasicDescription
     {
         let isFloat =

@@ -1,5 +1,7 @@
 import CaptureDrivers
 import MediaCodecs
+import OpenCoreMedia
+import OpenCoreVideo
 
 /// The graph's decoder for one device stream: turns the compressed buffers a driver delivers (a camera's MJPEG or
 /// H.264, a movie file's packets) into the pixel buffers and PCM that outputs take.
