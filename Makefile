@@ -10,12 +10,13 @@ export OPENAV_DEVICES
 BUILD_PACKAGES := pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev \
                   libavfilter-dev libasound2-dev libturbojpeg0-dev libexif-dev libheif-dev libzxing-dev \
                   libx11-dev libxext-dev libxfixes-dev libxdamage-dev libxrandr-dev libsdl2-dev libdbus-1-dev \
-                  libpipewire-0.3-dev libspa-0.2-dev
+                  libpipewire-0.3-dev libspa-0.2-dev libwayland-dev
 TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstreamer1.0-plugins-base-apps \
                  gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav qrencode zint \
                  xvfb x11-utils xdotool x11-apps chromium chromium-driver python3-selenium \
                  nginx-light libnginx-mod-rtmp srt-tools prometheus curl openssl python3-gi gir1.2-gst-rtsp-server-1.0 \
-                 dbus-daemon libglib2.0-bin xdg-desktop-portal pipewire pipewire-bin wireplumber gstreamer1.0-pipewire
+                 dbus-daemon libglib2.0-bin xdg-desktop-portal pipewire pipewire-bin wireplumber gstreamer1.0-pipewire \
+                 sway swaybg foot grim xdg-desktop-portal-wlr weston
 # The kernel tests' VM (QEMU, Debian's kernel, virtme-ng) is not listed: scripts/kernel-vm installs it when
 # test-kernel first runs, so a plain build does not pull in a kernel.
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES)

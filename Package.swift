@@ -85,6 +85,9 @@ let package = Package(
         .target(
             name: "CPipeWire", cSettings: [.headerSearchPath("system")],
             linkerSettings: [.linkedLibrary("pipewire-0.3")]),
+        /// libwayland-client (libwayland-dev): a compositor's outputs and wlr-screencopy, the screen input on wlroots
+        /// compositors without a ScreenCast portal. The protocol's tables are in the C file (see its header for why).
+        .target(name: "CWayland", linkerSettings: [.linkedLibrary("wayland-client")]),
         /// zxing-cpp (libzxing-dev): QR and barcode reading and writing behind a C header; the C++ stays inside.
         .target(name: "CZXing", linkerSettings: [.linkedLibrary("ZXing")]),
 
@@ -99,7 +102,7 @@ let package = Package(
         .target(
             name: "CaptureDrivers",
             dependencies: [
-                "CALSA", "CDBus", "CLinuxMedia", "CPipeWire", "CX11", "OpenCoreMedia", "OpenCoreVideo",
+                "CALSA", "CDBus", "CLinuxMedia", "CPipeWire", "CWayland", "CX11", "OpenCoreMedia", "OpenCoreVideo",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSwift),

@@ -7,7 +7,7 @@ struct DevicesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
         abstract:
-            "List cameras and microphones (* marks the defaults), and the X server's screens for record --screen.",
+            "List cameras and microphones (* marks the defaults), and the screens for record --screen.",
         discussion: """
             --json prints an array of objects, cameras, then microphones, then screens, each with: index (what \
             DEVICE takes; screens count from 0 on their own, as --screen N takes them), name, uniqueID, \
@@ -90,15 +90,16 @@ struct DevicesCommand: ParsableCommand {
             + " (/dev/snd) and the audio group: sudo usermod -aG video,audio $USER, then log in again."
     }
 
-    /// The X server's displays; none when OPENAV_DEVICES=virtual (screens are real devices) or there is no server
-    /// (said on stderr when DISPLAY names one that cannot be used).
+    /// The screens of the session: the Wayland compositor's outputs when WAYLAND_DISPLAY is set, else the X
+    /// server's displays; none when OPENAV_DEVICES=virtual (screens are real devices) or there is no server (said
+    /// on stderr when DISPLAY or WAYLAND_DISPLAY names one that cannot be used).
     static func screens() -> [AVCaptureScreenInput.Display] {
         let environment = ProcessInfo.processInfo.environment
         guard environment["OPENAV_DEVICES"]?.lowercased() != "virtual" else { return [] }
         do {
             return try AVCaptureScreenInput.displays()
         } catch {
-            if environment["DISPLAY"]?.isEmpty == false {
+            if environment["DISPLAY"]?.isEmpty == false || environment["WAYLAND_DISPLAY"]?.isEmpty == false {
                 Terminal.error("avcapture: no screens: \(CaptureSetup.describe(error))")
             }
             return []

@@ -31,7 +31,9 @@ struct RecordCommand: ParsableCommand {
             --post-roll seconds after its trigger, or until the next signal or line. Runs until Ctrl-C, --duration \
             or the end of a file source.
 
-            --screen records an X11 display (the server DISPLAY names) instead of a camera: N is its index in \
+            --screen records a screen instead of a camera: an output of the Wayland compositor WAYLAND_DISPLAY \
+            names (through wlr-screencopy: sway, Hyprland, river), else an X11 display (the server DISPLAY \
+            names); N is its index in \
             'avcapture devices' (the main display when left out; write --screen=N or --screen main when OUTPUT \
             follows it and is a number); --crop X,Y,W,H (display pixels from its top-left), \
             --fps (at most; default 30), --cursor and --clicks choose what is captured.

@@ -409,6 +409,7 @@ struct ScreenCaptureToolTests {
         var environment = ProcessInfo.processInfo.environment
         environment["OPENAV_DEVICES"] = "all"
         environment["DISPLAY"] = server.displayName
+        environment["WAYLAND_DISPLAY"] = nil  // Wayland's outputs would be chosen over the X server's.
         return try ToolResult.run(executable: screenToolPath!, arguments, environment: environment)
     }
 

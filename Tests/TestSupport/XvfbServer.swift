@@ -21,6 +21,9 @@ public final class XvfbServer: @unchecked Sendable {
     public let height: Int
     private let process: Process
     private let previousDisplay: String?
+    /// A Wayland session around the tests would take the screen input's choice from the X server: it is hidden
+    /// while this server runs.
+    private let previousWaylandDisplay: String?
 
     /// A server with one `width`×`height` screen at depth 24, or nil (with the reason printed) when Xvfb or xdotool
     /// is missing or it did not start.
@@ -66,11 +69,14 @@ public final class XvfbServer: @unchecked Sendable {
         self.width = width
         self.height = height
         previousDisplay = ProcessInfo.processInfo.environment["DISPLAY"]
+        previousWaylandDisplay = ProcessInfo.processInfo.environment["WAYLAND_DISPLAY"]
         setenv("DISPLAY", displayName, 1)
+        unsetenv("WAYLAND_DISPLAY")
     }
 
     deinit {
         if let previousDisplay { setenv("DISPLAY", previousDisplay, 1) } else { unsetenv("DISPLAY") }
+        if let previousWaylandDisplay { setenv("WAYLAND_DISPLAY", previousWaylandDisplay, 1) }
         // SIGKILL, not terminate(): Process starts Xvfb with the spawning thread's signal mask, and a test's
         // (dispatch) thread blocks SIGTERM, so Xvfb would never see it. Killed, it leaves its lock and socket.
         kill(process.processIdentifier, SIGKILL)

@@ -99,9 +99,9 @@ final class X11Connection: @unchecked Sendable {
 
     /// The monitors RandR reports (one per active output or monitor), the primary one first; one monitor covering
     /// the screen where the server has no RandR 1.5.
-    func monitors() -> [X11Monitor] {
+    func monitors() -> [ScreenMonitor] {
         var count: Int32 = 0
-        var found: [X11Monitor] = []
+        var found: [ScreenMonitor] = []
         var major: Int32 = 0
         var minor: Int32 = 0
         if XRRQueryVersion(display, &major, &minor) != 0, major > 1 || (major == 1 && minor >= 5),
@@ -118,7 +118,7 @@ final class X11Connection: @unchecked Sendable {
                 let identifier =
                     monitor.noutput > 0 ? UInt32(truncatingIfNeeded: monitor.outputs[0]) : UInt32(index + 1)
                 found.append(
-                    X11Monitor(
+                    ScreenMonitor(
                         identifier: identifier, name: monitorName, isPrimary: monitor.primary != 0,
                         x: monitor.x, y: monitor.y, width: monitor.width, height: monitor.height))
             }
@@ -126,7 +126,7 @@ final class X11Connection: @unchecked Sendable {
         if found.isEmpty {
             let size = screenSize
             found = [
-                X11Monitor(
+                ScreenMonitor(
                     identifier: 1, name: "screen", isPrimary: true, x: 0, y: 0, width: size.width, height: size.height)
             ]
         }
@@ -134,30 +134,5 @@ final class X11Connection: @unchecked Sendable {
         let primary = found.firstIndex(where: \.isPrimary) ?? 0
         let main = found.remove(at: primary)
         return [main] + found
-    }
-}
-
-/// One monitor of an X screen: where it sits on the root window.
-///
-/// Value type; safe to use from any thread.
-package struct X11Monitor: Sendable, Hashable {
-    /// The display ID the public API gives it (`CGDirectDisplayID`).
-    package var identifier: UInt32
-    /// RandR's name (`HDMI-1`, `screen`).
-    package var name: String
-    package var isPrimary: Bool
-    package var x: Int32
-    package var y: Int32
-    package var width: Int32
-    package var height: Int32
-
-    package init(identifier: UInt32, name: String, isPrimary: Bool, x: Int32, y: Int32, width: Int32, height: Int32) {
-        self.identifier = identifier
-        self.name = name
-        self.isPrimary = isPrimary
-        self.x = x
-        self.y = y
-        self.width = width
-        self.height = height
     }
 }

@@ -27,7 +27,7 @@ final class X11ScreenGrabber: @unchecked Sendable {
     let connection: X11Connection
     let frameNanoseconds: Int64
     private let frameDuration: CMTime
-    private let monitor: X11Monitor
+    private let monitor: ScreenMonitor
     private let displayName: String
     /// The area grabbed, fixed for the stream (its size is the stream's format, through `scaleFactor`).
     private let sourceWidth: Int32

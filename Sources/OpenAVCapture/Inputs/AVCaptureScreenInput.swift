@@ -2,40 +2,45 @@ import CaptureDrivers
 import Foundation
 import Synchronization
 
-/// A display's identifier, as CoreGraphics names it: here a monitor of the X server `DISPLAY` names (its first
-/// RandR output's XID).
+/// A display's identifier, as CoreGraphics names it: here an output of the Wayland compositor `WAYLAND_DISPLAY` names
+/// (its registry name), else a monitor of the X server `DISPLAY` names (its first RandR output's XID).
 public typealias CGDirectDisplayID = UInt32
 
 /// The display ID no display has (CoreGraphics' `kCGNullDirectDisplay`).
 public let kCGNullDirectDisplay: CGDirectDisplayID = 0
 
-/// The main display: the X server's primary monitor (the first one where none is primary), or
-/// `kCGNullDirectDisplay` when there is no X server (`AVCaptureScreenInput.displays()` says why).
+/// The main display: the compositor's first output, or the X server's primary monitor (the first one where none is
+/// primary), or `kCGNullDirectDisplay` when there is neither (`AVCaptureScreenInput.displays()` says why).
 public func CGMainDisplayID() -> CGDirectDisplayID {
     (try? AVCaptureScreenInput.displays().first?.displayID) ?? kCGNullDirectDisplay
 }
 
-/// Where a display sits on the X screen, in pixels from the screen's top-left corner; `.null` for an unknown one.
+/// Where a display sits in the server's space (the X screen, the compositor's layout), in pixels from its top-left
+/// corner; `.null` for an unknown one.
 public func CGDisplayBounds(_ display: CGDirectDisplayID) -> CGRect {
     (try? AVCaptureScreenInput.displays().first { $0.displayID == display }?.bounds) ?? .null
 }
 
-/// An input that captures a display: an X11 monitor (Xorg, Xwayland, Xvfb) of the server `DISPLAY` names, as Apple's
-/// captures a Mac's screen.
+/// An input that captures a display, as Apple's captures a Mac's screen: in a Wayland session (`WAYLAND_DISPLAY` set)
+/// an output of a wlroots compositor (sway, Hyprland, river) through wlr-screencopy, else an X11 monitor (Xorg,
+/// Xwayland, Xvfb) of the server `DISPLAY` names.
 ///
-/// Frames are BGRA, grabbed through MIT-SHM into shared segments that are handed on without a copy (their alpha
-/// byte is what the X server stores, 0 at depth 24: X has no alpha). Add the input to a session like a device
-/// input; every output takes its frames (movie files encode them, data outputs convert them).
+/// Frames are BGRA, copied by the server into shared memory that is handed on without another copy (MIT-SHM
+/// segments on X11, whose alpha byte is what the X server stores, 0 at depth 24; `wl_shm` buffers on Wayland). Add
+/// the input to a session like a device input; every output takes its frames (movie files encode them, data outputs
+/// convert them).
 ///
 /// - `cropRect`: the area captured, in the display's pixels from its top-left corner (X11's orientation, and
 ///   CoreGraphics' display space); `.zero` (the default) captures the whole display.
 /// - `scaleFactor`: the delivered size is the crop's times this (nearest-neighbour), any positive factor.
 /// - `minFrameDuration`: frames are grabbed at most this often on the host clock (default 1/30 s; 1/120 to 1 s).
-/// - `capturesCursor` (default true) composites the cursor the server shows (XFixes); `capturesMouseClicks`
-///   (default false) draws a ring around it while a button is down.
+/// - `capturesCursor` (default true) composites the cursor the server shows (XFixes; on Wayland the compositor draws
+///   it in); `capturesMouseClicks` (default false) draws a ring around it while a button is down (X11 only: a Wayland
+///   client cannot see the buttons).
 /// - `removesDuplicateFrames` (default false, as Apple's since macOS 10.10): when true, a frame whose area the
-///   server reports unchanged (Damage) and whose pointer did not move is not delivered at all, so an idle screen
-///   costs almost nothing.
+///   server reports unchanged (Damage; on Wayland the compositor's damage of the whole output) and whose pointer did
+///   not move is not delivered at all, so an idle screen costs almost nothing. When false an unchanged screen repeats
+///   its last picture at the frame rate.
 ///
 /// Changing the crop's position, the cursor, clicks or duplicate removal takes effect at the next frame; a new
 /// crop size, scale or frame duration restarts the stream of a running session with the new format.
@@ -54,7 +59,7 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     /// The display the input captures.
     open var displayID: CGDirectDisplayID { storedDisplayID }
     private let storedDisplayID: CGDirectDisplayID
-    private let screen: X11Screen
+    private let screen: any ScreenDevice
     private let device: AVCaptureDevice
     private let properties = Mutex(Properties())
 
@@ -62,9 +67,9 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     private static let devices = Mutex<[ObjectIdentifier: AVCaptureDevice]>([:])
 
     /// An input for `displayID` (from `CGMainDisplayID()` or `displays()`), or nil when there is no such display or no
-    /// X server; `displays()` throws the reason.
+    /// display server; `displays()` throws the reason.
     public init?(displayID: CGDirectDisplayID) {
-        guard let screen = try? X11ScreenDriver.screens().first(where: { $0.monitor.identifier == displayID }) else {
+        guard let screen = try? Screens.screens().first(where: { $0.monitor.identifier == displayID }) else {
             return nil
         }
         self.storedDisplayID = displayID
@@ -111,7 +116,7 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     open var minFrameDuration: CMTime {
         get { properties.withLock { $0.minFrameDuration } }
         set {
-            let range = FrameDurationRange(minFrameRate: 1, maxFrameRate: X11Screen.maximumFrameRate)
+            let range = FrameDurationRange(minFrameRate: 1, maxFrameRate: Screens.maximumFrameRate)
             let duration =
                 newValue.isNumeric && newValue > .zero
                 ? min(max(newValue, range.minFrameDuration), range.maxFrameDuration) : CMTime(value: 1, timescale: 30)
@@ -145,22 +150,22 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     public struct Display: Sendable, Hashable {
         /// What `init?(displayID:)` takes.
         public var displayID: CGDirectDisplayID
-        /// The monitor's name (RandR's: `HDMI-1`, `eDP-1`; `screen` on Xvfb).
+        /// The monitor's name (RandR's: `HDMI-1`, `eDP-1`; `screen` on Xvfb; a Wayland output's: `DP-2`).
         public var name: String
-        /// Where the monitor sits on the X screen, in pixels.
+        /// Where the monitor sits on the X screen or in the compositor's layout, in pixels.
         public var bounds: CGRect
         /// Whether it is the main display (`CGMainDisplayID()`).
         public var isMain: Bool
     }
 
-    /// The displays of the X server `DISPLAY` names, the main one first (ours: Apple's platforms list displays with
-    /// CoreGraphics' `CGGetActiveDisplayList`).
+    /// The outputs of the Wayland compositor `WAYLAND_DISPLAY` names, else the displays of the X server `DISPLAY`
+    /// names, the main one first (ours: Apple's platforms list displays with CoreGraphics' `CGGetActiveDisplayList`).
     ///
-    /// - Throws: `AVError.screenCaptureFailed` saying what to do when there is no X server (DISPLAY unset, nothing
-    ///   listening) or this user may not use it (the cookie, `xhost`).
+    /// - Throws: `AVError.screenCaptureFailed` saying what to do when there is no server (DISPLAY unset, nothing
+    ///   listening), this user may not use it (the cookie, `xhost`), or the compositor has no wlr-screencopy.
     public static func displays() throws -> [Display] {
         do {
-            return try X11ScreenDriver.screens().enumerated().map { index, screen in
+            return try Screens.screens().enumerated().map { index, screen in
                 let monitor = screen.monitor
                 return Display(
                     displayID: monitor.identifier, name: monitor.name,
@@ -169,7 +174,7 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
                     isMain: index == 0)
             }
         } catch {
-            throw AVError(.screenCaptureFailed, error.reason, suggestion: error.advice)
+            throw AVError(.screenCaptureFailed, error.reason + ".", suggestion: error.advice)
         }
     }
 
@@ -180,7 +185,7 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     package override var streamConfiguration: StreamConfiguration {
         let (width, height, duration) = outputGeometry()
         return StreamConfiguration(
-            format: .video(X11Screen.format(width: width, height: height)), frameDuration: duration)
+            format: .video(Screens.format(width: width, height: height)), frameDuration: duration)
     }
 
     package override var activeFormatDescription: CMFormatDescription? {
@@ -200,7 +205,7 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
 
     /// `rect` as whole pixels inside the monitor; the whole monitor for an empty or disjoint rectangle.
     private static func pixelArea(
-        _ rect: CGRect, in monitor: X11Monitor
+        _ rect: CGRect, in monitor: ScreenMonitor
     ) -> (x: Int32, y: Int32, width: Int32, height: Int32) {
         let bounds = CGRect(x: 0, y: 0, width: Int(monitor.width), height: Int(monitor.height))
         let area = rect.integral.intersection(bounds)
