@@ -152,6 +152,29 @@ import Testing
         }
     }
 
+    /// The rule is the caller's own: a configuration another thread has open does not make this thread's start and
+    /// stop a misuse (APIStressTests drives the session from eight threads at once).
+    @Test func anotherThreadsOpenConfigurationDoesNotTrap() throws {
+        let session = try makeSession(devices: [VirtualDevices.back], outputs: [])
+        let opened = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            session.beginConfiguration()
+            opened.signal()
+            release.wait()
+            session.commitConfiguration()
+            finished.signal()
+        }
+        opened.wait()
+        session.startRunning()
+        #expect(session.isRunning)
+        session.stopRunning()
+        release.signal()
+        finished.wait()
+        #expect(!session.isRunning)
+    }
+
     @Test func aWriterWithoutInputsFailsToStart() throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("no-inputs-\(UUID().uuidString).mov")
         let writer = try AVAssetWriter(outputURL: url, fileType: .mov)

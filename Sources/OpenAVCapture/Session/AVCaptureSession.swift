@@ -67,6 +67,10 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     var connectionList: [AVCaptureConnection] = []
     var preset: Preset = .high
     var configurationDepth = 0
+    /// The threads with a `beginConfiguration()` not yet committed, and how many each. Apple's rule against
+    /// starting or stopping inside a configuration is about the caller's own: another thread's open configuration is
+    /// not this caller's misuse (the depth itself is the session's, as Apple's is).
+    var openConfigurations: [UInt: Int] = [:]
     var streams: [ObjectIdentifier: ActiveStream] = [:]
     var deviceObservations: [ObjectIdentifier: [NSKeyValueObservation]] = [:]
     var registryToken: Int?
@@ -341,6 +345,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     open func beginConfiguration() {
         lock.lock()
         configurationDepth += 1
+        openConfigurations[Self.callingThread, default: 0] += 1
         lock.unlock()
     }
 
@@ -362,15 +367,31 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
             return
         }
         configurationDepth -= 1
+        closeConfiguration()
         if configurationDepth == 0 { applyConfiguration() }
+    }
+
+    /// The calling thread's key in `openConfigurations`.
+    private static var callingThread: UInt { UInt(pthread_self()) }
+
+    /// Takes one open configuration off the calling thread's count (or, committed from another thread than the
+    /// one that began it, off some other thread's); none is open anywhere once the depth is 0. With the lock held.
+    private func closeConfiguration() {
+        if configurationDepth == 0 {
+            openConfigurations.removeAll()
+            return
+        }
+        let key = openConfigurations[Self.callingThread] != nil ? Self.callingThread : openConfigurations.keys.first
+        guard let key, let count = openConfigurations[key] else { return }
+        openConfigurations[key] = count > 1 ? count - 1 : nil
     }
 
     /// Traps inside an open `beginConfiguration()`: AVCaptureSession.h, `-beginConfiguration`: "you must call
     /// -commitConfiguration before invoking -startRunning or -stopRunning, otherwise an NSGenericException is
-    /// thrown". Called with the lock held.
+    /// thrown". Only the calling thread's own open configuration counts. Called with the lock held.
     private func requireNoOpenConfiguration(_ method: String) {
         precondition(
-            configurationDepth == 0,
+            openConfigurations[Self.callingThread] == nil,
             "AVCaptureSession: \(method) between beginConfiguration() and commitConfiguration(); commit first (Apple"
                 + " raises NSGenericException)")
     }
