@@ -322,6 +322,8 @@ package final class VideoEncoder {
             }
             setOption(&options, "preset", config.preset ?? (config.codec == .h264 ? "superfast" : "ultrafast"))
             setOption(&options, "tune", "zerolatency")
+            // A key frame asked for (a recording starting on a shared stream) is an IDR, where decoding can start.
+            setOption(&options, "forced-idr", "1")
             if config.codec == .h264 {
                 setOption(&options, "profile", "high")
                 // A fixed GOP: key frames exactly every maxKeyFrameInterval frames, none at scene cuts, so
@@ -388,7 +390,8 @@ package final class VideoEncoder {
 
     // MARK: Encoding
 
-    /// Sends one picture shown at `presentationTime` (any timescale; rounded once to the encoder's).
+    /// Sends one picture shown at `presentationTime` (any timescale; rounded once to the encoder's), encoded as a key
+    /// frame (an IDR for H.264 and HEVC) when `forcingKeyFrame`, else where the GOP puts one.
     ///
     /// Never refuses input: if libavcodec asks for its packets to be taken first (`EAGAIN`), they are taken and
     /// kept for ``receivePacket()``. Call ``receivePacket()`` until `.needsInput` after each send.
@@ -397,7 +400,9 @@ package final class VideoEncoder {
     ///   format or size or a presentation time that is not numeric or not after the previous one,
     ///   ``MediaCodecsError/Kind/invalidState`` after ``finish()``, ``MediaCodecsError/Kind/ffmpeg`` when the
     ///   encoder fails, ``MediaCodecsError/Kind/allocationFailed``.
-    package func send(_ pixelBuffer: CVPixelBuffer, presentationTime: CMTime) throws(MediaCodecsError) {
+    package func send(
+        _ pixelBuffer: CVPixelBuffer, presentationTime: CMTime, forcingKeyFrame: Bool = false
+    ) throws(MediaCodecsError) {
         #if DEBUG
             precondition(
                 !isBusy.exchange(true, ordering: .acquiring),
@@ -430,7 +435,7 @@ package final class VideoEncoder {
             try wrap(pixelBuffer, in: frame, operation: operation)
         }
         frame.pointee.pts = pts
-        frame.pointee.pict_type = AV_PICTURE_TYPE_NONE
+        frame.pointee.pict_type = forcingKeyFrame ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
         frame.pointee.quality = context.pointee.global_quality
         defer {
             // The wrapping path gives its buffer reference away here (libavcodec holds its own); the converting

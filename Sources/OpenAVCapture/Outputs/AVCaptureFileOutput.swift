@@ -208,7 +208,7 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     /// The engine made an encoder for a new file: whether it keeps real time on this machine.
     func noteRealTimeAdvice(_ advice: String?) { statistics.withLock { $0.realTimeAdvice = advice } }
 
-    private func countDrop(_ reason: String) {
+    func countDrop(_ reason: String) {
         statistics.withLock { $0.droppedVideoFrames[reason, default: 0] += 1 }
     }
 
@@ -240,12 +240,15 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     private let mailbox: SampleBufferMailbox<MovieRecordingEngine.Work>
     /// Copies the compressed frames the file takes as they are (a camera lends its buffers only briefly).
     private let compressedFrames = CompressedFrameCopier()
-    private let videoInFlight = Atomic<Int>(0)
+    let framesAwaitingEngine = Atomic<Int>(0)
     /// Whether a file output delegate wants every buffer (read on the capture thread).
-    private let hasFileDelegate = Atomic<Bool>(false)
+    let hasFileDelegate = Atomic<Bool>(false)
     private let isActive = Atomic<Bool>(false)
     /// The recording queue: the mailbox's handler and every request run here.
     private let workQueue: DispatchQueue
+    /// The publishing output's encoder this output records from while it shares it (see
+    /// `AVCaptureFileOutput+SharedEncoder`).
+    let encoderSharing = Mutex<VideoEncoderSharing?>(nil)
 
     func startRecording(
         to url: URL, fileType: AVFileType, delegate: any AVCaptureFileOutputRecordingDelegate,
@@ -273,6 +276,7 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
             statisticsEpoch.add(1, ordering: .relaxed)
         }
         isActive.store(true, ordering: .sequentiallyConsistent)
+        updateEncoderSharing()
         demandsChanged()
         submit(
             .start(
@@ -321,13 +325,14 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         fileState.withLock { state in state.delegate.map { ($0, state.isSampleAccurate) } }
     }
     func setActive(_ active: Bool) {
-        isActive.store(active, ordering: .sequentiallyConsistent)
+        let wasActive = isActive.exchange(active, ordering: .sequentiallyConsistent)
+        if wasActive, !active { endEncoderSharing() }
         demandsChanged()
     }
-    func videoHandled() { videoInFlight.subtract(1, ordering: .relaxed) }
+    func videoHandled() { framesAwaitingEngine.subtract(1, ordering: .relaxed) }
 
     override package var hasWorkInFlight: Bool {
-        !mailbox.isIdle || videoInFlight.load(ordering: .relaxed) > 0 || workQueue.sync { engine.hasPendingWrites }
+        !mailbox.isIdle || framesAwaitingEngine.load(ordering: .relaxed) > 0 || workQueue.sync { engine.hasPendingWrites }
     }
     /// The engine left a buffer out because the encoder had too many waiting.
     func encoderWasBehind(isVideo: Bool) { countLate(isVideo: isVideo) }
@@ -364,6 +369,10 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
 
     override package func receive(_ sampleBuffer: CMSampleBuffer, from connection: AVCaptureConnection) {
         guard isActive.load(ordering: .relaxed) || hasFileDelegate.load(ordering: .relaxed) else { return }
+        if sampleBuffer.imageBuffer != nil, sharesEncoder(for: connection) {
+            offerToSharedEncoder(sampleBuffer, from: connection)
+            return
+        }
         // A picture, or a compressed frame the file takes as it is.
         let isVideo = sampleBuffer.imageBuffer != nil || sampleBuffer.formatDescription?.mediaType == .video
         // The decoded picture of a frame the file takes compressed: only at the instant recording starts, when the
@@ -377,21 +386,31 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         }
         // At most 8 video frames wait for the engine; more are dropped (it is behind). The engine bounds what waits
         // for the encoder (video and audio) in turn.
-        if isVideo {
-            guard videoInFlight.add(1, ordering: .relaxed).newValue <= 8 else {
-                videoInFlight.subtract(1, ordering: .relaxed)
-                countLate(isVideo: true)
-                return
-            }
-        }
+        if isVideo, !admitsVideoFrame() { return }
         let recorded =
             !isVideo
             ? AudioChannelGain.apply(to: sampleBuffer, channels: connection.audioChannels)
             : sampleBuffer.imageBuffer == nil ? compressedFrames.copy(sampleBuffer) : sampleBuffer
-        if mailbox.post(.sample(recorded, connection, isVideo: isVideo)) {
+        post(.sample(recorded, connection, isVideo: isVideo), isVideo: isVideo)
+    }
+
+    /// Whether another video frame may wait for the engine (at most 8 do); a frame it refuses is counted late.
+    func admitsVideoFrame() -> Bool {
+        guard framesAwaitingEngine.add(1, ordering: .relaxed).newValue <= 8 else {
+            framesAwaitingEngine.subtract(1, ordering: .relaxed)
+            countLate(isVideo: true)
+            return false
+        }
+        return true
+    }
+
+    /// Posts a sample's work to the engine, counting it as received if `counted`; a full mailbox drops it as late.
+    func post(_ work: MovieRecordingEngine.Work, isVideo: Bool, counted: Bool = true) {
+        if mailbox.post(work) {
+            guard counted else { return }
             statistics.withLock { isVideo ? ($0.videoFramesReceived += 1) : ($0.audioBuffersReceived += 1) }
         } else {
-            if isVideo { videoInFlight.subtract(1, ordering: .relaxed) }
+            if isVideo { framesAwaitingEngine.subtract(1, ordering: .relaxed) }
             countLate(isVideo: isVideo)
         }
     }
@@ -422,6 +441,10 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         isActive.load(ordering: .relaxed) && !hasFileDelegate.load(ordering: .relaxed)
             && writesAsItComes(format, for: connection)
     }
+
+    /// A publishing output's encoder for this output's recordings, with the connection it would take pictures from,
+    /// or nil to encode its own (subclasses; the movie file output shares when its settings allow).
+    func sharableVideoEncoder() -> VideoEncoderSharing? { nil }
 
     /// Whether `connection`'s frames in compressed `format` go into the file as they are (subclasses).
     func writesAsItComes(_ format: CMFormatDescription, for connection: AVCaptureConnection) -> Bool { false }

@@ -51,6 +51,12 @@ import Synchronization
 /// file's first video frame (a key frame, since it is the first of its file), the new file everything from it on;
 /// the old file is finished once the new one has its first frame. No sample is lost or written twice.
 ///
+/// One encoder with a publishing output (ours): when an ``AVCapturePublishingOutput`` in the session takes the same
+/// camera's pictures (same rotation and mirroring) and this output's recording asks nothing of H.264 (the default
+/// codec, no compression properties, the picture's size, no file output delegate), the recording shares its encoder:
+/// the file gets the published stream's packets (its bit rate and key frames), starting at an IDR asked for at the
+/// recording's start, and records on if the publishing output stops or leaves the session.
+///
 /// Crash safety: ``movieFragmentInterval`` (10 s by default) writes the movie as fragments, so a file cut short by
 /// a crash is readable up to its last fragment; a normal end rewrites it as a conventional movie. Above about
 /// 3.4 Mb/s fragments come sooner, each at most 4 MiB of media and one key frame interval (see
@@ -213,6 +219,31 @@ open class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
         case .h264: return codec == .h264 && Self.asksNothingOf(format, stored)
         default: return false
         }
+    }
+
+    /// A publishing output's H.264 encoder, when one in the session takes the same camera's pictures and this
+    /// output's settings ask nothing of H.264 (the default codec, no compression properties, the picture's own
+    /// size) and the camera's frames are not already taken as they come: one encoder then serves the network and
+    /// the file, and the file gets the publishing output's stream (its bit rate and key frames).
+    override func sharableVideoEncoder() -> VideoEncoderSharing? {
+        guard let connection = connection(with: .video), connection.isEnabled, connection.isActive,
+            let port = connection.inputPorts.first
+        else { return nil }
+        let (codec, stored) = settings.withLock {
+            ($0.codecs[ObjectIdentifier(connection)] ?? .h264, $0.outputSettings[ObjectIdentifier(connection)])
+        }
+        guard codec == .h264, stored?[AVVideoCompressionPropertiesKey] == nil, stored?[AVVideoWidthKey] == nil,
+            stored?[AVVideoHeightKey] == nil
+        else { return nil }
+        if let format = port.formatDescription, writesAsItComes(format, for: connection) { return nil }
+        for case let publisher as AVCapturePublishingOutput in session?.outputs ?? [] {
+            guard let published = publisher.connection(with: .video), published.isEnabled,
+                published.inputPorts.first === port, published.isVideoMirrored == connection.isVideoMirrored,
+                published.videoRotationAngle == connection.videoRotationAngle
+            else { continue }
+            return VideoEncoderSharing(encoder: publisher.sharedVideoEncoder, connection: connection)
+        }
+        return nil
     }
 
     /// Whether `settings` ask nothing the camera's compressed `format` does not already have: no compression

@@ -306,7 +306,8 @@ final class PreEventCore: @unchecked Sendable {
         configuration = output.currentConfiguration
         let hasVideo = output.connection(with: .video) != nil
         hasAudio = output.connection(with: .audio) != nil
-        encoder = LiveMediaEncoder(settings: .init(videoBitRate: configuration.videoBitRate))
+        encoder = LiveMediaEncoder(
+            settings: .init(videoBitRate: configuration.videoBitRate), owner: ObjectIdentifier(output))
         ring = EncodedMediaRing(capacityBytes: configuration.maximumBytes, duration: configuration.preRoll, hasVideo: hasVideo)
     }
 

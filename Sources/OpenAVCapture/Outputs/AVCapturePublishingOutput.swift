@@ -62,7 +62,7 @@ open class AVCapturePublishingOutput: AVCaptureOutput, @unchecked Sendable {
     /// Where the stream goes.
     public let url: String
     private let format: NetworkMuxer.Format
-    private let settings = Mutex(Settings())
+    private let settings = LockedState(Settings())
     private let queue = DispatchQueue(label: "OpenAVCapture.AVCapturePublishingOutput")
     private let mailbox: SampleBufferMailbox<PublishingCore.Work>
     private let core: PublishingCore
@@ -81,12 +81,16 @@ open class AVCapturePublishingOutput: AVCaptureOutput, @unchecked Sendable {
         }
         self.url = url
         self.format = format
-        let core = PublishingCore(queue: queue, url: url)
+        let core = PublishingCore(queue: queue, url: url, settings: settings)
         self.core = core
         mailbox = SampleBufferMailbox(queue: queue, capacity: 1024, limit: 1024) { core.handle($0) }
         super.init()
         core.output = self
     }
+
+    /// The video encoder, which a movie file output recording the same camera shares (see
+    /// ``AVCaptureMovieFileOutput``); its settings are this output's when the first picture comes.
+    var sharedVideoEncoder: SharedVideoEncoder { core.sharedVideo }
 
     /// HLS: the target length of a segment, in seconds (cut at key frames, so whole seconds). Default 2.
     public var segmentDuration: Double {
@@ -206,6 +210,8 @@ final class PublishingCore: @unchecked Sendable {
     /// The bytes of the packets written to the local movie.
     let recordedBytes = Atomic<Int64>(0)
     private let queue: DispatchQueue
+    /// The video half of `encoder`, made at once so a movie file output can share it before the first picture.
+    let sharedVideo: SharedVideoEncoder
     private var encoder: LiveMediaEncoder?
     private var file: Muxer?
     private var fileStreams: (video: Int?, audio: Int?) = (nil, nil)
@@ -215,9 +221,27 @@ final class PublishingCore: @unchecked Sendable {
     /// Packets that came before every stream had its encoder (the muxers need all streams described first).
     private var early: [(EncodedPacket, Bool)] = []
 
-    init(queue: DispatchQueue, url: String) {
+    init(queue: DispatchQueue, url: String, settings: LockedState<AVCapturePublishingOutput.Settings>) {
         self.queue = queue
         network = PublishingNetwork(url: url)
+        sharedVideo = SharedVideoEncoder { .init(bitRate: settings.withLock { $0.videoBitRate }) }
+        // The pictures a movie file output sharing the encoder offered first come back here, to be published.
+        let weakSelf = WeakCore(core: self)
+        sharedVideo.subscribe(ObjectIdentifier(self)) { [queue] packets in
+            queue.async { weakSelf.core?.deliverShared(packets.packets) }
+        }
+    }
+
+    /// The core without keeping it alive (the encoder's handler must not: the core holds the encoder).
+    private struct WeakCore: Sendable {
+        weak var core: PublishingCore?
+    }
+
+    /// Publishes the packets of pictures another output encoded first (see ``SharedVideoEncoder``).
+    private func deliverShared(_ packets: [EncodedPacket]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !isStopped, encoder != nil else { return }
+        for packet in packets { deliver(packet, isVideo: true) }
     }
 
     func handle(_ work: Work) {
@@ -227,7 +251,9 @@ final class PublishingCore: @unchecked Sendable {
             if isVideo { output?.frameHandled() }
             guard !isStopped else { return }
             if encoder == nil, let output {
-                encoder = LiveMediaEncoder(settings: .init(videoBitRate: output.currentSettings.videoBitRate))
+                encoder = LiveMediaEncoder(
+                    settings: .init(videoBitRate: output.currentSettings.videoBitRate), owner: ObjectIdentifier(self),
+                    sharedVideo: sharedVideo)
                 hasAudio = output.connection(with: .audio) != nil
             }
             do {

@@ -4,10 +4,8 @@ import MediaCodecs
 /// Encodes a session's pictures and sound once, continuously, for the outputs that keep or send encoded media
 /// rather than write one file (the pre-event output's ring; its files take the packets as they are).
 ///
-/// The video encoder is made for the first picture (its size and pixel format, the frame rate its duration says;
-/// later pictures in another format or size are converted to those, see ``EncoderPictureConverter``):
-/// H.264 with the defaults of ``VideoEncoder`` (a key frame every second) unless the settings say otherwise; the
-/// audio encoder for the first sound buffer (AAC at its rate and channel count).
+/// The video encoder is a ``SharedVideoEncoder`` (H.264, made for the first picture), which movie file outputs may
+/// share; the audio encoder is made for the first sound buffer (AAC at its rate and channel count).
 ///
 /// Threading: thread-bound to its owner's serial queue (the encoders are).
 final class LiveMediaEncoder {
@@ -19,33 +17,29 @@ final class LiveMediaEncoder {
     }
 
     let settings: Settings
-    private(set) var video: VideoEncoder?
+    /// The video half, which other outputs may share (see ``SharedVideoEncoder``).
+    let sharedVideo: SharedVideoEncoder
     private(set) var audio: AudioEncoder?
-    private var pictures = EncoderPictureConverter()
     /// Sound in a rate AAC does not take is resampled to 48 kHz first.
     private var resampler: AudioConverter?
+    private let owner: ObjectIdentifier
 
-    init(settings: Settings) { self.settings = settings }
+    /// `owner` is the output holding it: the packets of the pictures it offers come back to it, not to a handler.
+    /// The video half is `sharedVideo` when given (made with its own settings), else a new one with `settings`.
+    init(settings: Settings, owner: ObjectIdentifier, sharedVideo: SharedVideoEncoder? = nil) {
+        self.settings = settings
+        self.owner = owner
+        self.sharedVideo =
+            sharedVideo
+            ?? SharedVideoEncoder { .init(bitRate: settings.videoBitRate, keyFrameInterval: settings.keyFrameInterval) }
+    }
 
-    /// Encodes one picture; returns the packets the encoder gave for it (one, with x264's zero latency).
+    var video: VideoEncoder? { sharedVideo.video }
+
+    /// Encodes one picture; returns the packets the encoder gave for it (one, with x264's zero latency), or none
+    /// when another output sharing the encoder offered this picture first (they came through its handler).
     func encode(picture buffer: CMSampleBuffer) throws(MediaCodecsError) -> [EncodedPacket] {
-        guard let image = buffer.imageBuffer, buffer.presentationTimeStamp.isNumeric else { return [] }
-        if video == nil {
-            let duration = buffer.duration
-            let rate = duration.isNumeric && duration > .zero ? max(1, Int((1 / duration.seconds).rounded())) : 30
-            var configuration = VideoEncoder.Configuration(
-                codec: .h264, width: CVPixelBufferGetWidth(image) & ~1, height: CVPixelBufferGetHeight(image) & ~1,
-                frameRate: rate, pixelFormat: CVPixelBufferGetPixelFormatType(image))
-            if let bitRate = settings.videoBitRate { configuration.averageBitRate = bitRate }
-            if let interval = settings.keyFrameInterval { configuration.maxKeyFrameInterval = max(1, interval) }
-            video = try VideoEncoder(configuration)
-        }
-        guard let video else { return [] }
-        try video.send(
-            try pictures.picture(image, for: video.configuration), presentationTime: buffer.presentationTimeStamp)
-        var packets: [EncodedPacket] = []
-        while case .packet(let packet) = try video.receivePacket() { packets.append(packet) }
-        return packets
+        try sharedVideo.encode(picture: buffer, by: owner)
     }
 
     /// Encodes one buffer of PCM; returns the packets the encoder gave (AAC gives one per 1,024 samples, late by

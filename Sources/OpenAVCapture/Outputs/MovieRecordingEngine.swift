@@ -33,6 +33,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
     /// thread safe classes; the enum only carries them across.
     enum Work: @unchecked Sendable {
         case sample(CMSampleBuffer, AVCaptureConnection, isVideo: Bool)
+        /// A picture for the encoder the output shares with a publishing output (`AVCaptureFileOutput+SharedEncoder`).
+        case sharedPicture(CMSampleBuffer, AVCaptureConnection)
         case start(Request)
         case stop
         case pause
@@ -138,6 +140,13 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 handleVideo(buffer, from: connection)
             } else {
                 handleAudio(buffer, from: connection)
+            }
+        case .sharedPicture(let picture, let connection):
+            output?.videoHandled()
+            // An IDR wherever the recording must start decoding: its first frame, a resume, after a frame left out.
+            let needsKeyFrame = current.map { $0.phase == .waiting || $0.phase == .resuming || $0.awaitsKeyFrame } ?? false
+            for frame in output?.encodeShared(picture, keyFrame: needsKeyFrame) ?? [] {
+                handleVideo(frame, from: connection)
             }
         case .start(let request): begin(request)
         case .stop:

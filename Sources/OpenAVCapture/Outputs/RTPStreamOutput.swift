@@ -31,7 +31,7 @@ package final class RTPStreamOutput: AVCaptureOutput, @unchecked Sendable {
     private let videoInFlight = Atomic<Int>(0)
     private var mailbox: SampleBufferMailbox<Work>?
     /// Only on `queue`.
-    private var encoder = LiveMediaEncoder(settings: .init())
+    private lazy var encoder = LiveMediaEncoder(settings: .init(), owner: ObjectIdentifier(self))
     private var packetizers: (video: RTPPacketizer?, audio: RTPPacketizer?) = (nil, nil)
     private var origin: CMTime = .invalid
     private var early: [(EncodedPacket, Bool)] = []
