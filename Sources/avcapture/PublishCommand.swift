@@ -89,6 +89,8 @@ struct PublishCommand: ParsableCommand {
                 Terminal.status(Self.statusLine(output.statistics, since: started))
             }
             Terminal.endStatus()
+            // Read before stopping, which closes the connection.
+            let failure = Self.connectionFailure(output.statistics)
             output.stopPublishing()
             setup.session.stopRunning()
             withExtendedLifetime(signals) {}
@@ -99,6 +101,7 @@ struct PublishCommand: ParsableCommand {
                     + (drops.isEmpty ? "0" : drops.joined(separator: ", "))
                     + ", \(statistics.reconnections) reconnection\(statistics.reconnections == 1 ? "" : "s"); stopped: \(why)"
             )
+            if let failure { Terminal.error("avcapture: \(failure)") }
             if let target {
                 if let error = output.recordingError {
                     throw ToolFailure(.ioError, "the recording failed: \(CaptureSetup.describe(error))")
@@ -109,6 +112,17 @@ struct PublishCommand: ParsableCommand {
     }
 
     private func lowered(_ text: String) -> String { text.lowercased() }
+
+    /// Why the stream is not getting through, when it ended disconnected: the server's last answer, and what to do
+    /// about a refusal of the credentials.
+    static func connectionFailure(_ statistics: AVCapturePublishingStatistics) -> String? {
+        guard !statistics.isConnected, let error = statistics.lastError else { return nil }
+        var line = "the last connection to the server failed: \(error)"
+        if error.contains("401") || error.lowercased().contains("unauthorized") {
+            line += "; check the user and password in the URL (rtsp://user:password@host:port/path, rtmp://…)"
+        }
+        return line
+    }
 
     static func statusLine(_ statistics: AVCapturePublishingStatistics, since start: Date) -> String {
         String(

@@ -8,7 +8,8 @@ import Testing
 import TestSupport
 
 /// GStreamer's gst-rtsp-server in record mode (Debian's python3 GI bindings), taking ANNOUNCE/RECORD at /live over
-/// interleaved TCP and writing the H.264 and AAC it is sent into an MPEG-TS file. Arguments: the port, the file.
+/// interleaved TCP and writing the H.264 and AAC it is sent into an MPEG-TS file. Arguments: the port, the file, and
+/// optionally a user and password it then requires (RTSP Digest).
 /// (Not `ffmpeg -rtsp_flags listen`: copying what it receives, ffmpeg 5.1 fails on the packets before the first RTCP
 /// sender report, which carry no timestamp.)
 private let recordServerScript = #"""
@@ -29,12 +30,25 @@ private let recordServerScript = #"""
         "( rtph264depay name=depay0 ! h264parse config-interval=-1 ! "
         "video/x-h264,stream-format=byte-stream,alignment=au ! queue ! mpegtsmux name=mux ! filesink location=%s "
         "rtpmp4gdepay name=depay1 ! aacparse ! queue ! mux. )" % path)
+    if len(sys.argv) > 4:
+        # Digest only: a publisher must answer the challenge with the user and password of its URL.
+        auth = GstRtspServer.RTSPAuth()
+        auth.set_supported_methods(GstRtsp.RTSPAuthMethod.DIGEST)
+        token = GstRtspServer.RTSPToken()
+        token.set_string("media.factory.role", "publisher")
+        auth.add_digest(sys.argv[3], sys.argv[4], token)
+        server.set_auth(auth)
+        permissions = GstRtspServer.RTSPPermissions()
+        permissions.add_permission_for_role("publisher", "media.factory.access", True)
+        permissions.add_permission_for_role("publisher", "media.factory.construct", True)
+        factory.set_permissions(permissions)
     server.get_mount_points().add_factory("/live", factory)
     server.attach(None)
     GLib.MainLoop().run()
     """#
 
-/// gst-rtsp-server in record mode on 127.0.0.1:`port`, writing what it is sent into `file` (MPEG-TS).
+/// gst-rtsp-server in record mode on 127.0.0.1:`port`, writing what it is sent into `file` (MPEG-TS), requiring
+/// `credentials` if given.
 private final class RTSPRecordServer {
     static let python = "/usr/bin/python3"
     /// Whether Debian's python3 has the GI bindings of gst-rtsp-server (gir1.2-gst-rtsp-server-1.0, python3-gi).
@@ -50,12 +64,12 @@ private final class RTSPRecordServer {
     let file: URL
     private let process = Process()
 
-    init(port: Int, file: URL) throws {
+    init(port: Int, file: URL, credentials: (user: String, password: String)? = nil) throws {
         (self.port, self.file) = (port, file)
         let script = file.deletingLastPathComponent().appendingPathComponent("rtsp-record-server.py")
         try recordServerScript.write(to: script, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: Self.python)
-        process.arguments = [script.path, String(port), file.path]
+        process.arguments = [script.path, String(port), file.path] + (credentials.map { [$0.user, $0.password] } ?? [])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -140,5 +154,32 @@ struct RTSPPublishingTests {
         }
         let frames = try decodedFrameIndices(directory.appendingPathComponent("local.mov"))
         #expect(frames.count >= 60 && indexSteps(frames).isEmpty, "the local movie lost frames: \(indexSteps(frames))")
+    }
+
+    @Test("publish rtsp://user:password@… to a server requiring Digest: refused with a wrong password, and says why")
+    func publishWithCredentials() throws {
+        guard MediaTool.available(for: "RTSPPublishingTests"), RTSPRecordServer.isInstalled else { return }
+        let directory = try scratchURL("rtsp-auth-\(UUID().uuidString)", suite: "rtsp-publishing-tests")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let port = freeLoopbackPort()
+        let server = try RTSPRecordServer(
+            port: port, file: directory.appendingPathComponent("received.ts"), credentials: ("camera", "s3cret"))
+        let refused = try RunningTool(
+            ["publish", "rtsp://camera:wrong@127.0.0.1:\(port)/live", "--preset", "320x240", "--duration", "2"],
+            in: directory, display: "")
+        #expect(refused.wait() == 0, "\(refused.standardError)")
+        #expect(server.bytes == 0)
+        #expect(
+            refused.standardError.contains("401") && refused.standardError.contains("check the user and password"),
+            "\(refused.standardError)")
+        let accepted = try RunningTool(
+            ["publish", "rtsp://camera:s3cret@127.0.0.1:\(port)/live", "--preset", "320x240", "--duration", "3"],
+            in: directory, display: "")
+        #expect(accepted.wait() == 0, "\(accepted.standardError)")
+        #expect(!accepted.standardError.contains("failed"), "\(accepted.standardError)")
+        #expect(waitUntil(timeout: 10, every: 0.05) { server.bytes > 20_000 }, "nothing arrived")
+        server.kill()
+        let found = try codecs(directory.appendingPathComponent("received.ts"))
+        #expect(found.contains("h264,video") && found.contains("aac,audio"), "\(found)")
     }
 }
