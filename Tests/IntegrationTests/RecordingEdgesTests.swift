@@ -215,7 +215,7 @@ struct RecordingEdgesTests {
         guard MediaTool.available(for: "RecordingEdgesTests.stopInTheMiddle") else { return }
         let source = try await EdgeSource.make("edge-stop", frames: 90)
         // Stepped a frame at a time, each handled before the next: the sound up to the last frame's end comes
-        // before the drain's host-time backstop, however loaded the machine is.
+        // before the picture runs the drain's backstop past the edge, however loaded the machine is.
         let clock = VirtualDeviceClock()
         let recording = try EdgeRecording(source, pcm: true, clock: .manual(clock))
         let url = try scratchURL("edge-stop.mov", suite: "edges-tests")

@@ -172,4 +172,16 @@ struct RecordingTimelineTests {
         timeline.wroteAudio(at: seconds(0.93), duration: seconds(0.01))
         #expect(!timeline.isSoundBehind(edge))
     }
+
+    @Test("a drain whose sound does not come ends when the picture has run the backstop past its edge")
+    func drainBackstop() {
+        var timeline = RecordingTimeline()
+        timeline.begin(at: seconds(0))
+        timeline.wroteVideo(at: seconds(0.9), duration: frame)
+        #expect(!timeline.drainOutwaited(videoAt: seconds(100), backstop: seconds(0.5)), "no drain yet")
+        timeline.drain(until: timeline.videoEdge)
+        // The edge is at 0.9333 s: the backstop falls at 1.4333 s.
+        #expect(!timeline.drainOutwaited(videoAt: seconds(1.4), backstop: seconds(0.5)))
+        #expect(timeline.drainOutwaited(videoAt: timeline.videoEdge + seconds(0.5), backstop: seconds(0.5)))
+    }
 }

@@ -34,8 +34,10 @@ extension MovieRecordingEngine {
             recording.phase = .draining
             recording.timeline.drain(until: drainUntil)
             draining.append(recording)
-            // The sound's own arrival ends the drain (`handleAudio`); this is for sound that does not come.
-            queue.asyncAfter(deadline: .now() + Self.drainBackstop) { [self] in
+            // The sound's own arrival ends the drain (`handleAudio`); the picture running `drainBackstop` past the
+            // edge ends it on the session's clock (`finishOutwaitedDrains`); this is for a session whose devices
+            // all went quiet, where no time comes from them.
+            queue.asyncAfter(deadline: .now() + Self.silentSessionBackstop) { [self] in
                 if recording.phase == .draining { finalize(recording) }
                 output?.setActive(current != nil || previous != nil || !draining.isEmpty)
             }
@@ -44,9 +46,22 @@ extension MovieRecordingEngine {
         }
     }
 
-    /// How long a drain waits, in host time, for sound that does not come at all (a microphone that stalled or went
-    /// away as the recording ended): half a second, more than any microphone's period.
-    static let drainBackstop = 0.5
+    /// How long a drain waits, on the session's clock (the picture's time), for sound that does not come at all (a
+    /// microphone that stalled or went away as the recording ended): half a second, more than any microphone's period.
+    static let drainBackstop = CMTime(value: 1, timescale: 2)
+
+    /// How long a drain waits in host time when no picture comes either: every device of the session went quiet.
+    static let silentSessionBackstop = 5.0
+
+    /// Ends the drains whose sound has not come while the picture ran ``drainBackstop`` past their edge; `time` is a
+    /// video frame's source time.
+    func finishOutwaitedDrains(videoAt time: CMTime) {
+        guard !draining.isEmpty, time.isNumeric else { return }
+        for recording in draining
+        where recording.phase == .draining && recording.timeline.drainOutwaited(videoAt: time, backstop: Self.drainBackstop) {
+            finalize(recording)
+        }
+    }
 
     func finalize(_ recording: Recording) {
         dispatchPrecondition(condition: .onQueue(queue))

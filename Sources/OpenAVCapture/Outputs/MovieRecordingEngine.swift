@@ -137,6 +137,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 sampleAccurateCallbackThread.store(0, ordering: .relaxed)
             }
             if isVideo {
+                finishOutwaitedDrains(videoAt: buffer.presentationTimeStamp)
                 handleVideo(buffer, from: connection)
             } else {
                 handleAudio(buffer, from: connection)
@@ -145,6 +146,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
             output?.videoHandled()
             // An IDR wherever the recording must start decoding: its first frame, a resume, after a frame left out.
             let needsKeyFrame = current.map { $0.phase == .waiting || $0.phase == .resuming || $0.awaitsKeyFrame } ?? false
+            finishOutwaitedDrains(videoAt: picture.presentationTimeStamp)
             for frame in output?.encodeShared(picture, keyFrame: needsKeyFrame) ?? [] {
                 handleVideo(frame, from: connection)
             }

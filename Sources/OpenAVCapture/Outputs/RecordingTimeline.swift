@@ -138,4 +138,10 @@ struct RecordingTimeline: Equatable {
     func drainIsComplete(afterSoundAt time: CMTime, duration: CMTime) -> Bool {
         !(written(time) + duration < drainUntil)
     }
+
+    /// Whether the picture, at source time `time`, has run `backstop` past the drain's edge while the sound did not
+    /// get there: the sound is not coming (the microphone stalled or went away), and the drain ends without it.
+    func drainOutwaited(videoAt time: CMTime, backstop: CMTime) -> Bool {
+        drainUntil.isNumeric && written(time) >= drainUntil + backstop
+    }
 }
