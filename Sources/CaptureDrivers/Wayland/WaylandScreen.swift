@@ -1,6 +1,5 @@
 import Foundation
 import OpenCoreMedia
-import Synchronization
 
 /// One output of a Wayland compositor as a capture device: BGRA frames copied by the compositor into shared memory
 /// through wlr-screencopy at the stream's frame duration, the cursor drawn in by the compositor, unchanged frames
@@ -20,17 +19,11 @@ package final class WaylandScreen: ScreenDevice {
     package let formats: [DeviceFormat]
     package var controls: (any CameraControlling)? { nil }
     package var clock: CMClock { .hostTimeClock }
-    package var isConnected: Bool { state.withLock { $0.isConnected } }
+    package var isConnected: Bool { streaming.isConnected }
     package var isInUseByAnotherApplication: Bool { false }
     package var isAccessible: Bool { true }
 
-    private struct State {
-        var settings: ScreenCaptureSettings
-        var stream: WaylandScreenCaptureStream?
-        var isConnected = true
-    }
-
-    private let state: Mutex<State>
+    private let streaming: ScreenStreaming
 
     package init(displayName: String, monitor: ScreenMonitor, scale: Int32, description: String) {
         self.displayName = displayName
@@ -43,32 +36,24 @@ package final class WaylandScreen: ScreenDevice {
             manufacturer: description.isEmpty ? "Wayland" : description, kind: .external, position: .unspecified,
             media: .video, origin: .real)
         formats = [.video(Screens.format(width: monitor.width, height: monitor.height))]
-        state = Mutex(State(settings: ScreenCaptureSettings(cropWidth: monitor.width, cropHeight: monitor.height)))
+        streaming = ScreenStreaming(settings: ScreenCaptureSettings(cropWidth: monitor.width, cropHeight: monitor.height))
     }
 
     package var settings: ScreenCaptureSettings {
-        get { state.withLock { $0.settings } }
-        set { state.withLock { $0.settings = newValue } }
+        get { streaming.settings }
+        set { streaming.settings = newValue }
     }
 
     package func start(_ configuration: StreamConfiguration, sink: @escaping StreamSink) throws(DeviceFault) {
         let configuration = configurationToStart(configuration, caller: "WaylandScreen")
         guard case .video(let video) = configuration.format else { preconditionFailure("validated above") }
         stop()
-        let stream = try WaylandScreenCaptureStream.start(
+        let wake = try ScreenStreaming.makeWake()
+        let grabber = try WaylandScreenGrabber(
             screen: self, outputWidth: video.width, outputHeight: video.height,
-            frameDuration: configuration.frameDuration, sink: sink)
-        state.withLock { $0.stream = stream }
+            frameDuration: configuration.frameDuration, wakeDescriptor: wake.descriptor)
+        streaming.start(name: "OpenAVCapture.WaylandScreen", wake: wake, grabber: grabber, sink: sink)
     }
 
-    /// The compositor went away or dropped the output: the screen is gone for good.
-    func connectionWasLost() { state.withLock { $0.isConnected = false } }
-
-    package func stop() {
-        let stream = state.withLock { state in
-            defer { state.stream = nil }
-            return state.stream
-        }
-        stream?.stop()
-    }
+    package func stop() { streaming.stop() }
 }

@@ -11,22 +11,7 @@ import OpenCoreMedia
 /// buffer is scaled (nearest-neighbour) into pooled frames.
 ///
 /// Threading: thread-bound: made on the thread that starts the stream, then used only by the capture thread.
-final class WaylandScreenGrabber: @unchecked Sendable {
-    enum Outcome {
-        /// Nothing changed (`removesDuplicateFrames`): no frame.
-        case unchanged
-        case frame(CMSampleBuffer)
-        /// Every buffer is held downstream.
-        case noFreeBuffer(CMTime)
-        /// The compositor did not answer within a second but is still connected (a stalled or very loaded
-        /// compositor): this frame time is skipped, the next asks again.
-        case unanswered(CMTime)
-        /// The compositor went away or refused the copy; the stream ends.
-        case failed(DeviceFault)
-        /// `stop` woke the thread.
-        case stopped
-    }
-
+final class WaylandScreenGrabber: ScreenGrabber, @unchecked Sendable {
     /// wl_shm's ARGB8888 and XRGB8888: little-endian words, so B, G, R, A bytes, which is BGRA.
     private static let bgraFormats: Set<UInt32> = [0, 1]
     /// How long the compositor may take to describe or fill a buffer before the screen counts as gone: a
@@ -45,7 +30,7 @@ final class WaylandScreenGrabber: @unchecked Sendable {
     private let outputWidth: Int
     private let outputHeight: Int
     private let formatDescription: CMFormatDescription
-    private let samples = CMSampleBufferRecycler(capacity: WaylandScreenCaptureStream.bufferCount + 2)
+    private let samples = CMSampleBufferRecycler(capacity: ScreenCaptureThread.bufferCount + 2)
     private let wakeDescriptor: Int32
 
     /// The compositor's description the buffers were made for.
@@ -107,7 +92,7 @@ final class WaylandScreenGrabber: @unchecked Sendable {
     }
 
     /// The frame for the frame time `hostNanoseconds` (its presentation time), or why there is none.
-    func nextFrame(at hostNanoseconds: Int64, settings: ScreenCaptureSettings) -> Outcome {
+    func nextFrame(at hostNanoseconds: Int64, settings: ScreenCaptureSettings) -> ScreenGrabOutcome {
         let time = CMClock.hostTime(nanoseconds: hostNanoseconds)
         let originX = min(max(0, settings.cropX), monitor.width - sourceWidth)
         let originY = min(max(0, settings.cropY), monitor.height - sourceHeight)
@@ -165,7 +150,7 @@ final class WaylandScreenGrabber: @unchecked Sendable {
         } else {
             guard let pool = scaledPool,
                 case .success(let scaled) = pool.pixelBuffer(
-                    allocationThreshold: WaylandScreenCaptureStream.bufferCount)
+                    allocationThreshold: ScreenCaptureThread.bufferCount)
             else { return .noFreeBuffer(time) }
             if inverted { Self.flipRows(target) }
             CVPixelBufferLockBaseAddress(scaled, [])
@@ -190,11 +175,11 @@ final class WaylandScreenGrabber: @unchecked Sendable {
         guard Self.bgraFormats.contains(info.format) else { return false }
         bufferInfo = info
         if Int(info.width) == outputWidth && Int(info.height) == outputHeight {
-            let made = (0..<WaylandScreenCaptureStream.bufferCount).compactMap { _ in
+            let made = (0..<ScreenCaptureThread.bufferCount).compactMap { _ in
                 WaylandSharedBuffer(connection: connection, info: info)
             }
             let wrapped = made.compactMap { try? $0.wrapPixelBuffer() }
-            guard made.count == WaylandScreenCaptureStream.bufferCount, wrapped.count == made.count else {
+            guard made.count == ScreenCaptureThread.bufferCount, wrapped.count == made.count else {
                 return false
             }
             buffers = made
@@ -205,7 +190,7 @@ final class WaylandScreenGrabber: @unchecked Sendable {
             scalingSource = source
             scaledPool = try? CVPixelBufferPool(
                 width: outputWidth, height: outputHeight, pixelFormatType: kCVPixelFormatType_32BGRA,
-                minimumBufferCount: WaylandScreenCaptureStream.bufferCount)
+                minimumBufferCount: ScreenCaptureThread.bufferCount)
             scaleColumns = ScreenPointerOverlay.scaleColumns(sourceWidth: Int(info.width), width: outputWidth)
             guard scaledPool != nil else { return false }
         }

@@ -1,6 +1,5 @@
 import Foundation
 import OpenCoreMedia
-import Synchronization
 
 /// One monitor of an X server as a capture device: BGRA frames grabbed through MIT-SHM at the stream's frame
 /// duration, the cursor composited from XFixes, duplicates skipped with Damage.
@@ -16,17 +15,11 @@ package final class X11Screen: ScreenDevice {
     package let formats: [DeviceFormat]
     package var controls: (any CameraControlling)? { nil }
     package var clock: CMClock { .hostTimeClock }
-    package var isConnected: Bool { state.withLock { $0.isConnected } }
+    package var isConnected: Bool { streaming.isConnected }
     package var isInUseByAnotherApplication: Bool { false }
     package var isAccessible: Bool { true }
 
-    private struct State {
-        var settings: ScreenCaptureSettings
-        var stream: X11ScreenCaptureStream?
-        var isConnected = true
-    }
-
-    private let state: Mutex<State>
+    private let streaming: ScreenStreaming
 
     package init(displayName: String, monitor: ScreenMonitor) {
         self.displayName = displayName
@@ -36,33 +29,29 @@ package final class X11Screen: ScreenDevice {
             localizedName: "Screen \(monitor.name) (\(monitor.width)x\(monitor.height)) on \(displayName)",
             manufacturer: "X11", kind: .external, position: .unspecified, media: .video, origin: .real)
         formats = [.video(Screens.format(width: monitor.width, height: monitor.height))]
-        state = Mutex(State(settings: ScreenCaptureSettings(cropWidth: monitor.width, cropHeight: monitor.height)))
+        streaming = ScreenStreaming(settings: ScreenCaptureSettings(cropWidth: monitor.width, cropHeight: monitor.height))
     }
 
     /// What the next frames capture.
     package var settings: ScreenCaptureSettings {
-        get { state.withLock { $0.settings } }
-        set { state.withLock { $0.settings = newValue } }
+        get { streaming.settings }
+        set { streaming.settings = newValue }
     }
 
     package func start(_ configuration: StreamConfiguration, sink: @escaping StreamSink) throws(DeviceFault) {
         let configuration = configurationToStart(configuration, caller: "X11Screen")
         guard case .video(let video) = configuration.format else { preconditionFailure("validated above") }
         stop()
-        let stream = try X11ScreenCaptureStream.start(
-            screen: self, outputWidth: video.width, outputHeight: video.height,
-            frameDuration: configuration.frameDuration, sink: sink)
-        state.withLock { $0.stream = stream }
-    }
-
-    /// The X server went away: the screen is gone for good (a new server is a new screen).
-    func connectionWasLost() { state.withLock { $0.isConnected = false } }
-
-    package func stop() {
-        let stream = state.withLock { state in
-            defer { state.stream = nil }
-            return state.stream
+        let grabber: X11ScreenGrabber
+        do {
+            grabber = try X11ScreenGrabber(
+                screen: self, outputWidth: video.width, outputHeight: video.height,
+                frameDuration: configuration.frameDuration)
+        } catch let failure {
+            throw failure.fault
         }
-        stream?.stop()
+        streaming.start(name: "OpenAVCapture.X11Screen", wake: try ScreenStreaming.makeWake(), grabber: grabber, sink: sink)
     }
+
+    package func stop() { streaming.stop() }
 }

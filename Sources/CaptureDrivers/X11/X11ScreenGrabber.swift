@@ -7,18 +7,8 @@ import SystemPackage
 /// into, the Damage object that tells it what changed, and the cursor's image.
 ///
 /// Threading: thread-bound: made on the thread that starts the stream, then used only by the capture thread.
-final class X11ScreenGrabber: @unchecked Sendable {
+final class X11ScreenGrabber: ScreenGrabber, @unchecked Sendable {
     /// What one frame time came to.
-    enum Outcome {
-        /// Nothing changed (`removesDuplicateFrames`): no frame.
-        case unchanged
-        case frame(CMSampleBuffer)
-        /// Every segment is held downstream.
-        case noFreeBuffer(CMTime)
-        /// The server went away or refused the grab; the stream ends.
-        case failed(DeviceFault)
-    }
-
     /// A failure to start, as the fault the session reports.
     struct StartFailure: Error {
         var fault: DeviceFault
@@ -35,7 +25,7 @@ final class X11ScreenGrabber: @unchecked Sendable {
     private let outputWidth: Int
     private let outputHeight: Int
     private let formatDescription: CMFormatDescription
-    private let samples = CMSampleBufferRecycler(capacity: X11ScreenCaptureStream.bufferCount + 2)
+    private let samples = CMSampleBufferRecycler(capacity: ScreenCaptureThread.bufferCount + 2)
 
     /// Unscaled: the segments handed out as frames, and which are free.
     private let segments: [X11SharedImage]
@@ -106,10 +96,10 @@ final class X11ScreenGrabber: @unchecked Sendable {
                 recycler = nil
                 scaledPool = try? CVPixelBufferPool(
                     width: Int(outputWidth), height: Int(outputHeight), pixelFormatType: kCVPixelFormatType_32BGRA,
-                    minimumBufferCount: X11ScreenCaptureStream.bufferCount)
+                    minimumBufferCount: ScreenCaptureThread.bufferCount)
                 scaleColumns = ScreenPointerOverlay.scaleColumns(sourceWidth: Int(sourceWidth), width: Int(outputWidth))
             } else {
-                let made = try (0..<X11ScreenCaptureStream.bufferCount).map { _ throws(X11SharedImage.Failure) in
+                let made = try (0..<ScreenCaptureThread.bufferCount).map { _ throws(X11SharedImage.Failure) in
                     try X11SharedImage(connection: connection, width: sourceWidth, height: sourceHeight)
                 }
                 segments = made
@@ -156,6 +146,9 @@ final class X11ScreenGrabber: @unchecked Sendable {
     }
 
     /// Reads every event the server has sent: damage and cursor-shape notifications set flags for the next frame.
+    /// The X connection: Damage and XFixes events are read as they come while the thread waits.
+    var eventDescriptor: Int32? { connection.descriptor }
+
     func readEvents() {
         var event = XEvent()
         while XPending(connection.display) > 0 {
@@ -170,7 +163,7 @@ final class X11ScreenGrabber: @unchecked Sendable {
 
     /// The frame for the frame time `hostNanoseconds` (its presentation time: the pacing's guarantees hold for the
     /// timestamps exactly), or why there is none.
-    func nextFrame(at hostNanoseconds: Int64, settings: ScreenCaptureSettings) -> Outcome {
+    func nextFrame(at hostNanoseconds: Int64, settings: ScreenCaptureSettings) -> ScreenGrabOutcome {
         let originX = monitor.x + min(max(0, settings.cropX), monitor.width - sourceWidth)
         let originY = monitor.y + min(max(0, settings.cropY), monitor.height - sourceHeight)
         let area = (x: Int(originX), y: Int(originY), width: Int(sourceWidth), height: Int(sourceHeight))
@@ -197,7 +190,7 @@ final class X11ScreenGrabber: @unchecked Sendable {
             isFree[index] = false
             image = recycler.handOut(index)
         } else if let source = scalingSource, let pool = scaledPool {
-            guard case .success(let scaled) = pool.pixelBuffer(allocationThreshold: X11ScreenCaptureStream.bufferCount)
+            guard case .success(let scaled) = pool.pixelBuffer(allocationThreshold: ScreenCaptureThread.bufferCount)
             else { return .noFreeBuffer(time) }
             guard source.grab(connection: connection, x: originX, y: originY) else { return .failed(grabFailure()) }
             draw(
