@@ -225,21 +225,14 @@ struct RecordingDebrisTests {
     }
 }
 
-/// The avcapture binary beside the test bundle (`swift build --build-tests` builds both), if it is there.
-private let limitsToolPath: String? = {
-    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    let candidate = executable.deletingLastPathComponent().appendingPathComponent("avcapture").path
-    return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
-}()
-
 @Suite(
     "avcapture record within limits and without debris", .serialized,
-    .enabled(if: limitsToolPath != nil, "the avcapture binary is not built beside the tests"))
+    .enabled(if: toolPath != nil, "the avcapture binary is not built beside the tests"))
 struct RecordingLimitsToolTests {
     private func avcapture(_ arguments: [String]) throws -> ToolResult {
         var environment = ProcessInfo.processInfo.environment
         environment["OPENAV_DEVICES"] = "virtual"
-        return try ToolResult.run(executable: limitsToolPath!, arguments, environment: environment)
+        return try ToolResult.run(executable: toolPath!, arguments, environment: environment)
     }
 
     @Test("--max-size 300000 on a file source: exit 0, stopped at the limit, the movie within it and near it")

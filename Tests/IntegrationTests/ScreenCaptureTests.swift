@@ -392,17 +392,10 @@ struct ScreenCaptureTests {
     }
 }
 
-/// The built avcapture binary, beside the test bundle (`swift build --build-tests` builds both).
-private let screenToolPath: String? = {
-    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    let candidate = executable.deletingLastPathComponent().appendingPathComponent("avcapture").path
-    return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
-}()
-
 @Suite(
     "avcapture --screen on Xvfb", .serialized,
     .enabled(
-        if: screenToolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
+        if: toolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
 struct ScreenCaptureToolTests {
     /// Runs avcapture with the real devices (screens are real) on the test's server, no microphone needed.
     private func avcapture(_ arguments: [String], server: XvfbServer) throws -> ToolResult {
@@ -410,7 +403,7 @@ struct ScreenCaptureToolTests {
         environment["OPENAV_DEVICES"] = "all"
         environment["DISPLAY"] = server.displayName
         environment["WAYLAND_DISPLAY"] = nil  // Wayland's outputs would be chosen over the X server's.
-        return try ToolResult.run(executable: screenToolPath!, arguments, environment: environment)
+        return try ToolResult.run(executable: toolPath!, arguments, environment: environment)
     }
 
     @Test("devices lists the screen; record --screen --crop --fps writes a movie of the crop at that rate")

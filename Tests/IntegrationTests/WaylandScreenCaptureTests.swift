@@ -64,6 +64,15 @@ private final class WaylandFrameCollector: NSObject, AVCaptureVideoDataOutputSam
     }
 }
 
+/// The last frame of an 80x80 crop across the test picture's four quadrants shows their colours at its corners,
+/// exactly (BGRA, no encoding between).
+private func expectQuadrants(_ collector: WaylandFrameCollector, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(collector.lastRGB(5, 5).map { $0 == (255, 0, 0) } == true, sourceLocation: sourceLocation)
+    #expect(collector.lastRGB(74, 5).map { $0 == (0, 255, 0) } == true, sourceLocation: sourceLocation)
+    #expect(collector.lastRGB(5, 74).map { $0 == (0, 0, 255) } == true, sourceLocation: sourceLocation)
+    #expect(collector.lastRGB(74, 74).map { $0 == (255, 255, 0) } == true, sourceLocation: sourceLocation)
+}
+
 @Suite("AVCaptureScreenInput on a headless sway (wlr-screencopy)", .serialized)
 struct WaylandScreenCaptureTests {
     @Test("The compositor's output is the display; crops and scales size the format")
@@ -95,10 +104,7 @@ struct WaylandScreenCaptureTests {
         defer { session.stopRunning() }
         try #require(collector.waitFor(3), "no frames from the compositor")
         // The crop's corners lie in the four quadrants: exactly the picture's colours (BGRA, no encoding between).
-        #expect(collector.lastRGB(5, 5)! == (255, 0, 0))
-        #expect(collector.lastRGB(74, 5)! == (0, 255, 0))
-        #expect(collector.lastRGB(5, 74)! == (0, 0, 255))
-        #expect(collector.lastRGB(74, 74)! == (255, 255, 0))
+        expectQuadrants(collector)
         // A moved origin shows in a later frame without a restart: the window's inside, white (right of the
         // clock's text, which fills its left 150 pixels).
         input.cropRect = CGRect(x: 240, y: 120, width: 80, height: 80)
@@ -122,10 +128,7 @@ struct WaylandScreenCaptureTests {
         session.startRunning()
         defer { session.stopRunning() }
         try #require(collector.waitFor(3), "no frames from the compositor")
-        #expect(collector.lastRGB(5, 5)! == (255, 0, 0))
-        #expect(collector.lastRGB(74, 5)! == (0, 255, 0))
-        #expect(collector.lastRGB(5, 74)! == (0, 0, 255))
-        #expect(collector.lastRGB(74, 74)! == (255, 255, 0))
+        expectQuadrants(collector)
         // The window, at (100, 100) in layout units, covers pixels 200 to 600 across: a crop there is white
         // (right of the clock's text).
         input.cropRect = CGRect(x: 480, y: 260, width: 80, height: 80)
@@ -291,17 +294,10 @@ private func waylandDataSession(
     return session
 }
 
-/// The built avcapture binary, beside the test bundle (`swift build --build-tests` builds both).
-private let waylandToolPath: String? = {
-    let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    let candidate = executable.deletingLastPathComponent().appendingPathComponent("avcapture").path
-    return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : nil
-}()
-
 @Suite(
     "avcapture --screen on a headless sway", .serialized,
     .enabled(
-        if: waylandToolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
+        if: toolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
 struct WaylandScreenCaptureToolTests {
     @Test("devices lists the output under Screens; record --screen --crop records it")
     func recordScreen() throws {
@@ -313,14 +309,14 @@ struct WaylandScreenCaptureToolTests {
         environment["WAYLAND_DISPLAY"] = wayland.displayPath
         // An X server named beside the compositor is not used: Wayland's outputs are what the user sees.
         environment["DISPLAY"] = ":4242"
-        let devices = try ToolResult.run(executable: waylandToolPath!, ["devices"], environment: environment)
+        let devices = try ToolResult.run(executable: toolPath!, ["devices"], environment: environment)
         #expect(devices.status == 0, "\(devices.error)")
         #expect(devices.outputText.contains("Screens (record --screen N):"))
         #expect(devices.outputText.contains("HEADLESS-1  1280x720 at +0+0"), "\(devices.outputText)")
 
         let url = try scratchURL("wayland-tool.mov", suite: "wayland-screen")
         let result = try ToolResult.run(
-            executable: waylandToolPath!,
+            executable: toolPath!,
             ["record", url.path, "--screen", "--audio", "none", "--crop", "640,0,320,240", "--duration", "1"],
             environment: environment)
         try #require(result.status == 0, "avcapture failed: \(result.error)")
