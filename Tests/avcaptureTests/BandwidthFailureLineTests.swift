@@ -31,7 +31,10 @@ struct BandwidthFailureLineTests {
         } catch let failure as ToolFailure {
             #expect(failure.status == .unavailable)
             let line = failure.message
-            #expect(line.hasPrefix("capture did not start: \(camera.device.localizedName) cannot stream"))
+            #expect(
+                line.hasPrefix(
+                    "capture did not start: \(camera.device.localizedName) cannot stream this format: not enough USB "
+                        + "bandwidth. USB bus 3 (USB 2.0 high speed, 480 Mb/s) has too little"), "\(line)")
             for expected in [
                 "USB bus 3 (USB 2.0 high speed, 480 Mb/s)", "Stereo Camera Right (/dev/video2, /dev/video3, port 3-4)",
                 "MJPEG instead of YUYV", "lsusb -t",
