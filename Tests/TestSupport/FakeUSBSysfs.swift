@@ -3,6 +3,8 @@ import Foundation
 /// A UVC webcam as its USB descriptors describe it, for a fake sysfs tree: the alternate settings of its video
 /// streaming interface, and a microphone's isochronous endpoint beside it (as most webcams have) that bandwidth
 /// reading must leave alone.
+///
+/// Value type; safe to use from any thread.
 public struct FakeUVCCamera: Sendable {
     /// One alternate setting's endpoint: high speed's `wMaxPacketSize` word (bits 11–12: extra transactions), or a
     /// SuperSpeed endpoint's packet size with its companion's burst, mult and bytes per interval.
