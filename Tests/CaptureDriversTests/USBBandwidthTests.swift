@@ -72,6 +72,29 @@ import Testing
         #expect(topology.videoNodes(onBus: 2, speed: .superSpeed).map(\.node) == ["video4", "video5"])
     }
 
+    /// Discovery reads the USB attachment of each node it opens: the camera on the hub has its bus, the node with
+    /// no USB device has none.
+    @Test func discoveryAttachesEachCameraToItsBus() throws {
+        let sysfs = try FakeUSBSysfs()
+        try sysfs.plug(.c920(), port: "1-1.2", speed: "480", nodes: ["video0"])
+        let kernel = SimulatedV4L2Kernel(path: "/dev/video0", formats: Self.webcamFormats)
+        let driver = V4L2CameraDriver(
+            system: kernel.system, sysfsRoot: sysfs.videoNodeRoot, deviceRoot: "/dev",
+            registry: DeviceRegistry(drivers: [], selection: .all))
+        let camera = try #require(driver.discoverDevices().first as? V4L2Camera)
+        #expect(camera.usb?.bus == 1 && camera.usb?.port == "1-1.2" && camera.usb?.alternates.count == 11)
+        let demand = camera.hardwareDemand(for: try configuration(camera, 640, 480, Self.yuyv))
+        #expect(demand.usb?.alternate?.alternate == 10)
+
+        let platform = try FakeUSBSysfs()
+        try platform.addPlatformNode("video0", card: "vivid")
+        let vivid = V4L2CameraDriver(
+            system: kernel.system, sysfsRoot: platform.videoNodeRoot, deviceRoot: "/dev",
+            registry: DeviceRegistry(drivers: [], selection: .all))
+        let onNoBus = try #require(vivid.discoverDevices().first as? V4L2Camera)
+        #expect(onNoBus.usb == nil)
+    }
+
     @Test func speedsFromSysfs() {
         #expect(USBSpeed(sysfs: "480\n") == .high)
         #expect(USBSpeed(sysfs: "12") == .full)
