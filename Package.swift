@@ -203,15 +203,17 @@ let package = Package(
         .testTarget(
             name: "OpenAVCaptureTestingTests", dependencies: ["OpenAVCaptureTesting"], swiftSettings: strictSwift),
         /// avcapture's option values, option groups and device names, parsed in process (`@testable import
-        /// avcapture`); IntegrationTests runs the built binary end to end.
-        .testTarget(name: "avcaptureTests", dependencies: ["avcapture"], swiftSettings: strictSwift),
+        /// avcapture`), and its one-line failures from simulated cameras (TestSupport); IntegrationTests runs the
+        /// built binary end to end.
+        .testTarget(name: "avcaptureTests", dependencies: ["avcapture", "TestSupport"], swiftSettings: strictSwift),
 
         // MARK: Integration tests: the outside tools (ffprobe, ffmpeg, gst-discoverer, mediainfo, exiftool, the
         // built avcapture binary) read what the public API wrote.
 
         /// What several test targets share: the outside tools run and parsed, sessions on the virtual devices.
         .target(
-            name: "TestSupport", dependencies: ["CX11", "OpenAVCapture", "OpenAVCaptureTesting"], path: "Tests/TestSupport",
+            name: "TestSupport", dependencies: ["CX11", "CaptureDrivers", "OpenAVCapture", "OpenAVCaptureTesting"],
+            path: "Tests/TestSupport",
             swiftSettings: strictSwift),
 
         // MARK: Apple compatibility: capture code in Apple's spelling, in the style of open-source camera apps, that

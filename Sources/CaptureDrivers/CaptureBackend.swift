@@ -107,6 +107,9 @@ package protocol CaptureBackend: AnyObject, Sendable {
     /// The raw device this is (`v4l2:/dev/video0`, `alsa:card:1`), which a PipeWire node may stand for; nil for
     /// devices that are no raw device.
     var rawDeviceKey: String? { get }
+    /// What streaming `configuration` needs of the machine: its pixel rate and encoding, and of its USB bus where
+    /// the device is on one (`CaptureHardwareCost` sums these over a session's cameras).
+    func hardwareDemand(for configuration: StreamConfiguration) -> HardwareDemand
     /// Whether the device can stream `configuration`, and what it would stream instead.
     func validate(_ configuration: StreamConfiguration) -> ConfigurationValidity
     /// Opens the device and starts streaming to `sink`. Throws the fault that prevents it (busy, gone).
@@ -121,6 +124,12 @@ extension CaptureBackend {
 
     /// None: devices that are not a kernel node of their own.
     package var rawDeviceKey: String? { nil }
+
+    /// The pixel rate and encoding alone: devices that are on no bus we can measure (virtual cameras, movie files,
+    /// screens, PipeWire nodes) know nothing more.
+    package func hardwareDemand(for configuration: StreamConfiguration) -> HardwareDemand {
+        HardwareDemand(pixelRateOf: configuration)
+    }
 
     /// A camera's `validate`: invalid for a format the camera lacks; adjusted to the nearest allowed duration when
     /// the frame duration is out of the format's ranges (or not a number); valid otherwise.

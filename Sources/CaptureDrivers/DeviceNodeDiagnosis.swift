@@ -7,19 +7,25 @@ import Foundation
 #endif
 
 /// Explains why a device node cannot be used, in words that say what to do: which process holds it (EBUSY), which
-/// group to join (EACCES), why a USB camera refused a format (ENOSPC). Every device driver with a `/dev` node
-/// shares it.
+/// group to join (EACCES), why a USB camera refused a format and which cameras share its bus (ENOSPC). Every device
+/// driver with a `/dev` node shares it.
 ///
-/// Value type; safe to use from any thread. Reads `/proc` and the node's metadata; no device calls.
+/// Value type; safe to use from any thread. Reads `/proc`, sysfs and the node's metadata; no device calls.
 package struct DeviceNodeDiagnosis: Sendable {
     /// Where processes are listed: `/proc`, or a test's stand-in.
     package var processRoot: String
     /// This process, left out of "who holds it".
     package var ownProcessID: Int32
+    /// Where V4L2 nodes are listed: `/sys/class/video4linux`, or a test's stand-in (for who shares a USB bus).
+    package var videoNodeRoot: String
 
-    package init(processRoot: String = "/proc", ownProcessID: Int32 = getpid()) {
+    package init(
+        processRoot: String = "/proc", ownProcessID: Int32 = getpid(),
+        videoNodeRoot: String = "/sys/class/video4linux"
+    ) {
         self.processRoot = processRoot
         self.ownProcessID = ownProcessID
+        self.videoNodeRoot = videoNodeRoot
     }
 
     /// A process that has a device node open.
@@ -90,11 +96,29 @@ package struct DeviceNodeDiagnosis: Sendable {
             + "then log in again."
     }
 
-    /// What to do when a USB camera refused to stream a format (ENOSPC on STREAMON).
-    package func bandwidthAdvice(for path: String, format: String) -> String {
-        "The USB bus has too little bandwidth left for \(format) from \(path) (ENOSPC on STREAMON): choose a "
-            + "compressed format (MJPEG) or a smaller size or frame rate, or plug the camera into another USB "
-            + "controller, away from other cameras."
+    /// What to do when a USB camera refused to stream a format (ENOSPC on STREAMON). With the camera's bus
+    /// demand (`demand`), the advice names the bus, what the format reserves of it, and the other cameras on it
+    /// with their nodes and the processes streaming from them (`USBBusSharing`).
+    package func bandwidthAdvice(
+        for path: String, format: String, isCompressed: Bool = false, demand: USBBusDemand? = nil
+    ) -> String {
+        let raw = format.split(separator: " ").first.map(String.init) ?? "raw video"
+        let remedy =
+            isCompressed
+            ? "choose a smaller size or a lower frame rate"
+            : "choose MJPEG instead of \(raw), or a smaller size or a lower frame rate"
+        guard let demand else {
+            return "The USB bus has too little bandwidth left for \(format) from \(path) (ENOSPC on STREAMON): "
+                + "\(remedy), or plug the camera into another USB controller, away from other cameras."
+        }
+        let sharing = USBBusSharing(
+            bus: demand.bus, ownPort: demand.port, topology: USBTopology(videoNodeRoot: videoNodeRoot),
+            diagnosis: self)
+        return "\(demand.bus) has too little periodic bandwidth left for \(format) from \(path) at port "
+            + "\(demand.port) (ENOSPC on STREAMON): \(USBBusSharing.reservation(of: demand)). \(sharing.summary) "
+            + "To fix it: \(remedy)\(sharing.others.isEmpty ? "" : " on one of the cameras"), or plug "
+            + "\(sharing.others.isEmpty ? "the camera" : "one of them") into a port on another bus (`lsusb -t` shows "
+            + "which ports share a bus)."
     }
 
     private func groupName(_ gid: gid_t) -> String? {

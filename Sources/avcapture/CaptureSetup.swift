@@ -179,11 +179,14 @@ struct CaptureSetup {
         }
     }
 
+    /// An error's description and, where it has one, its recovery suggestion, as one line: "X cannot stream this
+    /// format: not enough USB bandwidth. USB bus 1 … To fix it: …".
     static func describe(_ error: any Error) -> String {
         let info = (error as NSError).userInfo
         let description = info[NSLocalizedDescriptionKey] as? String ?? "\(error)"
-        if let suggestion = info[NSLocalizedRecoverySuggestionErrorKey] as? String { return description + " " + suggestion }
-        return description
+        guard let suggestion = info[NSLocalizedRecoverySuggestionErrorKey] as? String else { return description }
+        let ended = description.last.map { ".!?:;".contains($0) } ?? true
+        return description + (ended ? " " : ". ") + suggestion
     }
 
     /// "Virtual Back Camera 1920x1080 @ 30 fps (nv12)" for status lines: the camera's pixel format or codec last,

@@ -140,6 +140,7 @@ struct V4L2HotPlugKernelTests {
         #expect((denied as NSError).localizedRecoverySuggestion == "join `video`")
 
         let bandwidth = DeviceFault.explained(.io(.noSpace), advice: "choose MJPEG").avError(for: device)
+        #expect(bandwidth.code == .sessionHardwareCostOverage)
         #expect((bandwidth as NSError).localizedDescription.contains("USB bandwidth"))
         #expect((bandwidth as NSError).localizedRecoverySuggestion == "choose MJPEG")
 

@@ -30,6 +30,9 @@ package final class V4L2Camera: CaptureBackend {
     /// The node's queue frames come from: single-planar, or multi-planar (most SoC and ISP drivers).
     package let bufferType: V4L2BufferType
     package let cameraControls: V4L2CameraControls
+    /// Where the camera sits on USB (bus, port, speed, streaming alternate settings); nil for a node that is no
+    /// USB device's.
+    package let usb: USBAttachment?
     private let system: SystemCalls
     private let diagnosis: DeviceNodeDiagnosis
     private let registry: DeviceRegistry?
@@ -46,9 +49,11 @@ package final class V4L2Camera: CaptureBackend {
     /// A camera for `path`, described by `description` (what discovery read from the node).
     package init(
         path: String, description: V4L2DeviceDescription, system: SystemCalls,
-        diagnosis: DeviceNodeDiagnosis = DeviceNodeDiagnosis(), registry: DeviceRegistry? = nil
+        diagnosis: DeviceNodeDiagnosis = DeviceNodeDiagnosis(), registry: DeviceRegistry? = nil,
+        usb: USBAttachment? = nil
     ) {
         self.path = path
+        self.usb = usb
         self.bufferType = description.bufferType
         self.identity = description.identity
         self.system = system
@@ -109,7 +114,7 @@ package final class V4L2Camera: CaptureBackend {
                 frameDuration: configuration.frameDuration, sink: sink,
                 onFault: { [weak self] fault in self?.streamDidFault(fault) })
         } catch {
-            let fault = explain(error, format: "\(pixelFormat) \(video.width)x\(video.height)")
+            let fault = explain(error, configuration: configuration)
             let busyChanged = state.withLock { state in
                 defer { state.isBusy = fault.kind == .busy }
                 return state.isBusy != (fault.kind == .busy)
@@ -177,14 +182,21 @@ package final class V4L2Camera: CaptureBackend {
     // MARK: Errors that say what to do
 
     /// A start failure as a fault with advice.
-    func explain(_ failure: V4L2StartFailure, format: String) -> DeviceFault {
+    func explain(_ failure: V4L2StartFailure, configuration: StreamConfiguration) -> DeviceFault {
+        guard let index = formats.firstIndex(of: configuration.format), case .video(let video) = configuration.format
+        else { preconditionFailure("a camera streams its own video formats") }
+        let pixelFormat = pixelFormats[index]
+        let format = "\(pixelFormat) \(video.width)x\(video.height) at \(Self.rateText(configuration)) fps"
         switch failure.errno {
         case .resourceBusy:
             return .explained(.busy, advice: diagnosis.busyAdvice(for: path))
         case .permissionDenied, .notPermitted:
             return .explained(.io(.permissionDenied), advice: diagnosis.accessAdvice(for: path))
         case .noSpace where failure.step == .streamOn:
-            return .explained(.io(.noSpace), advice: diagnosis.bandwidthAdvice(for: path, format: format))
+            let advice = diagnosis.bandwidthAdvice(
+                for: path, format: format, isCompressed: pixelFormat.isCompressed,
+                demand: hardwareDemand(for: configuration).usb)
+            return .explained(.io(.noSpace), advice: advice)
         case .noSuchFileOrDirectory, .operationNotSupportedByDevice, .noSuchAddressOrDevice, .ioError:
             return .disconnected
         default:
@@ -192,6 +204,16 @@ package final class V4L2Camera: CaptureBackend {
                 .io(failure.errno),
                 advice: "\(failure.step.rawValue) on \(path) failed with \(failure.errno); `dmesg` may say why.")
         }
+    }
+}
+
+extension V4L2Camera {
+    /// "30" or "7.5": a frame rate as people write it.
+    fileprivate static func rateText(_ configuration: StreamConfiguration) -> String {
+        let rate = 1 / configuration.frameDuration.seconds
+        guard rate.isFinite else { return "?" }
+        let rounded = (rate * 100).rounded() / 100
+        return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
     }
 }
 

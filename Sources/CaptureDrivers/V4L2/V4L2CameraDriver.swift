@@ -160,7 +160,7 @@ package final class V4L2CameraDriver: CaptureDriver {
             return .camera(
                 V4L2Camera(
                     path: location.path, description: description, system: system, diagnosis: diagnosis,
-                    registry: registry))
+                    registry: registry, usb: USBTopology(videoNodeRoot: sysfsRoot).attachment(ofVideoNode: name)))
         } catch .permissionDenied {
             return .inaccessible(
                 InaccessibleDevice(path: location.path, media: .video, advice: diagnosis.accessAdvice(for: location.path)))

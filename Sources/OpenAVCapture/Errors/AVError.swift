@@ -64,6 +64,10 @@ public struct AVError: CustomNSError, Hashable, @unchecked Sendable {
         case unsupportedOutputSettings = -11861
         case operationNotAllowed = -11862
         case formatUnsupported = -11864
+        /// The cameras' formats need more than the hardware has: a multi-camera session's `hardwareCost` over 1.0,
+        /// or a USB bus that refused a camera's stream (`ENOSPC` at stream-on), with the bus and what to do in the
+        /// recovery suggestion.
+        case sessionHardwareCostOverage = -11872
     }
 
     /// The code.
@@ -107,6 +111,7 @@ public struct AVError: CustomNSError, Hashable, @unchecked Sendable {
     public static var mediaServicesWereReset: Code { .mediaServicesWereReset }
     public static var fileAlreadyExists: Code { .fileAlreadyExists }
     public static var applicationIsNotAuthorizedToUseDevice: Code { .applicationIsNotAuthorizedToUseDevice }
+    public static var sessionHardwareCostOverage: Code { .sessionHardwareCostOverage }
 
     /// `AVErrorRecordingSuccessfullyFinishedKey`, when present.
     public var isRecordingSuccessfullyFinished: Bool? { userInfo[AVErrorRecordingSuccessfullyFinishedKey] as? Bool }

@@ -127,8 +127,9 @@ extension DeviceFault {
                 suggestion: advice ?? "Add the user to the group that owns the device node (usually `video`).",
                 extra: extra)
         case .io(.noSpace):
+            // Apple's code for cameras that need more than the hardware has; the driver's advice names the bus.
             return AVError(
-                .unknown, "\(name) cannot stream this format: not enough USB bandwidth",
+                .sessionHardwareCostOverage, "\(name) cannot stream this format: not enough USB bandwidth",
                 suggestion: advice
                     ?? "Choose a compressed (MJPEG) or smaller format, or move the camera to another USB controller.",
                 extra: extra)
