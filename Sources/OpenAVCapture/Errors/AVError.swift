@@ -64,6 +64,8 @@ public struct AVError: CustomNSError, Hashable, @unchecked Sendable {
         case unsupportedOutputSettings = -11861
         case operationNotAllowed = -11862
         case formatUnsupported = -11864
+        case incorrectlyConfigured = -11875
+        case segmentStartedWithNonSyncSample = -11876
     }
 
     /// The code.
@@ -107,6 +109,8 @@ public struct AVError: CustomNSError, Hashable, @unchecked Sendable {
     public static var mediaServicesWereReset: Code { .mediaServicesWereReset }
     public static var fileAlreadyExists: Code { .fileAlreadyExists }
     public static var applicationIsNotAuthorizedToUseDevice: Code { .applicationIsNotAuthorizedToUseDevice }
+    public static var incorrectlyConfigured: Code { .incorrectlyConfigured }
+    public static var segmentStartedWithNonSyncSample: Code { .segmentStartedWithNonSyncSample }
 
     /// `AVErrorRecordingSuccessfullyFinishedKey`, when present.
     public var isRecordingSuccessfullyFinished: Bool? { userInfo[AVErrorRecordingSuccessfullyFinishedKey] as? Bool }

@@ -79,6 +79,8 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     public static let availableFileTypes: [AVFileType] = [.mov, .mp4, .m4v, .m4a, .wav, .aiff, .aifc, .caf]
 
     let muxerFileType: Muxer.FileType
+    /// The segment output's settings and delegate (``init(contentType:)``); nil for a writer of a file.
+    let segmentWriting: SegmentWriting?
     /// Where encoding and muxing happen.
     let queue: DispatchQueue
     private let state = Mutex<State>(State())
@@ -167,6 +169,30 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
         self.storedOutputURL = outputURL
         self.storedOutputFileType = outputFileType
         self.muxerFileType = fileType
+        self.segmentWriting = nil
+        let queue = DispatchQueue(label: "OpenAVCapture.AVAssetWriter")
+        self.queue = queue
+        self.pipeline = QueueBound(nil, on: queue)
+        super.init()
+    }
+
+    /// A writer that writes no file but hands fragmented MPEG-4 segments to its ``delegate``: an initialization
+    /// segment (`ftyp`+`moov`), then media segments (`moof`+`mdat`) each about ``preferredOutputSegmentInterval``
+    /// long, each beginning with a video key frame (see ``AVAssetWriterDelegate``).
+    ///
+    /// `outputContentType` is the container, such as `UTType(AVFileType.mp4.rawValue)!`. Traps when it is not one of
+    /// ``AVFileType``'s types, as Apple's raises for a type AVMediaFormat.h does not declare; a declared type other
+    /// than MPEG-4 makes ``startWriting()`` fail. ``outputURL`` is `about:blank` (there is no file).
+    public init(contentType outputContentType: UTType) {
+        let fileType = AVFileType(outputContentType.identifier)
+        guard let muxerFileType = Self.muxerFileType(fileType) else {
+            preconditionFailure(
+                "AVAssetWriter(contentType:): \(outputContentType.identifier) is not a container AVFileType declares")
+        }
+        self.storedOutputURL = URL(string: "about:blank")!
+        self.storedOutputFileType = fileType
+        self.muxerFileType = muxerFileType
+        self.segmentWriting = SegmentWriting()
         let queue = DispatchQueue(label: "OpenAVCapture.AVAssetWriter")
         self.queue = queue
         self.pipeline = QueueBound(nil, on: queue)
@@ -341,11 +367,18 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
         }
         let path = outputURL.path
         let fileType = muxerFileType
+        let segments: UncheckedSendable<SegmentOutput?>
+        do throws(AVError) {
+            segments = UncheckedSendable(try makeSegmentOutput())
+        } catch {
+            fail(error)
+            return false
+        }
         let failure: MediaCodecsError? = queue.sync {
             do throws(MediaCodecsError) {
                 pipeline.value = try WriterPipeline(
                     path: path, fileType: fileType, options: options, tracks: tracks, displaySizes: displaySizes,
-                    encodedBytes: encodedBytes, limits: sizeLimits)
+                    encodedBytes: encodedBytes, limits: sizeLimits, segments: segments.value)
                 try pipeline.value?.setTrackTags(trackTags)
                 pipeline.value?.setScalingModes(scalingModes)
                 return nil
@@ -358,7 +391,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
             return false
         }
         let old = state.withLock { state in
-            state.ownsFile = true
+            state.ownsFile = segmentWriting == nil
             defer { state.status = .writing }
             return state.status
         }
@@ -530,6 +563,10 @@ extension AVError {
             self.init(
                 .fileAlreadyExists, "A file already exists at \(path).", suggestion: "Remove it or choose another URL.",
                 extra: underlying)
+        case .segmentStartedWithNonSyncSample:
+            self.init(
+                .segmentStartedWithNonSyncSample, "A segment would start with a video frame that is not a key frame.",
+                suggestion: "Call flushSegment() just before appending a key frame.", extra: underlying)
         case .unsupportedConfiguration:
             self.init(
                 .unsupportedOutputSettings, "The output settings cannot be written: \(failure.description)",
