@@ -300,6 +300,10 @@ package final class Muxer {
         if let segmentOutput {
             context.pointee.pb = try segmentOutput.makeIOContext()
             context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+            // Segments keep the samples' own times: without an edit list (empty_moov) libavformat would shift the
+            // first to 0 (make_zero); only a negative time shifts them now, and frag_discont makes the first
+            // fragment's tfdt the first packet's time rather than 0.
+            context.pointee.avoid_negative_ts = AVFMT_AVOID_NEG_TS_MAKE_NON_NEGATIVE
         } else {
             let opened = avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE)
             guard opened >= 0 else { throw .ffmpegIO(opened, while: "\(operation) (avio_open)") }

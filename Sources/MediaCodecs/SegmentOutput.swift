@@ -9,8 +9,9 @@ import OpenCoreMedia
 /// writes strictly forward) whose write callback appends to memory, and a delivery closure that receives each
 /// segment once the muxer has ended it (`av_write_frame(ctx, NULL)` with `frag_custom`, then `avio_flush`).
 ///
-/// The muxer writes the header with `movflags=frag_custom+empty_moov+default_base_moof+skip_trailer` (and `+cmaf`
-/// for ``Profile/cmaf``): `ftyp`+`moov` is the initialization segment; each fragment is `moof`+`mdat`, so a segment's
+/// The muxer writes the header with `movflags=frag_custom+empty_moov+default_base_moof+skip_trailer+frag_discont`
+/// (and `+cmaf` for ``Profile/cmaf``; `frag_discont` and `avoid_negative_ts=make_non_negative` keep the samples'
+/// own times in the `tfdt` boxes, where libavformat would start them at 0): `ftyp`+`moov` is the initialization segment; each fragment is `moof`+`mdat`, so a segment's
 /// offsets (`default_base_moof`) count from its own first byte. Segments are cut at the first video key frame at or
 /// after the next boundary `initialStart + k × interval` (any packet of an audio-only output), or only on
 /// ``Muxer/cutSegment()`` when ``interval`` is nil.
@@ -88,7 +89,8 @@ package final class SegmentOutput {
 
     /// The `movflags` a segmenting muxer writes with.
     var movieFlags: [String] {
-        ["frag_custom", "empty_moov", "default_base_moof", "skip_trailer"] + (profile == .cmaf ? ["cmaf"] : [])
+        ["frag_custom", "empty_moov", "default_base_moof", "skip_trailer", "frag_discont"]
+            + (profile == .cmaf ? ["cmaf"] : [])
     }
 
     /// Makes the AVIO context the muxer writes into (`avio_alloc_context`, 64 KiB buffer).
