@@ -40,33 +40,6 @@ import Synchronization
 /// ``cancelWriting()`` and ``startWriting()`` would deadlock; they trap there instead). The completion handler of
 /// ``finishWriting(completionHandler:)`` runs on the writer's queue.
 open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
-    /// Where the writer is in its life cycle; Apple's raw values.
-    ///
-    /// Threading: a value; `Sendable`.
-    public enum Status: Int, Sendable, CustomStringConvertible {
-        /// Not started: inputs may still be added.
-        case unknown = 0
-        /// ``AVAssetWriter/startWriting()`` succeeded; samples may be appended.
-        case writing = 1
-        /// The file was finished.
-        case completed = 2
-        /// Writing failed; ``AVAssetWriter/error`` says why.
-        case failed = 3
-        /// ``AVAssetWriter/cancelWriting()`` was called.
-        case cancelled = 4
-
-        /// The status's name, as in messages.
-        public var description: String {
-            switch self {
-            case .unknown: "unknown"
-            case .writing: "writing"
-            case .completed: "completed"
-            case .failed: "failed"
-            case .cancelled: "cancelled"
-            }
-        }
-    }
-
     /// The writer's key-value observers (``status``, ``error``).
     public let keyValueObservers = KeyValueObserverRegistry()
     /// The file written.
@@ -543,67 +516,5 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
         keyValueObservers.notifyChange(\AVAssetWriter.error, of: self, from: old.error, to: error)
         keyValueObservers.notifyChange(\AVAssetWriter.status, of: self, from: old.status, to: .failed)
         for input in inputs { input.updateReadiness() }
-    }
-}
-
-extension AVError {
-    /// The AVFoundation error for a codec or file failure while writing `path`.
-    init(_ failure: MediaCodecsError, writing path: String) {
-        let underlying: [String: Any] = [
-            NSUnderlyingErrorKey: NSError(
-                domain: "OpenAVCapture.MediaCodecs", code: Int(failure.ffmpegCode ?? -1),
-                userInfo: [NSLocalizedDescriptionKey: failure.description])
-        ]
-        switch failure.kind {
-        case .diskFull:
-            self.init(
-                .diskFull, "The disk is full: \(failure.description)", suggestion: "Free some space and record again.",
-                extra: underlying)
-        case .fileAlreadyExists:
-            self.init(
-                .fileAlreadyExists, "A file already exists at \(path).", suggestion: "Remove it or choose another URL.",
-                extra: underlying)
-        case .segmentStartedWithNonSyncSample:
-            self.init(
-                .segmentStartedWithNonSyncSample, "A segment would start with a video frame that is not a key frame.",
-                suggestion: "Call flushSegment() just before appending a key frame.", extra: underlying)
-        case .unsupportedConfiguration:
-            self.init(
-                .unsupportedOutputSettings, "The output settings cannot be written: \(failure.description)",
-                suggestion: "Check the codec, the size and the file type.", extra: underlying)
-        default:
-            self.init(.unknown, "Writing \(path) failed: \(failure.description)", extra: underlying)
-        }
-    }
-}
-
-/// A value that only one dispatch queue may touch: every access checks that it runs there.
-///
-/// Threading: `@unchecked Sendable`; the queue serializes every access (checked with `dispatchPrecondition`).
-final class QueueBound<Value>: @unchecked Sendable {
-    private var stored: Value
-    let queue: DispatchQueue
-
-    init(_ value: Value, on queue: DispatchQueue) {
-        self.stored = value
-        self.queue = queue
-    }
-
-    /// The value; only on ``queue``.
-    var value: Value {
-        get {
-            dispatchPrecondition(condition: .onQueue(queue))
-            return stored
-        }
-        set {
-            dispatchPrecondition(condition: .onQueue(queue))
-            stored = newValue
-        }
-    }
-
-    /// Runs `body` with the value; only on ``queue``.
-    func with<Result>(_ body: (inout Value) -> Result) -> Result {
-        dispatchPrecondition(condition: .onQueue(queue))
-        return body(&stored)
     }
 }
