@@ -34,7 +34,9 @@ public enum AVAssetSegmentType: Int, Sendable {
 /// Both methods are optional, as Apple's: the default of the one with a report calls the one without, so a delegate
 /// implements whichever it needs, and when it implements both only the one with the report is called.
 ///
-/// Threading: called on the writer's serial queue, one segment at a time, in order; `Sendable`, as Apple's.
+/// Threading: called on the writer's serial queue, one segment at a time, in order; `Sendable`, as Apple's. The
+/// writer's ``AVAssetWriter/cancelWriting()`` and ``AVAssetWriter/startWriting()`` wait for that queue, so they trap
+/// when called from these methods, as from a status observer (the writer's other members may be called).
 public protocol AVAssetWriterDelegate: NSObjectProtocol, Sendable {
     /// The writer output `segmentData`, with a report of its tracks (nil for the initialization segment).
     func assetWriter(
