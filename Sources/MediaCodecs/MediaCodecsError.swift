@@ -37,6 +37,9 @@ package struct MediaCodecsError: Error, Hashable, Sendable, CustomStringConverti
         case diskFull
         /// The output file exists and the caller did not ask to overwrite it (`EEXIST`).
         case fileAlreadyExists
+        /// A fragmented MPEG-4 segment would begin with a video sample that is not a key frame (a segment was ended
+        /// on request just before one).
+        case segmentStartedWithNonSyncSample
     }
 
     /// The kind of failure.

@@ -69,6 +69,10 @@ import Synchronization
 /// directory before the rename and the directory after it. A file deleted while written (its directory removed)
 /// is noticed at the next cut and at the finish, and reported; nothing is written anywhere else.
 ///
+/// Segments (``init(segmentsTo:fileType:metadata:)``): no file; the header and each fragment go to a ``SegmentOutput`` in
+/// memory as an initialization segment and media segments, with source times, cut at key frames past each segment
+/// boundary or on ``cutSegment()``.
+///
 /// Without a fragment interval, movies are written conventionally, directly to `path` (`faststart` when
 /// ``Options/fastStart``). WAVE, AIFF and CAF are always written directly.
 ///
@@ -133,93 +137,6 @@ package final class Muxer {
         package var isMovie: Bool { [.mov, .mp4, .m4v, .m4a].contains(self) }
     }
 
-    /// How the file is written.
-    ///
-    /// Threading: a value; `Sendable`.
-    package struct Options: Sendable {
-        /// The longest time between movie fragments (crash safety; Apple's `movieFragmentInterval`): a fragment is
-        /// cut at the first key frame after it, or earlier when ``maximumFragmentBytes`` is reached; `nil` for a
-        /// conventional movie written directly. Ignored for WAVE, AIFF and CAF.
-        package var fragmentInterval: CMTime?
-        /// The media bytes (all streams) after which a fragment is cut at the next video key frame even before
-        /// ``fragmentInterval`` has passed, so the memory libavformat holds for a fragment stays bounded at any
-        /// bit rate (see ``Muxer``). Default ``defaultMaximumFragmentBytes``.
-        package var maximumFragmentBytes: Int
-        /// Whether a conventional movie written directly gets its `moov` first (`movflags=faststart`). A
-        /// fragmented movie always ends as a fast-start movie.
-        package var fastStart: Bool
-        /// Format-level metadata, in order (see ``Muxer``).
-        package var metadata: [(key: String, value: String)]
-        /// Whether an existing file at the path may be replaced.
-        package var overwrite: Bool
-        /// The free bytes the volume must keep after ``Muxer/finish()`` rewrote a fragmented movie as a
-        /// conventional one: when the rewrite's copy would leave less (by ``Muxer/finishedSizeBound``), the
-        /// fragmented movie is kept as it is, complete, and the rewrite is not attempted. Default 0: it only has
-        /// to fit.
-        package var minimumFreeBytesAfterRewrite: Int64 = 0
-
-        /// 4 MiB: about 3.4 s of 1080p30 at 10 Mb/s, so with one key frame interval on top a fragment holds at most
-        /// about 5.5 MB there (measured: 5 MB, four one-second GOPs; under 9 MB of libavformat's buffers, which grow
-        /// by 1.5×), a small share of a recording's 100 MB memory budget. Large enough that fragment headers (a few
-        /// kilobytes) stay negligible, and that up to about 3.4 Mb/s (640x480 at 1.5 Mb/s, for one) the 10 s
-        /// interval alone decides, as before.
-        package static let defaultMaximumFragmentBytes = 4 << 20
-
-        /// Fragments every 10 s (Apple's default `movieFragmentInterval`) or every 4 MiB, fast start, no metadata,
-        /// no overwrite.
-        package init(
-            fragmentInterval: CMTime? = CMTime(value: 10, timescale: 1),
-            maximumFragmentBytes: Int = Options.defaultMaximumFragmentBytes, fastStart: Bool = true,
-            metadata: [(key: String, value: String)] = [], overwrite: Bool = false
-        ) {
-            self.fragmentInterval = fragmentInterval
-            self.maximumFragmentBytes = maximumFragmentBytes
-            self.fastStart = fastStart
-            self.metadata = metadata
-            self.overwrite = overwrite
-        }
-    }
-
-    /// A track's display transform, Apple's `CGAffineTransform` layout: a point (x, y) maps to
-    /// (a·x + c·y + tx, b·x + d·y + ty).
-    ///
-    /// Threading: a value; `Sendable`.
-    package struct TrackTransform: Hashable, Sendable {
-        package var a, b, c, d, tx, ty: Double
-
-        package init(a: Double, b: Double, c: Double, d: Double, tx: Double, ty: Double) {
-            (self.a, self.b, self.c, self.d, self.tx, self.ty) = (a, b, c, d, tx, ty)
-        }
-
-        /// No transform.
-        package static let identity = TrackTransform(a: 1, b: 0, c: 0, d: 1, tx: 0, ty: 0)
-
-        /// `CGAffineTransform(rotationAngle:)` of `degrees` (clockwise on screen, Apple's convention), with sines
-        /// and cosines of multiples of 90° exact.
-        package static func rotation(degrees: Double) -> TrackTransform {
-            let radians = degrees * .pi / 180
-            func exact(_ value: Double) -> Double { abs(value) < 1e-12 ? 0 : value }
-            let cosine = exact(cos(radians))
-            let sine = exact(sin(radians))
-            return TrackTransform(a: cosine, b: sine, c: -sine, d: cosine, tx: 0, ty: 0)
-        }
-
-        /// The clockwise rotation in degrees (−180…180] the transform applies.
-        package var rotationDegrees: Double { atan2(b, a) * 180 / .pi }
-
-        /// The transform as FFmpeg's display matrix (the `tkhd` matrix: 16.16 fixed point, the last column 2.30).
-        var displayMatrix: [Int32] {
-            func fixed(_ value: Double) -> Int32 { Int32(clamping: Int64((value * 65536).rounded())) }
-            return [fixed(a), fixed(b), 0, fixed(c), fixed(d), 0, fixed(tx), fixed(ty), 1 << 30]
-        }
-
-        /// The transform a display matrix holds.
-        init(displayMatrix matrix: UnsafeBufferPointer<Int32>) {
-            func real(_ index: Int) -> Double { Double(matrix[index]) / 65536 }
-            self.init(a: real(0), b: real(1), c: real(3), d: real(4), tx: real(6), ty: real(7))
-        }
-    }
-
     /// Where the file is.
     package let path: String
     /// The container.
@@ -227,7 +144,10 @@ package final class Muxer {
     /// How it is written.
     package let options: Options
     /// Whether the file is written fragmented (a movie with a fragment interval).
-    package var isFragmented: Bool { fileType.isMovie && options.fragmentInterval != nil }
+    package var isFragmented: Bool { fileType.isMovie && (options.fragmentInterval != nil || segmentOutput != nil) }
+    /// Where the fragments go when they are delivered as segments rather than written to ``path`` (see
+    /// ``init(segmentsTo:fileType:metadata:)``).
+    let segmentOutput: SegmentOutput?
     /// How long the last clean finish spent remuxing the fragmented file into a conventional one.
     package private(set) var lastRemuxDuration: Duration?
     /// Media bytes written so far (all streams).
@@ -289,6 +209,7 @@ package final class Muxer {
         self.path = path
         self.fileType = fileType
         self.options = options
+        self.segmentOutput = nil
         if let interval = options.fragmentInterval, !(interval.isNumeric && interval > .zero) {
             throw MediaCodecsError(
                 .unsupportedConfiguration, while: operation, message: "the fragment interval must be positive")
@@ -315,7 +236,34 @@ package final class Muxer {
         }
     }
 
+    /// A muxer whose header and fragments go to `output` as segments, in memory, rather than into a file: no path is
+    /// claimed, nothing is synced or rewritten (see ``SegmentOutput``). MPEG-4 only.
+    ///
+    /// - Throws: ``MediaCodecsError/Kind/unsupportedConfiguration`` for another container,
+    ///   ``MediaCodecsError/Kind/ffmpeg`` when the context cannot be allocated.
+    package init(
+        segmentsTo output: SegmentOutput, fileType: FileType = .mp4, metadata: [(key: String, value: String)] = []
+    ) throws(MediaCodecsError) {
+        FFmpegLogging.configured
+        self.path = "the segment output"
+        self.fileType = fileType
+        self.options = Options(fragmentInterval: nil, maximumFragmentBytes: .max, fastStart: false, metadata: metadata)
+        self.segmentOutput = output
+        guard fileType == .mp4 else {
+            throw MediaCodecsError(
+                .unsupportedConfiguration, while: "making a segment output",
+                message: "segments are fragmented MPEG-4, not \(fileType.rawValue)")
+        }
+        packet = av_packet_alloc()
+        let status = avformat_alloc_output_context2(&context, nil, fileType.formatName, nil)
+        guard status >= 0, context != nil, packet != nil else {
+            throw .ffmpeg(status < 0 ? status : CFFmpeg_AVERROR(ENOMEM), while: "making a segment output (allocating)")
+        }
+    }
+
     deinit {
+        // The segment output owns its AVIO context; libavformat must not close it as a file.
+        if segmentOutput != nil { context?.pointee.pb = nil }
         if let context {
             // Not finished: close the file as it stands, as a crash would.
             if context.pointee.pb != nil, context.pointee.oformat.pointee.flags & AVFMT_NOFILE == 0 {
@@ -349,8 +297,17 @@ package final class Muxer {
         sizeBound.setMetadata(options.metadata, fragmented: isFragmented)
         var dictionary = headerOptions()
         defer { av_dict_free(&dictionary) }
-        let opened = avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE)
-        guard opened >= 0 else { throw .ffmpegIO(opened, while: "\(operation) (avio_open)") }
+        if let segmentOutput {
+            context.pointee.pb = try segmentOutput.makeIOContext()
+            context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+            // Segments keep the samples' own times: without an edit list (empty_moov) libavformat would shift the
+            // first to 0 (make_zero); only a negative time shifts them now, and frag_discont makes the first
+            // fragment's tfdt the first packet's time rather than 0.
+            context.pointee.avoid_negative_ts = AVFMT_AVOID_NEG_TS_MAKE_NON_NEGATIVE
+        } else {
+            let opened = avio_open(&context.pointee.pb, path, AVIO_FLAG_WRITE)
+            guard opened >= 0 else { throw .ffmpegIO(opened, while: "\(operation) (avio_open)") }
+        }
         let status = avformat_write_header(context, &dictionary)
         guard status >= 0 else { throw .ffmpegIO(status, while: operation) }
         if av_dict_count(dictionary) > 0 {
@@ -358,8 +315,13 @@ package final class Muxer {
             throw MediaCodecsError(
                 .unsupportedConfiguration, while: operation, message: "libavformat did not use \(unused)")
         }
-        self.sessionStart = sessionStart
+        // Segments carry source times, as Apple's segment writer's do; a file starts at the session's start.
+        self.sessionStart = segmentOutput == nil ? sessionStart : .zero
         state = .writing
+        if let segmentOutput {
+            wroteMovieHeader = true
+            segmentOutput.deliverInitialization()
+        }
     }
 
     /// The options for `avformat_write_header`.
@@ -368,7 +330,9 @@ package final class Muxer {
         guard fileType.isMovie else { return nil }
         var flags: [String] = []
         if fileType == .mov { flags.append("use_metadata_tags") }
-        if options.fragmentInterval != nil {
+        if let segmentOutput {
+            flags += segmentOutput.movieFlags
+        } else if options.fragmentInterval != nil {
             // frag_custom: libavformat cuts no fragment itself; write(_:stream:) cuts them (see Muxer).
             flags += ["frag_custom", "empty_moov", "delay_moov", "default_base_moof"]
             setOption(&dictionary, "flush_packets", "1")
@@ -407,6 +371,9 @@ package final class Muxer {
             throw MediaCodecsError(.formatMismatch, while: operation, message: "the packet has no numeric time")
         }
         if isFragmented { try cutFragmentIfDue(before: encoded, stream: stream, at: decodeTime - sessionStart) }
+        try segmentOutput?.note(
+            stream: stream, isVideo: videoStreams.contains(stream), time: encoded.presentationTime - sessionStart,
+            duration: encoded.duration, isKeyFrame: encoded.isKeyFrame)
         try loadPacket(packet, from: encoded.data, while: "\(operation) (av_new_packet)")
         packet.pointee.pts = pts
         packet.pointee.dts = dts
@@ -428,17 +395,29 @@ package final class Muxer {
     private func cutFragmentIfDue(
         before encoded: EncodedPacket, stream: Int, at time: CMTime
     ) throws(MediaCodecsError) {
-        guard let interval = options.fragmentInterval, let context else { return }
+        guard let context else { return }
         guard hasVideo ? videoStreams.contains(stream) && encoded.isKeyFrame : true else { return }
         guard fragmentStart.isNumeric else {
             fragmentStart = time
             return
         }
-        guard fragmentBytes > 0, streamsWritten.count == Int(context.pointee.nb_streams),
-            time - fragmentStart >= interval || fragmentBytes >= options.maximumFragmentBytes
-        else { return }
+        if let segmentOutput {
+            guard fragmentBytes > 0, segmentOutput.boundaryPassed(at: time, segmentStart: fragmentStart) else { return }
+        } else {
+            guard let interval = options.fragmentInterval, fragmentBytes > 0,
+                streamsWritten.count == Int(context.pointee.nb_streams),
+                time - fragmentStart >= interval || fragmentBytes >= options.maximumFragmentBytes
+            else { return }
+        }
+        try cutFragment(startingNextAt: time)
+    }
+
+    /// Ends the fragment being filled (drains the interleaving queue, `av_write_frame(ctx, NULL)`): flushed to the
+    /// file and synced, or delivered as a segment. `time` is where the next fragment begins (invalid: unknown yet).
+    func cutFragment(startingNextAt time: CMTime) throws(MediaCodecsError) {
+        guard let context else { return }
         let operation = "cutting a movie fragment of \(path)"
-        StorageSeam.fragmentWillBeWritten?(path)
+        if segmentOutput == nil { StorageSeam.fragmentWillBeWritten?(path) }
         // Every packet given so far goes into this fragment: the interleaving queue is drained first.
         let drained = av_interleaved_write_frame(context, nil)
         guard drained >= 0 else { throw .ffmpegIO(drained, while: operation) }
@@ -451,6 +430,10 @@ package final class Muxer {
         fragmentStart = time
         fragmentBytes = 0
         sizeBound.fragmentWasCut()
+        if let segmentOutput {
+            segmentOutput.deliverSegment()
+            return
+        }
         // flush_packets has handed the fragment to the kernel; the offset is where a crash-cut file ends cleanly.
         avio_flush(context.pointee.pb)
         // libavformat's fragment flush does not return the I/O error (ENOSPC among them); avio keeps it.
@@ -498,6 +481,14 @@ package final class Muxer {
             throw MediaCodecsError(.invalidState, while: operation, message: "the file was never started")
         }
         state = .finished
+        if let segmentOutput {
+            // The last segment, then the trailer (skip_trailer: no `mfra`, so nothing should follow).
+            if fragmentBytes > 0 { try cutFragment(startingNextAt: .invalid) }
+            let trailer = av_write_trailer(context)
+            guard trailer >= 0 else { throw .ffmpegIO(trailer, while: "\(operation) (av_write_trailer)") }
+            segmentOutput.deliverSegment()
+            return
+        }
         let trailer = av_write_trailer(context)
         let closed = avio_closep(&context.pointee.pb)
         guard trailer >= 0 else { throw .ffmpegIO(trailer, while: "\(operation) (av_write_trailer)") }
@@ -521,6 +512,13 @@ package final class Muxer {
         if !displaySizes.isEmpty { try TrackHeaderDisplaySize.set(displaySizes, inMovieAt: path) }
     }
 
+    /// Ends the segment being filled now, when it holds media (`AVAssetWriter.flushSegment()`); the next video
+    /// packet written must then be a key frame (``MediaCodecsError/Kind/segmentStartedWithNonSyncSample``).
+    package func cutSegment() throws(MediaCodecsError) {
+        guard segmentOutput != nil, state == .writing, fragmentBytes > 0 else { return }
+        try cutFragment(startingNextAt: .invalid)
+    }
+
     /// What ``abandon()`` left at ``path``.
     package enum AbandonedFile: Equatable, Sendable {
         /// Nothing playable had reached the disk: the file was removed.
@@ -540,6 +538,11 @@ package final class Muxer {
     package func abandon() -> AbandonedFile {
         if let abandoned { return abandoned }
         state = .finished
+        if segmentOutput != nil {
+            // Segments already delivered stand; nothing is on disk.
+            abandoned = .removed
+            return .removed
+        }
         if let context, context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
         if fileDescriptor >= 0 {
             close(fileDescriptor)

@@ -68,6 +68,8 @@ public struct AVError: CustomNSError, Hashable, @unchecked Sendable {
         /// or a USB bus that refused a camera's stream (`ENOSPC` at stream-on), with the bus and what to do in the
         /// recovery suggestion.
         case sessionHardwareCostOverage = -11872
+        case incorrectlyConfigured = -11875
+        case segmentStartedWithNonSyncSample = -11876
     }
 
     /// The code.
@@ -112,6 +114,8 @@ public struct AVError: CustomNSError, Hashable, @unchecked Sendable {
     public static var fileAlreadyExists: Code { .fileAlreadyExists }
     public static var applicationIsNotAuthorizedToUseDevice: Code { .applicationIsNotAuthorizedToUseDevice }
     public static var sessionHardwareCostOverage: Code { .sessionHardwareCostOverage }
+    public static var incorrectlyConfigured: Code { .incorrectlyConfigured }
+    public static var segmentStartedWithNonSyncSample: Code { .segmentStartedWithNonSyncSample }
 
     /// `AVErrorRecordingSuccessfullyFinishedKey`, when present.
     public var isRecordingSuccessfullyFinished: Bool? { userInfo[AVErrorRecordingSuccessfullyFinishedKey] as? Bool }

@@ -40,33 +40,6 @@ import Synchronization
 /// ``cancelWriting()`` and ``startWriting()`` would deadlock; they trap there instead). The completion handler of
 /// ``finishWriting(completionHandler:)`` runs on the writer's queue.
 open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
-    /// Where the writer is in its life cycle; Apple's raw values.
-    ///
-    /// Threading: a value; `Sendable`.
-    public enum Status: Int, Sendable, CustomStringConvertible {
-        /// Not started: inputs may still be added.
-        case unknown = 0
-        /// ``AVAssetWriter/startWriting()`` succeeded; samples may be appended.
-        case writing = 1
-        /// The file was finished.
-        case completed = 2
-        /// Writing failed; ``AVAssetWriter/error`` says why.
-        case failed = 3
-        /// ``AVAssetWriter/cancelWriting()`` was called.
-        case cancelled = 4
-
-        /// The status's name, as in messages.
-        public var description: String {
-            switch self {
-            case .unknown: "unknown"
-            case .writing: "writing"
-            case .completed: "completed"
-            case .failed: "failed"
-            case .cancelled: "cancelled"
-            }
-        }
-    }
-
     /// The writer's key-value observers (``status``, ``error``).
     public let keyValueObservers = KeyValueObserverRegistry()
     /// The file written.
@@ -79,6 +52,8 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
     public static let availableFileTypes: [AVFileType] = [.mov, .mp4, .m4v, .m4a, .wav, .aiff, .aifc, .caf]
 
     let muxerFileType: Muxer.FileType
+    /// The segment output's settings and delegate (``init(contentType:)``); nil for a writer of a file.
+    let segmentWriting: SegmentWriting?
     /// Where encoding and muxing happen.
     let queue: DispatchQueue
     private let state = Mutex<State>(State())
@@ -167,6 +142,30 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
         self.storedOutputURL = outputURL
         self.storedOutputFileType = outputFileType
         self.muxerFileType = fileType
+        self.segmentWriting = nil
+        let queue = DispatchQueue(label: "OpenAVCapture.AVAssetWriter")
+        self.queue = queue
+        self.pipeline = QueueBound(nil, on: queue)
+        super.init()
+    }
+
+    /// A writer that writes no file but hands fragmented MPEG-4 segments to its ``delegate``: an initialization
+    /// segment (`ftyp`+`moov`), then media segments (`moof`+`mdat`) each about ``preferredOutputSegmentInterval``
+    /// long, each beginning with a video key frame (see ``AVAssetWriterDelegate``).
+    ///
+    /// `outputContentType` is the container, such as `UTType(AVFileType.mp4.rawValue)!`. Traps when it is not one of
+    /// ``AVFileType``'s types, as Apple's raises for a type AVMediaFormat.h does not declare; a declared type other
+    /// than MPEG-4 makes ``startWriting()`` fail. ``outputURL`` is `about:blank` (there is no file).
+    public init(contentType outputContentType: UTType) {
+        let fileType = AVFileType(outputContentType.identifier)
+        guard let muxerFileType = Self.muxerFileType(fileType) else {
+            preconditionFailure(
+                "AVAssetWriter(contentType:): \(outputContentType.identifier) is not a container AVFileType declares")
+        }
+        self.storedOutputURL = URL(string: "about:blank")!
+        self.storedOutputFileType = fileType
+        self.muxerFileType = muxerFileType
+        self.segmentWriting = SegmentWriting()
         let queue = DispatchQueue(label: "OpenAVCapture.AVAssetWriter")
         self.queue = queue
         self.pipeline = QueueBound(nil, on: queue)
@@ -341,11 +340,18 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
         }
         let path = outputURL.path
         let fileType = muxerFileType
+        let segments: UncheckedSendable<SegmentOutput?>
+        do throws(AVError) {
+            segments = UncheckedSendable(try makeSegmentOutput())
+        } catch {
+            fail(error)
+            return false
+        }
         let failure: MediaCodecsError? = queue.sync {
             do throws(MediaCodecsError) {
                 pipeline.value = try WriterPipeline(
                     path: path, fileType: fileType, options: options, tracks: tracks, displaySizes: displaySizes,
-                    encodedBytes: encodedBytes, limits: sizeLimits)
+                    encodedBytes: encodedBytes, limits: sizeLimits, segments: segments.value)
                 try pipeline.value?.setTrackTags(trackTags)
                 pipeline.value?.setScalingModes(scalingModes)
                 return nil
@@ -358,7 +364,7 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
             return false
         }
         let old = state.withLock { state in
-            state.ownsFile = true
+            state.ownsFile = segmentWriting == nil
             defer { state.status = .writing }
             return state.status
         }
@@ -510,63 +516,5 @@ open class AVAssetWriter: NSObject, KeyValueObservable, @unchecked Sendable {
         keyValueObservers.notifyChange(\AVAssetWriter.error, of: self, from: old.error, to: error)
         keyValueObservers.notifyChange(\AVAssetWriter.status, of: self, from: old.status, to: .failed)
         for input in inputs { input.updateReadiness() }
-    }
-}
-
-extension AVError {
-    /// The AVFoundation error for a codec or file failure while writing `path`.
-    init(_ failure: MediaCodecsError, writing path: String) {
-        let underlying: [String: Any] = [
-            NSUnderlyingErrorKey: NSError(
-                domain: "OpenAVCapture.MediaCodecs", code: Int(failure.ffmpegCode ?? -1),
-                userInfo: [NSLocalizedDescriptionKey: failure.description])
-        ]
-        switch failure.kind {
-        case .diskFull:
-            self.init(
-                .diskFull, "The disk is full: \(failure.description)", suggestion: "Free some space and record again.",
-                extra: underlying)
-        case .fileAlreadyExists:
-            self.init(
-                .fileAlreadyExists, "A file already exists at \(path).", suggestion: "Remove it or choose another URL.",
-                extra: underlying)
-        case .unsupportedConfiguration:
-            self.init(
-                .unsupportedOutputSettings, "The output settings cannot be written: \(failure.description)",
-                suggestion: "Check the codec, the size and the file type.", extra: underlying)
-        default:
-            self.init(.unknown, "Writing \(path) failed: \(failure.description)", extra: underlying)
-        }
-    }
-}
-
-/// A value that only one dispatch queue may touch: every access checks that it runs there.
-///
-/// Threading: `@unchecked Sendable`; the queue serializes every access (checked with `dispatchPrecondition`).
-final class QueueBound<Value>: @unchecked Sendable {
-    private var stored: Value
-    let queue: DispatchQueue
-
-    init(_ value: Value, on queue: DispatchQueue) {
-        self.stored = value
-        self.queue = queue
-    }
-
-    /// The value; only on ``queue``.
-    var value: Value {
-        get {
-            dispatchPrecondition(condition: .onQueue(queue))
-            return stored
-        }
-        set {
-            dispatchPrecondition(condition: .onQueue(queue))
-            stored = newValue
-        }
-    }
-
-    /// Runs `body` with the value; only on ``queue``.
-    func with<Result>(_ body: (inout Value) -> Result) -> Result {
-        dispatchPrecondition(condition: .onQueue(queue))
-        return body(&stored)
     }
 }

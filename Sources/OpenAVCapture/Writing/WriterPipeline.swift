@@ -67,7 +67,7 @@ final class WriterPipeline {
     init(
         path: String, fileType: Muxer.FileType, options: Muxer.Options,
         tracks settings: [(WriterTrackSettings, OSType, Muxer.TrackTransform)], displaySizes: [Int: CGSize] = [:],
-        encodedBytes: EncodedByteCounter, limits: FileSizeLimits
+        encodedBytes: EncodedByteCounter, limits: FileSizeLimits, segments: SegmentOutput? = nil
     ) throws(MediaCodecsError) {
         self.encodedBytes = encodedBytes
         self.limits = limits
@@ -83,7 +83,12 @@ final class WriterPipeline {
                 encoders.append((nil, nil))
             }
         }
-        let muxer = try Muxer(path: path, fileType: fileType, options: options)
+        let muxer: Muxer
+        if let segments {
+            muxer = try Muxer(segmentsTo: segments, fileType: fileType, metadata: options.metadata)
+        } else {
+            muxer = try Muxer(path: path, fileType: fileType, options: options)
+        }
         var tracks: [Track] = []
         do throws(MediaCodecsError) {
             for (index, (video, audio)) in encoders.enumerated() {
@@ -108,7 +113,7 @@ final class WriterPipeline {
             }
         } catch {
             // The muxer made the file; nothing was written to it.
-            WriterStorage.removeFile(path)
+            if segments == nil { WriterStorage.removeFile(path) }
             throw error
         }
         self.muxer = muxer
