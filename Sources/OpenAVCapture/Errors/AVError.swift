@@ -64,6 +64,7 @@ public struct AVError: CustomNSError, Hashable, @unchecked Sendable {
         case unsupportedOutputSettings = -11861
         case operationNotAllowed = -11862
         case formatUnsupported = -11864
+        case sessionHardwareCostOverage = -11872
     }
 
     /// The code.
@@ -107,6 +108,7 @@ public struct AVError: CustomNSError, Hashable, @unchecked Sendable {
     public static var mediaServicesWereReset: Code { .mediaServicesWereReset }
     public static var fileAlreadyExists: Code { .fileAlreadyExists }
     public static var applicationIsNotAuthorizedToUseDevice: Code { .applicationIsNotAuthorizedToUseDevice }
+    public static var sessionHardwareCostOverage: Code { .sessionHardwareCostOverage }
 
     /// `AVErrorRecordingSuccessfullyFinishedKey`, when present.
     public var isRecordingSuccessfullyFinished: Bool? { userInfo[AVErrorRecordingSuccessfullyFinishedKey] as? Bool }

@@ -30,6 +30,13 @@ open class AVCaptureInput: NSObject, @unchecked Sendable {
     /// Sets the ports once, during a subclass's initialization.
     package func setPorts(_ ports: [Port]) { portList = ports }
 
+    /// Ports the input has beyond `ports`, found only by asking for them (a microphone's front and back ports:
+    /// `AVCaptureDeviceInput.ports(for:sourceDeviceType:sourceDevicePosition:)`). Empty unless a subclass has some.
+    package var hiddenPorts: [Port] { [] }
+
+    /// `ports` and `hiddenPorts`: every port the session gives a format and may route.
+    package var allPorts: [Port] { ports + hiddenPorts }
+
     /// Posted when a port's format description changes (the device's active format changed).
     public static let portFormatDescriptionDidChangeNotification = NSNotification.Name(
         "AVCaptureInputPortFormatDescriptionDidChangeNotification")
@@ -45,12 +52,23 @@ open class AVCaptureInput: NSObject, @unchecked Sendable {
         /// The clock the port's sample buffers are stamped on: the host clock for every device here
         /// (`CMSyncConvertTime` to the session's `synchronizationClock` is then the identity).
         public let clock: CMClock?
+        /// The type of the device the port's media comes from: the input's device's `deviceType`; nil for an input
+        /// without a device (a screen's).
+        public let sourceDeviceType: AVCaptureDevice.DeviceType?
+        /// The position of the device the port's media comes from: the device's own for the ports in `ports`; a
+        /// microphone's hidden front and back ports say `.front` and `.back`.
+        public let sourceDevicePosition: AVCaptureDevice.Position
         private let state: Mutex<(enabled: Bool, format: CMFormatDescription?)>
 
-        package init(input: AVCaptureInput, mediaType: AVMediaType, clock: CMClock?, format: CMFormatDescription?) {
+        package init(
+            input: AVCaptureInput, mediaType: AVMediaType, clock: CMClock?, format: CMFormatDescription?,
+            sourceDeviceType: AVCaptureDevice.DeviceType? = nil, sourceDevicePosition: AVCaptureDevice.Position = .unspecified
+        ) {
             self.input = input
             self.mediaType = mediaType
             self.clock = clock
+            self.sourceDeviceType = sourceDeviceType
+            self.sourceDevicePosition = sourceDevicePosition
             self.state = Mutex((true, format))
         }
 
