@@ -45,7 +45,10 @@ struct MultiCamMovieRig {
 
     var devices: [AVCaptureDevice] { cameras + [VirtualDevices.microphone] }
 
-    func startRecording() {
+    /// Starts every recording once the cameras' first frames (delivered as they start) are handed over, so each
+    /// file starts with the frame of the clock's next step, the same moment for every camera.
+    func startRecording(on clock: VirtualDeviceClock) {
+        #expect(clock.advance(by: .zero, step: CMTime(value: 1, timescale: 30), settling: outputs))
         for (output, (url, delegate)) in zip(outputs, zip(urls, delegates)) {
             output.startRecording(to: url, recordingDelegate: delegate)
         }
@@ -66,7 +69,7 @@ struct MultiCamRecordingTests {
             defer { rig.session.stopRunning() }
             #expect(rig.session.isRunning && rig.session.hardwareCost <= 1)
             // Asked for before the clock moves: each file starts with the same moment's frame.
-            rig.startRecording()
+            rig.startRecording(on: clock)
             #expect(clock.advance(by: CMTime(value: 2, timescale: 1), step: frameTime, settling: rig.outputs))
             rig.outputs.forEach { $0.stopRecording() }
             #expect(rig.delegates.allSatisfy { $0.waitForFinish() })
@@ -99,7 +102,7 @@ struct MultiCamRecordingTests {
         try withManualClock(rig.devices) { clock in
             rig.session.startRunning()
             defer { rig.session.stopRunning() }
-            rig.startRecording()
+            rig.startRecording(on: clock)
             #expect(clock.advance(by: CMTime(value: 1, timescale: 1), step: frameTime, settling: rig.outputs))
             webcam.unplug()
             #expect(rig.delegates[2].waitForFinish(), "the webcam's recording ends")
@@ -165,7 +168,7 @@ struct MultiCamRecordingTests {
         try withManualClock(rig.devices) { clock in
             rig.session.startRunning()
             defer { rig.session.stopRunning() }
-            rig.startRecording()
+            rig.startRecording(on: clock)
             #expect(clock.advance(by: CMTime(value: 1, timescale: 2), step: frameTime, settling: rig.outputs))
             rig.session.beginConfiguration()
             bigger = try [

@@ -127,17 +127,17 @@ import TestSupport
         let session = AVCaptureMultiCamSession()
         #expect(session.hardwareCost == 0 && session.systemPressureCost == 0)
         session.beginConfiguration()
-        let output = AVCaptureVideoDataOutput()
+        // Each camera into a data output of its own (a camera without a connection does not stream, costs nothing);
+        // the webcam's frames are watched.
         let frames = RecordingDelegate()
-        output.setSampleBufferDelegate(frames, queue: DispatchQueue(label: "multicam-cost"))
-        session.addOutputWithNoConnections(output)
-        var inputs: [AVCaptureDeviceInput] = []
         for camera in [back, front, webcam] {
             let input = try AVCaptureDeviceInput(device: camera)
+            let output = AVCaptureVideoDataOutput()
+            if camera === webcam { output.setSampleBufferDelegate(frames, queue: DispatchQueue(label: "multicam-cost")) }
             session.addInputWithNoConnections(input)
-            inputs.append(input)
+            session.addOutputWithNoConnections(output)
+            try connectCamera(input, to: output, in: session)
         }
-        try connectCamera(inputs[2], to: output, in: session)
         session.commitConfiguration()
         let overBudget = session.hardwareCost
         #expect(overBudget > 1, "three cameras at 4K, 4K and 1080p: \(overBudget)")
@@ -166,5 +166,45 @@ import TestSupport
         defer { session.stopRunning() }
         #expect(session.isRunning)
         #expect(frames.wait(for: 2))
+    }
+
+    @Test("disabling a camera's connections stops that camera only; enabling one starts it again")
+    func disablingACamera() throws {
+        let session = AVCaptureMultiCamSession()
+        session.beginConfiguration()
+        var connections: [AVCaptureConnection] = []
+        let frames = RecordingDelegate()
+        for camera in [VirtualDevices.back, VirtualDevices.webcam] {
+            let input = try AVCaptureDeviceInput(device: camera)
+            let output = AVCaptureVideoDataOutput()
+            if camera === VirtualDevices.back { output.setSampleBufferDelegate(frames, queue: DispatchQueue(label: "kept")) }
+            session.addInputWithNoConnections(input)
+            session.addOutputWithNoConnections(output)
+            connections.append(try connectCamera(input, to: output, in: session))
+        }
+        // A camera with no connection is not streamed: only these two are.
+        session.addInputWithNoConnections(try AVCaptureDeviceInput(device: VirtualDevices.front))
+        session.commitConfiguration()
+        let (back, webcam, front) = try (
+            #require(VirtualDevices.back.virtualCamera), #require(VirtualDevices.webcam.virtualCamera),
+            #require(VirtualDevices.front.virtualCamera)
+        )
+        session.startRunning()
+        defer { session.stopRunning() }
+        #expect(back.isStreaming && webcam.isStreaming && !front.isStreaming)
+        let bothCost = session.hardwareCost
+        connections[1].isEnabled = false
+        try waitUntil("the webcam stops") { !webcam.isStreaming }
+        #expect(back.isStreaming && session.hardwareCost < bothCost)
+        let before = frames.received.count
+        #expect(frames.wait(for: before + 3), "the back camera streams on")
+        connections[1].isEnabled = true
+        try waitUntil("the webcam streams again") { webcam.isStreaming }
+        // The port says the same as its connections.
+        connections[1].inputPorts[0].isEnabled = false
+        try waitUntil("the webcam stops") { !webcam.isStreaming }
+        connections[1].inputPorts[0].isEnabled = true
+        try waitUntil("the webcam streams again") { webcam.isStreaming }
+        #expect(session.isRunning && back.isStreaming)
     }
 }

@@ -27,6 +27,9 @@ open class AVCaptureInput: NSObject, @unchecked Sendable {
     /// The format of the input's media now, which the session gives its ports at each commit; nil leaves them.
     package var activeFormatDescription: CMFormatDescription? { streamedDevice?.activeFormat.formatDescription }
 
+    /// The session the input belongs to, if any.
+    package var session: AVCaptureSession? { sessionReference.withLock { $0.session } }
+
     /// Sets the ports once, during a subclass's initialization.
     package func setPorts(_ ports: [Port]) { portList = ports }
 
@@ -75,7 +78,13 @@ open class AVCaptureInput: NSObject, @unchecked Sendable {
         /// Whether the port's data flows. A disabled port delivers nothing to any connection.
         public var isEnabled: Bool {
             get { state.withLock { $0.enabled } }
-            set { state.withLock { $0.enabled = newValue } }
+            set {
+                let changed = state.withLock { state in
+                    defer { state.enabled = newValue }
+                    return state.enabled != newValue
+                }
+                if changed { input.session?.enablementDidChange() }
+            }
         }
 
         /// The format of the port's media now.

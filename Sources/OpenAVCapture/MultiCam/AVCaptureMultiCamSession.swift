@@ -20,6 +20,8 @@ import Foundation
 ///   preview layer: Apple does not clone a camera to two outputs of the same type. The exception is sound: one
 ///   microphone's port may feed any number of outputs, and its hidden front and back ports too, so every camera's
 ///   recording gets the one microphone.
+/// - Disabling every connection (or port) of a camera stops that camera; enabling one starts it again. A camera
+///   without an enabled connection does not stream.
 /// - `hardwareCost` above 1.0: the session does not run; `startRunning()` posts `.AVCaptureSessionRuntimeError`
 ///   with `AVError.sessionHardwareCostOverage`, and a commit that takes a running session over budget stops it
 ///   with the same error (recordings in progress are finished).
@@ -47,16 +49,25 @@ open class AVCaptureMultiCamSession: AVCaptureSession, @unchecked Sendable {
     /// the session may not keep up, and frames arrive late or are dropped; it still runs.
     open var systemPressureCost: Float { CaptureHardwareCost.systemPressureCost(of: streamedCameras) }
 
-    /// The cameras the session streams when running: those of inputs with an enabled port.
+    /// The cameras the session streams when running (see `streams(_:)`).
     private var streamedCameras: [AVCaptureDevice] {
         locked {
             inputList.compactMap { input in
-                guard input.ports.contains(where: \.isEnabled), let device = input.streamedDevice, device.isCamera
-                else { return nil }
+                guard streams(input), let device = input.streamedDevice, device.isCamera else { return nil }
                 return device
             }
         }
     }
+
+    /// A device streams while one of its connections is enabled with the input's port enabled, as Apple's: disable
+    /// every connection (or port) of a camera and it stops streaming, the others unaffected.
+    package override func streams(_ input: AVCaptureInput) -> Bool {
+        connectionList.contains { connection in
+            connection.isEnabled && connection.inputPorts.contains { $0.input === input && $0.isEnabled }
+        }
+    }
+
+    package override func enablementDidChange() { changeConfiguration {} }
 
     // MARK: Rules
 

@@ -543,13 +543,19 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     /// the lock at start and at every commit of a running session.
     package func refusalToRun() -> AVError? { nil }
 
+    /// Whether the session streams `input`'s device: when one of its ports is enabled. Under the lock.
+    package func streams(_ input: AVCaptureInput) -> Bool { input.ports.contains(where: \.isEnabled) }
+
+    /// A connection or a port was enabled or disabled: a multi-camera session starts or stops the camera.
+    package func enablementDidChange() {}
+
     /// Starts, restarts and stops device streams so that every device input of the graph streams its device's
     /// current configuration. New streams start before the old ones end, so a camera switch has no gap.
     /// Returns the first error that kept a device from starting (other than being busy, which interrupts).
     @discardableResult
     private func reconcileStreams() -> AVError? {
         var wanted: [ObjectIdentifier: (input: AVCaptureInput, device: AVCaptureDevice)] = [:]
-        for input in inputList where input.ports.contains(where: \.isEnabled) {
+        for input in inputList where streams(input) {
             guard let device = input.streamedDevice else { continue }
             wanted[ObjectIdentifier(device.backend)] = (input, device)
         }
