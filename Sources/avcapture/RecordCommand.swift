@@ -38,6 +38,12 @@ struct RecordCommand: ParsableCommand {
             follows it and is a number); --crop X,Y,W,H (display pixels from its top-left), \
             --fps (at most; default 30), --cursor and --clicks choose what is captured.
 
+            Several --video options record the cameras at once (an AVCaptureMultiCamSession), one movie per \
+            camera with the microphone in each, all on one clock: OUTPUT names the files with %c, the camera's \
+            number in the order given (1 for the first; %% is a percent sign), e.g. 'cam-%c.mov' writes cam-1.mov, \
+            cam-2.mov, ... --format applies to every camera. A camera unplugged ends its own file (exit status 69 \
+            at the end); the others record on, and every file is finalized.
+
             --reconnect keeps a movie recording when its camera or microphone is unplugged: when the same device \
             comes back, the recording goes on in the same file, the time it was away left as a gap (no frames; \
             silence for a microphone away up to 10 s), the sound after it in sync with the picture. Without it, an \
@@ -45,7 +51,7 @@ struct RecordCommand: ParsableCommand {
             """)
 
     @Argument(help: "The file to write; its extension chooses the container.") var output: String
-    @OptionGroup var camera: CameraOptions
+    @OptionGroup var camera: RecordCameraOptions
     @OptionGroup var microphone: MicrophoneOptions
     @OptionGroup var formatOptions: FormatOptions
     @Option(help: "Video codec.") var codec: VideoCodecChoice?
@@ -108,6 +114,7 @@ struct RecordCommand: ParsableCommand {
     private var audio: String? { microphone.audio }
 
     func validate() throws {
+        if camera.videos.count > 1 { try validateSeveralCameras() }
         if camera.isNone && microphone.isNone {
             throw ValidationError("--video none and --audio none leave nothing to record")
         }
@@ -163,6 +170,7 @@ struct RecordCommand: ParsableCommand {
 
     func run() throws {
         try reportingFailures {
+            if camera.videos.count > 1 { return try recordSeveralCameras() }
             let isAudioOnly = video?.lowercased() == "none" && screen == nil
             let extensions = isAudioOnly ? AudioCommand.extensions : Self.movieExtensions
             // A segment pattern is checked as a path (its extension, its directory); segments never replace a file.
@@ -202,6 +210,29 @@ struct RecordCommand: ParsableCommand {
     }
 
     private var isSegmented: Bool { segmentDuration != nil || segmentSize != nil }
+
+    /// Several --video: one movie per camera, named by %c; nothing that needs one camera or one file.
+    private func validateSeveralCameras() throws {
+        guard output.contains("%c") else {
+            throw ValidationError("several --video write one movie each: name them with %c in OUTPUT, e.g. 'cam-%c.mov'")
+        }
+        if camera.videos.contains(where: { $0.lowercased() == "none" }) {
+            throw ValidationError("--video none cannot be one of several cameras")
+        }
+        if screen != nil || preRoll != nil || isSegmented || reconnect || formatOptions.preset != nil {
+            throw ValidationError(
+                "several cameras record plain movies: no --screen, --pre-roll, segments, --reconnect or --preset")
+        }
+    }
+
+    /// Several --video: one movie per camera from a multi-camera session.
+    private func recordSeveralCameras() throws {
+        DeviceSelector.loopsMovieFiles = loop
+        let recorder = try MultiCameraRecorder(
+            cameras: camera.videos, microphone: try DeviceSelector.device(audio, for: .audio), pattern: output,
+            overwrite: overwrite, format: formatOptions.choice)
+        try recorder.run { configure($0) }
+    }
 
     /// The segment series --segment-duration, --segment-size and --keep ask for, or nil for one file.
     private func makeSegments() -> AVCaptureRecordingSegments? {

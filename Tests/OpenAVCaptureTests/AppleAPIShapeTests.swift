@@ -113,7 +113,7 @@ private final class TaggedVideoOutput: AVCaptureVideoDataOutput, @unchecked Send
         #expect(focuses)
         for format in back.formats {
             #expect(format.autoFocusSystem == .contrastDetection)
-            #expect(!format.isMultiCamSupported)
+            #expect(format.isMultiCamSupported, "every camera format runs in a multi-camera session")
             let own = CMVideoFormatDescriptionGetDimensions(format.formatDescription)
             #expect(format.supportedMaxPhotoDimensions.first == own)
         }

@@ -20,9 +20,11 @@ extension AVCaptureDevice.Format {
         return modes.contains(.autoFocus) || modes.contains(.continuousAutoFocus) ? .contrastDetection : .none
     }
 
-    /// Whether the format can be used in a multi-camera session: false, as on Apple's platforms without
-    /// `AVCaptureMultiCamSession` (there is none here; run two sessions instead).
-    public var isMultiCamSupported: Bool { false }
+    /// Whether an `AVCaptureMultiCamSession` runs the format beside other cameras: true for every camera's video
+    /// format here (V4L2, PipeWire, virtual and movie-file cameras), which the session streams each on its own
+    /// thread; false for audio and for screens, which are not cameras. Whether several chosen formats fit the
+    /// machine together is the session's `hardwareCost`, not a property of one format.
+    public var isMultiCamSupported: Bool { isCameraVideo }
 
     /// The photo sizes an `AVCapturePhotoOutput` can take in this format, smallest first: the format's own size and,
     /// where larger, its high-resolution still size. Empty for audio.

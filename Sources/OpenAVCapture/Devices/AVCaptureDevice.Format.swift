@@ -31,9 +31,14 @@ extension AVCaptureDevice {
         /// The description of what the format delivers.
         public let formatDescription: CMFormatDescription
 
-        package init(_ format: DeviceFormat, capabilities: CameraCapabilities?) {
+        /// Whether the format is a camera's video format (not a screen's, not audio): what a multi-camera session
+        /// runs beside other cameras (`isMultiCamSupported`).
+        package let isCameraVideo: Bool
+
+        package init(_ format: DeviceFormat, capabilities: CameraCapabilities?, isCamera: Bool = false) {
             self.format = format
             self.capabilities = capabilities
+            if case .video = format { self.isCameraVideo = isCamera } else { self.isCameraVideo = false }
             switch format {
             case .video(let video):
                 // A device format always has positive dimensions: the driver made it from a real mode.

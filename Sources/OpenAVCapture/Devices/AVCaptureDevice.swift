@@ -43,7 +43,9 @@ open class AVCaptureDevice: NSObject, KeyValueObservable, @unchecked Sendable {
     package init(backend: any CaptureBackend) {
         self.backend = backend
         let capabilities = backend.controls?.capabilities
-        let formats = backend.formats.map { Format($0, capabilities: capabilities) }
+        // Screens are not cameras: a multi-camera session runs cameras (V4L2, PipeWire, virtual, movie files).
+        let isCamera = !(backend is any ScreenDevice)
+        let formats = backend.formats.map { Format($0, capabilities: capabilities, isCamera: isCamera) }
         self.formats = formats
         let initialIndex = Self.initialFormatIndex(in: formats)
         let initial = backend.defaultConfiguration(for: backend.formats[initialIndex])

@@ -89,8 +89,14 @@ open class AVCaptureConnection: NSObject, KeyValueObservable, @unchecked Sendabl
     /// Whether media flows through the connection.
     open var isEnabled: Bool {
         get { settings.withLock { $0.isEnabled } }
-        set { update(\.isEnabled, newValue, keyPath: \AVCaptureConnection.isEnabled) }
+        set {
+            let changed = isEnabled != newValue
+            update(\.isEnabled, newValue, keyPath: \AVCaptureConnection.isEnabled)
+            if changed, isAttached { inputPorts.first?.input.session?.enablementDidChange() }
+        }
     }
+
+    private var isAttached: Bool { settings.withLock { $0.isAttached } }
 
     /// Whether media can flow now: enabled, every input port enabled, and part of a session. Observable.
     open var isActive: Bool {

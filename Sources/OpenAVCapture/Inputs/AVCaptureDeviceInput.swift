@@ -42,11 +42,43 @@ open class AVCaptureDeviceInput: AVCaptureInput, @unchecked Sendable {
         self.storedDevice = device
         super.init()
         let mediaType: AVMediaType = device.hasMediaType(.video) ? .video : .audio
-        setPorts([
+        func port(at position: AVCaptureDevice.Position) -> Port {
             Port(
                 input: self, mediaType: mediaType, clock: device.backend.clock,
-                format: device.activeFormat.formatDescription)
-        ])
+                format: device.activeFormat.formatDescription, sourceDeviceType: device.deviceType,
+                sourceDevicePosition: position)
+        }
+        setPorts([port(at: device.position)])
+        // A microphone's front and back ports, as a multi-camera session finds them for each camera's sound. A Linux
+        // microphone forms no beams: both carry what its own port carries.
+        microphoneBeamPorts = mediaType == .audio ? [port(at: .front), port(at: .back)] : []
+    }
+
+    /// The microphone's hidden front and back ports; empty for a camera. Set once, in `init`.
+    private var microphoneBeamPorts: [Port] = []
+
+    package override var hiddenPorts: [Port] { microphoneBeamPorts }
+
+    /// The input's ports that match, including hidden ones: a microphone's front and back ports, which Apple's
+    /// multi-camera sessions connect to each camera's outputs (AVMultiCamPiP's `ports(for: .audio, sourceDeviceType:
+    /// microphone.deviceType, sourceDevicePosition: .back)`). nil matches every media type or device type;
+    /// `.unspecified` matches every position for a camera, and a microphone's own (omnidirectional) port for a
+    /// microphone, as Apple's.
+    ///
+    /// A Linux microphone forms no beams: its front and back ports carry the same sound as its own port. A camera
+    /// here is one physical camera, with no constituent devices, so a camera input's only port is its own.
+    open func ports(
+        for mediaType: AVMediaType?, sourceDeviceType: AVCaptureDevice.DeviceType?,
+        sourceDevicePosition: AVCaptureDevice.Position
+    ) -> [AVCaptureInput.Port] {
+        let isMicrophone = device.hasMediaType(.audio)
+        return allPorts.filter { port in
+            guard mediaType.map({ $0 == port.mediaType }) ?? true,
+                sourceDeviceType.map({ $0 == port.sourceDeviceType }) ?? true
+            else { return false }
+            if sourceDevicePosition == .unspecified && !isMicrophone { return true }
+            return port.sourceDevicePosition == sourceDevicePosition
+        }
     }
 
     /// An input for `device`, or nil with the error in `outError` (the Objective-C era factory).

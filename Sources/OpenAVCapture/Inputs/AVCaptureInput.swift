@@ -27,8 +27,18 @@ open class AVCaptureInput: NSObject, @unchecked Sendable {
     /// The format of the input's media now, which the session gives its ports at each commit; nil leaves them.
     package var activeFormatDescription: CMFormatDescription? { streamedDevice?.activeFormat.formatDescription }
 
+    /// The session the input belongs to, if any.
+    package var session: AVCaptureSession? { sessionReference.withLock { $0.session } }
+
     /// Sets the ports once, during a subclass's initialization.
     package func setPorts(_ ports: [Port]) { portList = ports }
+
+    /// Ports the input has beyond `ports`, found only by asking for them (a microphone's front and back ports:
+    /// `AVCaptureDeviceInput.ports(for:sourceDeviceType:sourceDevicePosition:)`). Empty unless a subclass has some.
+    package var hiddenPorts: [Port] { [] }
+
+    /// `ports` and `hiddenPorts`: every port the session gives a format and may route.
+    package var allPorts: [Port] { ports + hiddenPorts }
 
     /// Posted when a port's format description changes (the device's active format changed).
     public static let portFormatDescriptionDidChangeNotification = NSNotification.Name(
@@ -45,19 +55,36 @@ open class AVCaptureInput: NSObject, @unchecked Sendable {
         /// The clock the port's sample buffers are stamped on: the host clock for every device here
         /// (`CMSyncConvertTime` to the session's `synchronizationClock` is then the identity).
         public let clock: CMClock?
+        /// The type of the device the port's media comes from: the input's device's `deviceType`; nil for an input
+        /// without a device (a screen's).
+        public let sourceDeviceType: AVCaptureDevice.DeviceType?
+        /// The position of the device the port's media comes from: the device's own for the ports in `ports`; a
+        /// microphone's hidden front and back ports say `.front` and `.back`.
+        public let sourceDevicePosition: AVCaptureDevice.Position
         private let state: Mutex<(enabled: Bool, format: CMFormatDescription?)>
 
-        package init(input: AVCaptureInput, mediaType: AVMediaType, clock: CMClock?, format: CMFormatDescription?) {
+        package init(
+            input: AVCaptureInput, mediaType: AVMediaType, clock: CMClock?, format: CMFormatDescription?,
+            sourceDeviceType: AVCaptureDevice.DeviceType? = nil, sourceDevicePosition: AVCaptureDevice.Position = .unspecified
+        ) {
             self.input = input
             self.mediaType = mediaType
             self.clock = clock
+            self.sourceDeviceType = sourceDeviceType
+            self.sourceDevicePosition = sourceDevicePosition
             self.state = Mutex((true, format))
         }
 
         /// Whether the port's data flows. A disabled port delivers nothing to any connection.
         public var isEnabled: Bool {
             get { state.withLock { $0.enabled } }
-            set { state.withLock { $0.enabled = newValue } }
+            set {
+                let changed = state.withLock { state in
+                    defer { state.enabled = newValue }
+                    return state.enabled != newValue
+                }
+                if changed { input.session?.enablementDidChange() }
+            }
         }
 
         /// The format of the port's media now.

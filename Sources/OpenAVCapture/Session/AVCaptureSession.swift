@@ -96,13 +96,17 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     open var inputs: [AVCaptureInput] { locked { inputList } }
 
     /// Whether `input` can be added: not already in a session, its device not already used by another input of
-    /// this session, and able to honour the session's preset.
+    /// this session, not a second camera (as on iOS: several cameras at once take an `AVCaptureMultiCamSession`),
+    /// and able to honour the session's preset.
     open func canAddInput(_ input: AVCaptureInput) -> Bool {
         locked {
             guard !inputList.contains(where: { $0 === input }), input.sessionReference.withLock({ $0.session }) == nil
             else { return false }
             guard let device = input.streamedDevice else { return true }
             if inputList.contains(where: { $0.streamedDevice === device }) { return false }
+            if !takesSeveralCameras, device.isCamera, inputList.contains(where: { $0.streamedDevice?.isCamera == true }) {
+                return false
+            }
             guard input is AVCaptureDeviceInput else { return true }
             return device.hasMediaType(.audio) || preset == .inputPriority || device.supportsSessionPreset(preset)
         }
@@ -252,7 +256,9 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
                 if connectionList.contains(where: { $0.output === output && $0.inputPorts.contains { $0 === port } }) {
                     continue
                 }
-                attach(AVCaptureConnection(inputPorts: [port], output: output))
+                // The session's own rules decide too (a multi-camera session's one output of a kind per camera).
+                let connection = AVCaptureConnection(inputPorts: [port], output: output)
+                if canAddConnection(connection) { attach(connection) }
             }
         }
     }
@@ -263,6 +269,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         changeConfiguration {
             guard let port = inputList.flatMap(\.ports).first(where: { $0.mediaType == .video }) else { return }
             let connection = AVCaptureConnection(inputPort: port, videoPreviewLayer: layer)
+            guard canAddConnection(connection) else { return }
             attach(connection)
             made = connection
         }
@@ -415,12 +422,16 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     /// Makes the running devices and the routes match the graph. Called under the lock at depth 0.
     private func applyConfiguration() {
         for input in inputList {
-            for port in input.ports {
+            for port in input.allPorts {
                 if let format = input.activeFormatDescription { port.setFormatDescription(format) }
             }
         }
         publishRoutes()
         guard state == .running || state == .interrupted else { return }
+        if let refusal = refusalToRun() {
+            halt(for: refusal)
+            return
+        }
         reconcileStreams()
     }
 
@@ -469,6 +480,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         let failure = locked { () -> AVError? in
             requireNoOpenConfiguration("startRunning()")
             guard state == .idle else { return nil }
+            if let refusal = refusalToRun() { return refusal }
             setState(.running)
             for output in outputList { output.sessionDidStartRunning() }
             return reconcileStreams()
@@ -486,12 +498,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         let stopped = locked { () -> Bool in
             requireNoOpenConfiguration("stopRunning()")
             guard state == .running || state == .interrupted else { return false }
-            for output in outputList { output.sessionWillStopRunning() }
-            setState(.stopping)
-            for stream in streams.values { stream.end() }
-            streams.removeAll()
-            setState(.idle)
-            for output in outputList { output.sessionDidStopRunning() }
+            endStreaming()
             return true
         }
         if stopped { post(AVCaptureSession.didStopRunningNotification, [:]) }
@@ -502,6 +509,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         let failure = locked { () -> AVError? in
             requireNoOpenConfiguration("start()")
             guard state == .idle else { return nil }
+            if let refusal = refusalToRun() { return refusal }
             setState(.running)
             for output in outputList { output.sessionDidStartRunning() }
             guard let failure = reconcileStreams() else { return nil }
@@ -526,13 +534,28 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
         }
     }
 
+    // MARK: What a multi-camera session changes (overridden by AVCaptureMultiCamSession)
+
+    /// Whether the session streams several cameras at once. A plain session takes one, as Apple's does on iOS.
+    package var takesSeveralCameras: Bool { false }
+
+    /// Why the session cannot run as configured (a multi-camera session's cost over budget), or nil. Asked under
+    /// the lock at start and at every commit of a running session.
+    package func refusalToRun() -> AVError? { nil }
+
+    /// Whether the session streams `input`'s device: when one of its ports is enabled. Under the lock.
+    package func streams(_ input: AVCaptureInput) -> Bool { input.ports.contains(where: \.isEnabled) }
+
+    /// A connection or a port was enabled or disabled: a multi-camera session starts or stops the camera.
+    package func enablementDidChange() {}
+
     /// Starts, restarts and stops device streams so that every device input of the graph streams its device's
     /// current configuration. New streams start before the old ones end, so a camera switch has no gap.
     /// Returns the first error that kept a device from starting (other than being busy, which interrupts).
     @discardableResult
     private func reconcileStreams() -> AVError? {
         var wanted: [ObjectIdentifier: (input: AVCaptureInput, device: AVCaptureDevice)] = [:]
-        for input in inputList where input.ports.contains(where: \.isEnabled) {
+        for input in inputList where streams(input) {
             guard let device = input.streamedDevice else { continue }
             wanted[ObjectIdentifier(device.backend)] = (input, device)
         }
