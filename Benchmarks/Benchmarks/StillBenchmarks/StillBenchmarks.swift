@@ -12,6 +12,13 @@
 //   buffer of its own, no encoding). JPEG processing / NV12 processing is the encoder's cost in units of one copy
 //   of the frame; request → delivered of JPEG − NV12 is what encoding adds to what an app waits.
 //
+// - Zero shutter lag (issue 37): the cases above run with it off, so they keep measuring the wait for the next
+//   frame; "NV12 1920x1080, zero shutter lag on" against "NV12 1920x1080 (baseline)" compares the two. "Frame after press (ns)" is how long
+//   after the request the photo's frame was presented (its timestamp, host clock), 0 for a frame presented before
+//   it; "Frame age at press (ns)" is how long before the request it was presented, 0 for a later frame. With zero
+//   shutter lag the photo is the frame current at the press (after = 0, age 0–33 ms); without, the next (after
+//   0–33 ms, age 0).
+//
 // Run: `OPENAV_DEVICES=virtual swift package --allow-writing-to-package-directory benchmark --target StillBenchmarks`
 // (the benchmarks set `OPENAV_DEVICES=virtual` themselves before discovery).
 
@@ -28,21 +35,18 @@ import Synchronization
 let benchmarks: @Sendable () -> Void = {
     setenv("OPENAV_DEVICES", "virtual", 1)
     let configuration = Benchmark.Configuration(
-        metrics: [requestToDelivered, frameWait, processing], warmupIterations: 3, maxDuration: .seconds(8),
-        maxIterations: 60)
+        metrics: [requestToDelivered, frameWait, processing, frameAfterPress, frameAgeAtPress], warmupIterations: 3,
+        maxDuration: .seconds(8), maxIterations: 60)
 
-    let cases: [(name: String, preset: AVCaptureSession.Preset, format: [String: Any])] = [
-        (
-            "NV12 1920x1080 (baseline)", .hd1920x1080,
-            [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange]
-        ),
-        ("JPEG 1920x1080", .hd1920x1080, [AVVideoCodecKey: AVVideoCodecType.jpeg]),
-        (
-            "NV12 4032x3024 (baseline)", .photo,
-            [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange]
-        ),
-        ("JPEG 4032x3024", .photo, [AVVideoCodecKey: AVVideoCodecType.jpeg]),
-        ("HEIC 1920x1080", .hd1920x1080, [AVVideoCodecKey: AVVideoCodecType.hevc]),
+    let nv12: [String: Any] = [kCVPixelBufferPixelFormatTypeKey: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange]
+    let jpeg: [String: Any] = [AVVideoCodecKey: AVVideoCodecType.jpeg]
+    let cases: [(name: String, preset: AVCaptureSession.Preset, format: [String: Any], zeroShutterLag: Bool)] = [
+        ("NV12 1920x1080, zero shutter lag on", .hd1920x1080, nv12, true),
+        ("NV12 1920x1080 (baseline)", .hd1920x1080, nv12, false),
+        ("JPEG 1920x1080", .hd1920x1080, jpeg, false),
+        ("NV12 4032x3024 (baseline)", .photo, nv12, false),
+        ("JPEG 4032x3024", .photo, jpeg, false),
+        ("HEIC 1920x1080", .hd1920x1080, [AVVideoCodecKey: AVVideoCodecType.hevc], false),
     ]
     for entry in cases {
         let rig = Holder<PhotoRig>()
@@ -56,8 +60,11 @@ let benchmarks: @Sendable () -> Void = {
             benchmark.measurement(requestToDelivered, timing.delivered)
             benchmark.measurement(frameWait, timing.captured)
             benchmark.measurement(processing, timing.delivered - timing.captured)
+            benchmark.measurement(frameAfterPress, max(0, timing.frame))
+            benchmark.measurement(frameAgeAtPress, max(0, -timing.frame))
         } setup: {
             let made = PhotoRig(preset: entry.preset)
+            made.output.isZeroShutterLagEnabled = entry.zeroShutterLag
             made.session.startRunning()
             precondition(made.session.isRunning, "the session did not start")
             return rig.hold(made)
@@ -70,6 +77,8 @@ let benchmarks: @Sendable () -> Void = {
 let requestToDelivered = BenchmarkMetric.custom("Request → delivered (ns)", useScalingFactor: false)
 let frameWait = BenchmarkMetric.custom("Frame wait (ns)", useScalingFactor: false)
 let processing = BenchmarkMetric.custom("Processing (ns)", useScalingFactor: false)
+let frameAfterPress = BenchmarkMetric.custom("Frame after press (ns)", useScalingFactor: false)
+let frameAgeAtPress = BenchmarkMetric.custom("Frame age at press (ns)", useScalingFactor: false)
 
 /// A running session of the virtual back camera with a photo output.
 final class PhotoRig: @unchecked Sendable {
@@ -85,13 +94,14 @@ final class PhotoRig: @unchecked Sendable {
         session.commitConfiguration()
     }
 
-    /// Takes one photo; nanoseconds from the request to `didCapturePhotoFor` and to `didFinishProcessingPhoto`.
-    func take(format: [String: Any]) -> (captured: Int, delivered: Int)? {
+    /// Takes one photo; nanoseconds from the request to `didCapturePhotoFor`, to `didFinishProcessingPhoto`, and to
+    /// the photo's frame's presentation time (negative: before the request).
+    func take(format: [String: Any]) -> (captured: Int, delivered: Int, frame: Int)? {
         let timer = PhotoTimer()
         output.capturePhoto(with: AVCapturePhotoSettings(format: format), delegate: timer)
         guard timer.done.wait(timeout: .now() + 10) == .success else { return nil }
         return timer.marks.withLock { marks in
-            (Int(marks.captured - timer.start), Int(marks.delivered - timer.start))
+            (Int(marks.captured - timer.start), Int(marks.delivered - timer.start), Int(marks.frame - timer.start))
         }
     }
 }
@@ -99,7 +109,7 @@ final class PhotoRig: @unchecked Sendable {
 /// Notes host times at the delegate's callbacks.
 final class PhotoTimer: NSObject, AVCapturePhotoCaptureDelegate, @unchecked Sendable {
     let start = hostNanoseconds()
-    let marks = Mutex<(captured: Int64, delivered: Int64)>((0, 0))
+    let marks = Mutex<(captured: Int64, delivered: Int64, frame: Int64)>((0, 0, 0))
     let done = DispatchSemaphore(value: 0)
 
     func photoOutput(
@@ -113,7 +123,11 @@ final class PhotoTimer: NSObject, AVCapturePhotoCaptureDelegate, @unchecked Send
         _ output: AVCapturePhotoOutput, didFinishProcessingPhoto photo: AVCapturePhoto, error: (any Error)?
     ) {
         let now = hostNanoseconds()
-        marks.withLock { $0.delivered = now }
+        let frame = CMTimeConvertScale(photo.timestamp, timescale: 1_000_000_000, method: .roundHalfAwayFromZero).value
+        marks.withLock {
+            $0.delivered = now
+            $0.frame = frame
+        }
         precondition(
             error == nil && (photo.fileDataRepresentation() != nil || photo.pixelBuffer != nil),
             "no photo: \(String(describing: error))")

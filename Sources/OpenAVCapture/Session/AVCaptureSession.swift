@@ -80,6 +80,8 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     let stateStorage = Mutex<State>(.idle)
     /// Runs reactions to device events (faults, reconnection, format changes) off the capture threads.
     let eventQueue = DispatchQueue(label: "OpenAVCapture.AVCaptureSession.events")
+    /// The session's controls (`addControl`) and their delegate.
+    let controlStorage = SessionControls()
 
     public override init() { super.init() }
 

@@ -19,6 +19,14 @@ import Synchronization
 /// Flash: `supportedFlashModes` are the device's (`[.off]` for a camera without a flash, such as the virtual front
 /// camera). `.on` fires; `.auto` fires when the device says the scene is dark (`isFlashScene`).
 ///
+/// Zero shutter lag (on by default where supported, as for apps linked on iOS 17): the photo is the frame that was
+/// current when `capturePhoto` was called, kept by the output (it holds the newest frame of its connection, one
+/// device buffer), not the next one; not for a flash that fires (the flash lights a later frame), a device in
+/// `.custom` exposure, or a high-resolution still (rendered on request). Responsive capture: without it, a capture
+/// asked for while an earlier one is still being taken or processed waits for that one to finish (Apple's
+/// `captureReadiness` says `.notReadyWaitingForProcessing`), so it gets a later frame; with it, each capture takes its
+/// frame at once and the processing queues.
+///
 /// Threading: thread safe. Delegate methods run on an internal serial queue, one capture after another.
 open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked Sendable {
     /// The output's key-value observers (`isFlashScene`).
@@ -31,8 +39,16 @@ open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked
     private let sceneObservation = Mutex<(controls: (any CameraControlling)?, token: Int?)>((nil, nil))
 
     private let maxQualityPrioritization = Mutex(QualityPrioritization.balanced)
+    /// What the application asked for; each counts only while supported.
+    private let responsiveness = Mutex(
+        (zeroShutterLag: true, responsive: false, fastPrioritization: false, deferredDelivery: false))
+    /// Captures started and not finished, and those waiting for them (responsive capture off).
+    private let inFlight = Mutex((count: 0, waiting: [@Sendable () -> Void]()))
 
-    public override init() { super.init() }
+    public override init() {
+        super.init()
+        engine.recentFrames.isEnabled = true
+    }
 
     /// How much a photo may favour quality over speed, with Apple's raw values.
     public enum QualityPrioritization: Int, Sendable, Hashable, Comparable {
@@ -116,6 +132,105 @@ open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked
         return (connection(with: .video)?.inputPorts.first?.input as? AVCaptureDeviceInput)?.device
     }
 
+    // MARK: Responsive capture
+
+    /// Whether photos can be taken with zero shutter lag: the output is in a session with a camera.
+    open var isZeroShutterLagSupported: Bool { device != nil }
+
+    /// Whether photos are the frame current when `capturePhoto` is called (true by default while supported, as
+    /// Apple's for apps linked on iOS 17). Setting true while unsupported traps (Apple raises
+    /// NSInvalidArgumentException).
+    open var isZeroShutterLagEnabled: Bool {
+        get { isZeroShutterLagSupported && responsiveness.withLock { $0.zeroShutterLag } }
+        set {
+            precondition(
+                !newValue || isZeroShutterLagSupported,
+                "AVCapturePhotoOutput: isZeroShutterLagEnabled needs isZeroShutterLagSupported (add the output to a"
+                    + " session with a camera first; Apple raises NSInvalidArgumentException)")
+            responsiveness.withLock { $0.zeroShutterLag = newValue }
+            engine.recentFrames.isEnabled = newValue
+        }
+    }
+
+    /// Whether responsive capture can be enabled: with zero shutter lag enabled.
+    open var isResponsiveCaptureSupported: Bool { isZeroShutterLagEnabled }
+
+    /// Whether captures overlap: each takes its frame at once while earlier ones are still processed (false by
+    /// default, as Apple's). Setting true while unsupported traps (Apple raises NSInvalidArgumentException).
+    open var isResponsiveCaptureEnabled: Bool {
+        get { isResponsiveCaptureSupported && responsiveness.withLock { $0.responsive } }
+        set {
+            precondition(
+                !newValue || isResponsiveCaptureSupported,
+                "AVCapturePhotoOutput: isResponsiveCaptureEnabled needs isResponsiveCaptureSupported (zero shutter lag"
+                    + " enabled; Apple raises NSInvalidArgumentException)")
+            responsiveness.withLock { $0.responsive = newValue }
+        }
+    }
+
+    /// Whether fast capture prioritization can be enabled: with responsive capture enabled.
+    open var isFastCapturePrioritizationSupported: Bool { isResponsiveCaptureEnabled }
+
+    /// Whether captures in quick succession may favour speed over quality (false by default). Kept and ruled as
+    /// Apple's; it changes nothing here, where every quality prioritization gives the same photo. Setting true
+    /// while unsupported traps (Apple raises NSInvalidArgumentException).
+    open var isFastCapturePrioritizationEnabled: Bool {
+        get { isFastCapturePrioritizationSupported && responsiveness.withLock { $0.fastPrioritization } }
+        set {
+            precondition(
+                !newValue || isFastCapturePrioritizationSupported,
+                "AVCapturePhotoOutput: isFastCapturePrioritizationEnabled needs isFastCapturePrioritizationSupported"
+                    + " (responsive capture enabled; Apple raises NSInvalidArgumentException)")
+            responsiveness.withLock { $0.fastPrioritization = newValue }
+        }
+    }
+
+    /// Whether photos can be delivered deferred: the output is in a session with a camera.
+    open var isAutoDeferredPhotoDeliverySupported: Bool { device != nil }
+
+    /// Whether JPEG and HEIC photos are delivered deferred (false by default, as Apple's): the delegate's
+    /// `photoOutput(_:didFinishCapturingDeferredPhotoProxy:error:)` gets an ``AVCaptureDeferredPhotoProxy`` with a
+    /// quick preview as soon as the frame is taken, instead of `didFinishProcessingPhoto`, and the encoding finishes
+    /// later (the proxy's `fileDataRepresentation()` gives it). Uncompressed photos are never deferred: nothing is
+    /// left to do. Setting true while unsupported traps (Apple raises NSInvalidArgumentException).
+    open var isAutoDeferredPhotoDeliveryEnabled: Bool {
+        get { isAutoDeferredPhotoDeliverySupported && responsiveness.withLock { $0.deferredDelivery } }
+        set {
+            precondition(
+                !newValue || isAutoDeferredPhotoDeliverySupported,
+                "AVCapturePhotoOutput: isAutoDeferredPhotoDeliveryEnabled needs isAutoDeferredPhotoDeliverySupported"
+                    + " (add the output to a session with a camera first; Apple raises NSInvalidArgumentException)")
+            responsiveness.withLock { $0.deferredDelivery = newValue }
+        }
+    }
+
+    /// Runs `start` now, or, without responsive capture while another capture is in flight, once the captures
+    /// before it have finished.
+    private func startInTurn(_ start: @escaping @Sendable () -> Void) {
+        let overlaps = isResponsiveCaptureEnabled
+        let now = inFlight.withLock { state -> Bool in
+            if state.count > 0 && !overlaps {
+                state.waiting.append(start)
+                return false
+            }
+            state.count += 1
+            return true
+        }
+        if now { start() }
+    }
+
+    /// A capture finished: the next waiting one starts.
+    private func captureFinished() {
+        let next = inFlight.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.waiting.isEmpty else {
+                state.count -= 1
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?()
+    }
+
     // MARK: Capturing
 
     /// Takes a photo with `settings` and reports to `delegate`. Traps, as Apple's raises, when there is no active
@@ -162,14 +277,18 @@ open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked
         let flashMode = LightMode(rawValue: settings.flashMode.rawValue) ?? .off
         let location = (settings.metadata[kCGImagePropertyGPSDictionary] as? [String: Any])
             .flatMap(StillImageMetadata.location(fromGPS:))
+        let dimensions = StillCaptureEngine.dimensions(
+            of: connection, highResolution: settings.isHighResolutionPhotoEnabled)
+        let deferring = if case .uncompressed = encoding { false } else { isAutoDeferredPhotoDeliveryEnabled }
         let resolved = AVCaptureResolvedPhotoSettings(
-            uniqueID: settings.uniqueID,
-            photoDimensions: StillCaptureEngine.dimensions(
-                of: connection, highResolution: settings.isHighResolutionPhotoEnabled),
-            isFlashEnabled: StillCaptureEngine.firesFlash(flashMode, device: device))
+            uniqueID: settings.uniqueID, photoDimensions: dimensions,
+            isFlashEnabled: StillCaptureEngine.firesFlash(flashMode, device: device),
+            deferredPhotoProxyDimensions: deferring
+                ? StillCaptureEngine.previewSize(width: Int(dimensions.width), height: Int(dimensions.height))
+                : CMVideoDimensions())
         let weakDelegate = WeakPhotoDelegate(delegate)
         engine.queue.async { weakDelegate.object?.photoOutput(self, willBeginCaptureFor: resolved) }
-        let request = StillRequest(
+        var request = StillRequest(
             encoding: encoding, flashMode: flashMode, location: location, connection: connection,
             highResolution: settings.isHighResolutionPhotoEnabled,
             willCapture: { [weak self] in
@@ -181,7 +300,9 @@ open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked
                 weakDelegate.object?.photoOutput(self, didCapturePhotoFor: resolved)
             },
             finish: { [weak self] result in
-                guard let self, let delegate = weakDelegate.object else { return }
+                guard let self else { return }
+                defer { captureFinished() }
+                guard let delegate = weakDelegate.object else { return }
                 switch result {
                 case .success(let still):
                     delegate.photoOutput(
@@ -194,7 +315,21 @@ open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked
                     delegate.photoOutput(self, didFinishCaptureFor: resolved, error: error)
                 }
             })
-        engine.capture(request, session: session)
+        if deferring {
+            request.deferred = { [weak self] time, preview, pending in
+                guard let self else { return }
+                defer { captureFinished() }
+                let proxy = AVCaptureDeferredPhotoProxy(
+                    timestamp: time, preview: preview, pending: pending, resolvedSettings: resolved)
+                weakDelegate.object?.photoOutput(self, didFinishCapturingDeferredPhotoProxy: proxy, error: nil)
+                weakDelegate.object?.photoOutput(self, didFinishCaptureFor: resolved, error: nil)
+            }
+        }
+        // Apple's manual exposure gets no zero shutter lag: the kept frame was exposed before the settings.
+        request.zeroShutterLag = isZeroShutterLagEnabled && device?.exposureMode != .custom
+        let taken = request
+        let session = self.session
+        startInTurn { [weak self] in self?.engine.capture(taken, session: session) }
     }
 
     /// The encoding `settings` ask for; traps when it is not available.

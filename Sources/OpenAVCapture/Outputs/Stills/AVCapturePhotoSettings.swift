@@ -92,11 +92,17 @@ open class AVCaptureResolvedPhotoSettings: NSObject, @unchecked Sendable {
     public let isFlashEnabled: Bool
     /// How many photos the capture delivers: 1.
     public let expectedPhotoCount: Int
+    /// The size of the deferred photo proxy's preview when the photo is delivered deferred; zero otherwise.
+    public let deferredPhotoProxyDimensions: CMVideoDimensions
 
-    init(uniqueID: Int64, photoDimensions: CMVideoDimensions, isFlashEnabled: Bool) {
+    init(
+        uniqueID: Int64, photoDimensions: CMVideoDimensions, isFlashEnabled: Bool,
+        deferredPhotoProxyDimensions: CMVideoDimensions = CMVideoDimensions()
+    ) {
         self.uniqueID = uniqueID
         self.photoDimensions = photoDimensions
         self.isFlashEnabled = isFlashEnabled
+        self.deferredPhotoProxyDimensions = deferredPhotoProxyDimensions
         self.expectedPhotoCount = 1
         super.init()
     }
@@ -112,6 +118,9 @@ open class AVCapturePhoto: NSObject, @unchecked Sendable {
     public let resolvedSettings: AVCaptureResolvedPhotoSettings
     /// The pixels, for an uncompressed format; nil for JPEG and HEIC.
     public let pixelBuffer: CVPixelBuffer?
+    /// A small picture of the photo: a deferred photo proxy's quick preview (BGRA, a quarter of the photo's width and
+    /// height); nil for other photos (Apple's needs `previewPhotoFormat`, which is not offered here).
+    public let previewPixelBuffer: CVPixelBuffer?
     /// ImageIO's properties: orientation, size, `{Exif}`, `{TIFF}`, and `{GPS}` with a location. The file's EXIF
     /// says the same.
     public let metadata: [String: Any]
@@ -125,8 +134,20 @@ open class AVCapturePhoto: NSObject, @unchecked Sendable {
         timestamp = still.timestamp
         self.resolvedSettings = resolvedSettings
         pixelBuffer = still.pixelBuffer
+        previewPixelBuffer = nil
         metadata = still.properties
         file = still.fileData
+        super.init()
+    }
+
+    /// A deferred photo's proxy: its time and preview, and no file of its own.
+    init(proxyAt timestamp: CMTime, preview: CVPixelBuffer?, resolvedSettings: AVCaptureResolvedPhotoSettings) {
+        self.timestamp = timestamp
+        self.resolvedSettings = resolvedSettings
+        pixelBuffer = nil
+        previewPixelBuffer = preview
+        metadata = [:]
+        file = nil
         super.init()
     }
 
@@ -135,6 +156,7 @@ open class AVCapturePhoto: NSObject, @unchecked Sendable {
         timestamp = .invalid
         self.resolvedSettings = resolvedSettings
         pixelBuffer = nil
+        previewPixelBuffer = nil
         metadata = [:]
         file = nil
         super.init()
@@ -145,7 +167,8 @@ open class AVCapturePhoto: NSObject, @unchecked Sendable {
 }
 
 /// Follows one photo capture, in Apple's order: `willBeginCaptureFor`, `willCapturePhotoFor`, `didCapturePhotoFor`,
-/// `didFinishProcessingPhoto`, `didFinishCaptureFor`. Every method is optional. On failure (the session stopped,
+/// `didFinishProcessingPhoto` (or, for a deferred photo, `didFinishCapturingDeferredPhotoProxy`), `didFinishCaptureFor`.
+/// Every method is optional. On failure (the session stopped,
 /// the device went away) `didFinishProcessingPhoto` and `didFinishCaptureFor` get the error.
 ///
 /// Threading: the methods run on an internal serial queue of the output, one capture after another.
@@ -160,6 +183,9 @@ public protocol AVCapturePhotoCaptureDelegate: NSObjectProtocol {
         _ output: AVCapturePhotoOutput, didFinishProcessingPhoto photo: AVCapturePhoto, error: (any Error)?)
     func photoOutput(
         _ output: AVCapturePhotoOutput, didFinishCaptureFor resolvedSettings: AVCaptureResolvedPhotoSettings,
+        error: (any Error)?)
+    func photoOutput(
+        _ output: AVCapturePhotoOutput, didFinishCapturingDeferredPhotoProxy deferredPhotoProxy: AVCaptureDeferredPhotoProxy?,
         error: (any Error)?)
 }
 
@@ -183,6 +209,11 @@ extension AVCapturePhotoCaptureDelegate {
     /// Does nothing unless the delegate implements it (Apple\'s method is optional).
     public func photoOutput(
         _ output: AVCapturePhotoOutput, didFinishCaptureFor resolvedSettings: AVCaptureResolvedPhotoSettings,
+        error: (any Error)?
+    ) {}
+    /// Does nothing unless the delegate implements it (Apple\'s method is optional).
+    public func photoOutput(
+        _ output: AVCapturePhotoOutput, didFinishCapturingDeferredPhotoProxy deferredPhotoProxy: AVCaptureDeferredPhotoProxy?,
         error: (any Error)?
     ) {}
 }

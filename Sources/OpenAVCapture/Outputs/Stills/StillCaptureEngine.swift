@@ -23,6 +23,13 @@ struct StillRequest: @unchecked Sendable {
     var connection: AVCaptureConnection
     /// Take the still at the device's high-resolution still size, where the camera can.
     var highResolution = false
+    /// Take the newest frame already delivered (zero shutter lag) instead of the next one, where the engine's
+    /// `recentFrames` holds one and the flash does not fire.
+    var zeroShutterLag = false
+    /// Deliver a deferred proxy instead of the finished still: called on the engine's queue right after the frame
+    /// is taken, with a quick preview and the pending still, which the engine then encodes on its processing queue.
+    /// `finish` is then called only for failures before the frame.
+    var deferred: ((CMTime, CVPixelBuffer?, PendingStill) -> Void)?
     /// The frame is about to be exposed (Apple's `willCapturePhoto`): on the engine's queue.
     var willCapture: () -> Void = {}
     /// The frame has been taken (Apple's `didCapturePhoto`): on the engine's queue.
@@ -45,7 +52,8 @@ struct StillImage: @unchecked Sendable {
 }
 
 /// The machinery both still outputs share: picks the frame a capture is for out of the output's connection
-/// (the next frame, or the one the flash lit), and encodes it with its EXIF on a serial queue of its own.
+/// (the next frame, the one the flash lit, or with zero shutter lag the newest one already delivered, which
+/// `recentFrames` keeps), and encodes it with its EXIF on a serial queue of its own.
 ///
 /// The frame is the stream's own: the session keeps streaming and a recording keeps every frame; the still only
 /// holds one device buffer while it is encoded. Stills are never taken by pausing, reconfiguring or copying on the
@@ -77,8 +85,14 @@ package final class StillCaptureEngine: @unchecked Sendable {
     /// Whether anything waits for a frame: the capture thread's check on every frame, without the mutex.
     private let isWaiting = Atomic<Bool>(false)
     let queue: DispatchQueue
+    /// The newest frames of the connections, for zero-shutter-lag captures; off (holding nothing) until enabled.
+    let recentFrames = RecentFrameRing()
     /// Used on `queue` only.
     private let work = UncheckedSendable(Work())
+    /// Where deferred stills are encoded, after their proxies went out; with encoders of its own.
+    private let processingQueue: DispatchQueue
+    /// Used on `processingQueue` only.
+    private let deferredWork = UncheckedSendable(Work())
 
     /// The encoders and converters, made on first use and kept.
     ///
@@ -91,6 +105,7 @@ package final class StillCaptureEngine: @unchecked Sendable {
 
     init(label: String) {
         queue = DispatchQueue(label: label)
+        processingQueue = DispatchQueue(label: label + ".deferred", qos: .utility)
     }
 
     // MARK: Asking
@@ -116,6 +131,12 @@ package final class StillCaptureEngine: @unchecked Sendable {
             camera.captureHighResolutionStill(size: size, firingFlash: firesFlash) { [weak self] image, time in
                 self?.highResolutionStillArrived(waiting, image: image, time: time)
             }
+            return
+        }
+        if request.zeroShutterLag, !firesFlash, let frame = recentFrames.newest(of: request.connection) {
+            // Zero shutter lag: the frame that was current when the shutter was pressed.
+            queue.async { request.willCapture() }
+            process(Waiting(id: -1, request: request, awaitsFlash: false, firesFlash: false), frame: frame)
             return
         }
         let id = state.withLock { state in
@@ -182,7 +203,9 @@ package final class StillCaptureEngine: @unchecked Sendable {
 
     /// A frame of one of the output's connections. Must not block: notes the frame and queues the work.
     func receive(_ sample: CMSampleBuffer, from connection: AVCaptureConnection) {
-        guard isWaiting.load(ordering: .acquiring), sample.imageBuffer != nil else { return }
+        guard sample.imageBuffer != nil else { return }
+        recentFrames.keep(sample, of: connection)
+        guard isWaiting.load(ordering: .acquiring) else { return }
         let taken = state.withLock { state -> [Waiting] in
             var taken: [Waiting] = []
             state.waiting.removeAll { waiting in
@@ -226,6 +249,7 @@ package final class StillCaptureEngine: @unchecked Sendable {
 
     /// The session stopped or the device failed: every waiting capture ends with `error`.
     func failAll(_ error: AVError) {
+        recentFrames.removeAll()
         let failed = state.withLock { state in
             defer { state.waiting.removeAll() }
             return state.waiting
@@ -244,13 +268,27 @@ package final class StillCaptureEngine: @unchecked Sendable {
         let settings = request.connection.currentSettings
         let flash = Self.flashRecord(request.flashMode, fired: waiting.firesFlash, device: device)
         let taken = UncheckedSendable(frame)
+        let orientation = Self.exifOrientation(rotation: Int(settings.rotationAngle), mirrored: settings.isVideoMirrored)
         queue.async {
             request.didCapture()
+            if let deliverProxy = request.deferred {
+                let pending = PendingStill()
+                deliverProxy(
+                    taken.value.presentationTimeStamp, Self.preview(of: taken.value, work: self.work.value), pending)
+                self.processingQueue.async {
+                    pending.fulfil(
+                        Result { () throws(AVError) -> StillImage in
+                            try self.encode(
+                                taken.value, request: request, device: device, controls: controls, flash: flash,
+                                orientation: orientation, work: self.deferredWork.value)
+                        })
+                }
+                return
+            }
             let result = Result { () throws(AVError) -> StillImage in
                 try self.encode(
                     taken.value, request: request, device: device, controls: controls, flash: flash,
-                    orientation: Self.exifOrientation(
-                        rotation: Int(settings.rotationAngle), mirrored: settings.isVideoMirrored))
+                    orientation: orientation, work: self.work.value)
             }
             request.finish(result)
         }
@@ -258,7 +296,7 @@ package final class StillCaptureEngine: @unchecked Sendable {
 
     private func encode(
         _ frame: CMSampleBuffer, request: StillRequest, device: AVCaptureDevice?, controls: CameraControlState?,
-        flash: StillImageMetadata.Flash, orientation: Int
+        flash: StillImageMetadata.Flash, orientation: Int, work: Work
     ) throws(AVError) -> StillImage {
         guard let image = frame.imageBuffer else { throw AVError(.unknown, "the frame has no pixels") }
         let width = CVPixelBufferGetWidth(image)
@@ -281,14 +319,14 @@ package final class StillCaptureEngine: @unchecked Sendable {
                 let isJPEG = if case .jpeg = request.encoding { true } else { false }
                 let data = try Self.file(
                     of: image, metadata: metadata, heic: !isJPEG, quality: quality, orientation: orientation,
-                    work: work.value)
+                    work: work)
                 let description = try? CMFormatDescription(
                     videoCodecType: .init(rawValue: isJPEG ? kCMVideoCodecType_JPEG : kCMVideoCodecType_HEVC),
                     width: width, height: height)
                 sample = try makeSample(CMBlockBuffer(copying: data), description, timing, size: data.count)
                 fileData = data
             case .uncompressed(let pixelFormat):
-                let converted = try convert(image, to: pixelFormat)
+                let converted = try Self.convert(image, to: pixelFormat, work: work)
                 let description = try CMFormatDescription(imageBuffer: converted)
                 sample = try CMSampleBuffer(
                     imageBuffer: converted, formatDescription: description, sampleTiming: timing)
@@ -342,80 +380,6 @@ package final class StillCaptureEngine: @unchecked Sendable {
         return try convert(image, to: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, work: work)
     }
 
-    /// The frame in `pixelFormat`, in a buffer of its own (never the device's, which goes back to its pool).
-    private func convert(_ image: CVPixelBuffer, to pixelFormat: OSType) throws(AVError) -> CVPixelBuffer {
-        try Self.convert(image, to: pixelFormat, work: work.value)
-    }
-
-    private static func convert(_ image: CVPixelBuffer, to pixelFormat: OSType, work: Work) throws(AVError)
-        -> CVPixelBuffer
-    {
-        let target = VideoOutputPipeline.Target(
-            pixelFormat: pixelFormat, width: CVPixelBufferGetWidth(image), height: CVPixelBufferGetHeight(image))
-        guard let converted = work.converters.convert(image, to: target) else {
-            throw AVError(.unknown, "converting the still to \(pixelFormat) failed")
-        }
-        return try Self.detachedCopy(converted)
-    }
-
-    /// A copy in a buffer of its own: a still may be kept for as long as its owner likes.
-    private static func detachedCopy(_ image: CVPixelBuffer) throws(AVError) -> CVPixelBuffer {
-        var copy: CVPixelBuffer?
-        let width = CVPixelBufferGetWidth(image)
-        let height = CVPixelBufferGetHeight(image)
-        guard
-            CVPixelBufferCreate(nil, width, height, CVPixelBufferGetPixelFormatType(image), nil, &copy)
-                == kCVReturnSuccess,
-            let copy
-        else { throw AVError(.outOfMemory, "no memory for a \(width)x\(height) still") }
-        image.withLockedPlanes(.readOnly) { from in
-            copy.withLockedPlanes { to in
-                for plane in 0..<from.count {
-                    let rowBytes = min(from[plane].bytesPerRow, to[plane].bytesPerRow)
-                    for row in 0..<from[plane].height {
-                        to[plane].row(row).baseAddress!.copyMemory(
-                            from: from[plane].row(row).baseAddress!, byteCount: rowBytes)
-                    }
-                }
-            }
-        }
-        CVBufferPropagateAttachments(image, copy)
-        return copy
-    }
-
     /// The error of a still whose camera stopped streaming before the frame came.
     static var cameraStopped: AVError { AVError(.sessionNotRunning, "the camera stopped before the still was taken") }
-
-    // MARK: Metadata
-
-    /// The wall-clock moment of a host-clock time: now, less how long ago the frame was stamped.
-    package static func wallClockDate(of time: CMTime) -> Date {
-        let age = (CMClock.hostTimeNow - time).seconds
-        return Date(timeIntervalSinceNow: age.isFinite ? -max(0, age) : 0)
-    }
-
-    /// EXIF's Flash record for a still.
-    static func flashRecord(_ mode: LightMode, fired: Bool, device: AVCaptureDevice?) -> StillImageMetadata.Flash {
-        guard device?.hasFlash ?? false else { return .noFlashFunction }
-        switch mode {
-        case .off: return .off
-        case .on: return .on(fired: fired)
-        case .auto: return .auto(fired: fired)
-        }
-    }
-
-    /// EXIF's orientation for pixels that the connection would rotate by `rotation` degrees clockwise and then
-    /// mirror: what a viewer must do to the stored (unrotated) pixels to show them as the connection would.
-    package static func exifOrientation(rotation: Int, mirrored: Bool) -> Int {
-        switch (rotation, mirrored) {
-        case (90, false): 6
-        case (180, false): 3
-        case (270, false): 8
-        case (0, true): 2
-        case (90, true): 5
-        case (180, true): 4
-        case (270, true): 7
-        default: 1
-        }
-    }
 }
