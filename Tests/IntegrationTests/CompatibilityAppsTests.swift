@@ -128,12 +128,7 @@ struct CompatibilityAppsTests {
         #expect(printed.hasPrefix("\(Int(width))x"), "resolved \(printed), the file is \(width) wide")
     }
 
-    @Test(
-        "audio-recorder writes AAC at 44.1 kHz, as long as its maximum duration, with the microphone's tone",
-        .disabled(
-            "the program has hung with no file in runs here (AVCaptureAudioFileOutput with AAC 44.1 kHz mono"
-                + " audioSettings never finishing), and the engine replaces the asked sample rate with the source's;"
-                + " see docs/api-coverage.md"))
+    @Test("audio-recorder writes mono AAC as long as its maximum duration, with the microphone's tone")
     func audioRecorder() throws {
         guard MediaTool.available(for: "audioRecorder") else { return }
         let file = try compatScratch("memo.m4a")
@@ -143,7 +138,10 @@ struct CompatibilityAppsTests {
         let audio = try #require(report.stream("audio"))
         #expect(report.stream("video") == nil)
         #expect(audio["codec_name"] as? String == "aac")
-        #expect(audio["sample_rate"] as? String == "44100" && audio["channels"] as? Int == 1)
+        #expect(audio["channels"] as? Int == 1)
+        withKnownIssue("AVSampleRateKey in audioSettings is replaced by the source's rate (docs/api-coverage.md)") {
+            #expect(audio["sample_rate"] as? String == "44100")
+        }
         let duration = try #require(FFprobeReport.number(report.format["duration"]))
         #expect(abs(duration - 2) < 0.1, "\(duration) s")
         #expect(try ffmpegDecodeErrors(file) == "")
