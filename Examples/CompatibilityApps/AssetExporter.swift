@@ -10,7 +10,8 @@ struct AssetExporter {
         let (duration, tracks) = try await asset.load(.duration, .tracks)
         var report: [String: Any] = ["duration": duration.seconds, "trackCount": tracks.count]
         if let video = try await asset.loadTracks(withMediaType: .video).first {
-            let (size, frameRate, descriptions) = try await video.load(.naturalSize, .nominalFrameRate, .formatDescriptions)
+            let (size, frameRate, descriptions) = try await video.load(
+                .naturalSize, .nominalFrameRate, .formatDescriptions)
             report["width"] = Double(size.width)
             report["height"] = Double(size.height)
             report["nominalFrameRate"] = Double(frameRate)
@@ -32,7 +33,9 @@ struct AssetExporter {
         let reader = try AVAssetReader(asset: asset)
         let output = AVAssetReaderTrackOutput(
             track: track,
-            outputSettings: [kCVPixelBufferPixelFormatTypeKey as String: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange])
+            outputSettings: [
+                kCVPixelBufferPixelFormatTypeKey as String: kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange
+            ])
         output.alwaysCopiesSampleData = false
         guard reader.canAdd(output) else { throw AppFailure("the reader refused the video output") }
         reader.add(output)
@@ -50,8 +53,10 @@ struct AssetExporter {
         let reader = try AVAssetReader(asset: asset)
         let output = AVAssetReaderTrackOutput(
             track: track,
-            outputSettings: [AVFormatIDKey: kAudioFormatLinearPCM, AVLinearPCMBitDepthKey: 16,
-                AVLinearPCMIsFloatKey: false, AVLinearPCMIsBigEndianKey: false])
+            outputSettings: [
+                AVFormatIDKey: kAudioFormatLinearPCM, AVLinearPCMBitDepthKey: 16,
+                AVLinearPCMIsFloatKey: false, AVLinearPCMIsBigEndianKey: false,
+            ])
         guard reader.canAdd(output) else { throw AppFailure("the reader refused the audio output") }
         reader.add(output)
         guard reader.startReading() else { throw reader.error ?? AppFailure("the reader did not start") }
@@ -89,7 +94,8 @@ struct AssetExporter {
         let arguments = Arguments(arguments)
         let exporter = AssetExporter(asset: AVURLAsset(url: try arguments.url(0, "the movie to read")))
         let report = try await exporter.inspect()
-        print(String(decoding: try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys]), as: UTF8.self))
+        print(
+            String(decoding: try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys]), as: UTF8.self))
         try await exporter.exportFirstSecond(to: try arguments.url(1, "the export's path"))
     }
 }

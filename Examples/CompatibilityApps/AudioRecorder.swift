@@ -54,6 +54,7 @@ final class AudioRecorder: NSObject, AVCaptureFileOutputRecordingDelegate, @unch
         let arguments = Arguments(arguments)
         let recorder = AudioRecorder()
         try recorder.configure()
-        try await recorder.record(to: try arguments.url(0, "the file's path"), seconds: try arguments.integer(1, "SECONDS"))
+        try await recorder.record(
+            to: try arguments.url(0, "the file's path"), seconds: try arguments.integer(1, "SECONDS"))
     }
 }

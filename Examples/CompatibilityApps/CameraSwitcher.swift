@@ -139,6 +139,7 @@ final class CameraSwitcher: NSObject, AVCaptureVideoDataOutputSampleBufferDelega
         let switcher = CameraSwitcher(framesPerCamera: try arguments.integer(1, "FRAMES-PER-CAMERA"))
         try switcher.configure(recordingTo: try arguments.url(0, "the movie's path"))
         let counts = try await switcher.record()
-        print(String(decoding: try JSONSerialization.data(withJSONObject: counts, options: [.sortedKeys]), as: UTF8.self))
+        print(
+            String(decoding: try JSONSerialization.data(withJSONObject: counts, options: [.sortedKeys]), as: UTF8.self))
     }
 }

@@ -17,17 +17,17 @@ enum CompatApps {
     /// Every program: its name, what it takes, and how it runs.
     static var programs: [(name: String, usage: String, run: ([String]) async throws -> Void)] {
         [
-        ("qr-scanner", "OUT.json [CAMERA-UNIQUE-ID]", QRScannerViewController.main),
-        ("movie-recorder", "OUT.mov SECONDS", MovieRecorderController.main),
-        ("frame-grabber", "OUT-DIRECTORY COUNT", FrameGrabber.main),
-        ("writer-recorder", "OUT.mp4 SECONDS", WriterRecorder.main),
-        ("photo-taker", "OUT.jpg|OUT.heic", PhotoTaker.main),
-        ("audio-recorder", "OUT.m4a SECONDS", AudioRecorder.main),
-        ("format-picker", "OUT.mov WIDTH HEIGHT FPS", FormatPicker.main),
-        ("asset-exporter", "IN-MOVIE OUT.mp4", AssetExporter.main),
-        ("camera-switcher", "OUT.mov FRAMES-PER-CAMERA", CameraSwitcher.main),
-        ("thumbnail-generator", "IN-MOVIE OUT-DIRECTORY COUNT", ThumbnailGenerator.main),
-        ("pause-resume-recorder", "OUT.mov", PauseResumeRecorder.main),
+            ("qr-scanner", "OUT.json [CAMERA-UNIQUE-ID]", QRScannerViewController.main),
+            ("movie-recorder", "OUT.mov SECONDS", MovieRecorderController.main),
+            ("frame-grabber", "OUT-DIRECTORY COUNT", FrameGrabber.main),
+            ("writer-recorder", "OUT.mp4 SECONDS", WriterRecorder.main),
+            ("photo-taker", "OUT.jpg|OUT.heic", PhotoTaker.main),
+            ("audio-recorder", "OUT.m4a SECONDS", AudioRecorder.main),
+            ("format-picker", "OUT.mov WIDTH HEIGHT FPS", FormatPicker.main),
+            ("asset-exporter", "IN-MOVIE OUT.mp4", AssetExporter.main),
+            ("camera-switcher", "OUT.mov FRAMES-PER-CAMERA", CameraSwitcher.main),
+            ("thumbnail-generator", "IN-MOVIE OUT-DIRECTORY COUNT", ThumbnailGenerator.main),
+            ("pause-resume-recorder", "OUT.mov", PauseResumeRecorder.main),
         ]
     }
 

@@ -33,7 +33,9 @@ final class FormatPicker: NSObject, AVCaptureFileOutputRecordingDelegate, @unche
             .filter { format in
                 let dimensions = CMVideoFormatDescriptionGetDimensions(format.formatDescription)
                 return dimensions.width == width && dimensions.height == height
-                    && format.videoSupportedFrameRateRanges.contains { $0.minFrameRate <= fps && fps <= $0.maxFrameRate }
+                    && format.videoSupportedFrameRateRanges.contains {
+                        $0.minFrameRate <= fps && fps <= $0.maxFrameRate
+                    }
             }
             .max { lhs, rhs in
                 (lhs.videoSupportedFrameRateRanges.map(\.maxFrameRate).max() ?? 0)
@@ -67,7 +69,8 @@ final class FormatPicker: NSObject, AVCaptureFileOutputRecordingDelegate, @unche
         camera.activeVideoMaxFrameDuration = frameDuration
         camera.unlockForConfiguration()
         let active = CMVideoFormatDescriptionGetDimensions(camera.activeFormat.formatDescription)
-        print("\(camera.localizedName): \(active.width)x\(active.height), 1/\(camera.activeVideoMinFrameDuration.timescale) s a frame")
+        let rate = camera.activeVideoMinFrameDuration.timescale
+        print("\(camera.localizedName): \(active.width)x\(active.height), 1/\(rate) s a frame")
     }
 
     func record(to url: URL, seconds: Int) async throws {

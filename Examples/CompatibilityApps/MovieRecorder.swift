@@ -23,7 +23,9 @@ final class MovieRecorderController: NSObject, AVCaptureFileOutputRecordingDeleg
                 let microphone = AVCaptureDevice.default(for: .audio)
             else { throw AppFailure("no camera or microphone") }
             for input in [try AVCaptureDeviceInput(device: camera), try AVCaptureDeviceInput(device: microphone)] {
-                guard session.canAddInput(input) else { throw AppFailure("could not add \(input.device.localizedName)") }
+                guard session.canAddInput(input) else {
+                    throw AppFailure("could not add \(input.device.localizedName)")
+                }
                 session.addInput(input)
             }
             guard session.canAddOutput(movieFileOutput) else { throw AppFailure("could not add the movie output") }

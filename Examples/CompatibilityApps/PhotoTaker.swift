@@ -13,7 +13,9 @@ final class PhotoCaptureProcessor: NSObject, AVCapturePhotoCaptureDelegate, @unc
         self.completion = completion
     }
 
-    func photoOutput(_ output: AVCapturePhotoOutput, willCapturePhotoFor resolvedSettings: AVCaptureResolvedPhotoSettings) {
+    func photoOutput(
+        _ output: AVCapturePhotoOutput, willCapturePhotoFor resolvedSettings: AVCaptureResolvedPhotoSettings
+    ) {
         // Where an app flashes the screen to show the shutter.
         sawShutter = true
     }
@@ -75,7 +77,9 @@ final class PhotoTaker: @unchecked Sendable {
     }
 
     /// Takes one photo with the location attached, as HEIF when `heif` is asked and offered.
-    func takePhoto(to url: URL, heif: Bool, latitude: Double, longitude: Double) async throws
+    func takePhoto(
+        to url: URL, heif: Bool, latitude: Double, longitude: Double
+    ) async throws
         -> AVCaptureResolvedPhotoSettings
     {
         try await withCheckedThrowingContinuation { continuation in
@@ -117,6 +121,7 @@ final class PhotoTaker: @unchecked Sendable {
         let resolved = try await taker.takePhoto(
             to: url, heif: url.pathExtension.lowercased() == "heic", latitude: 48.8584, longitude: 2.2945)
         taker.stop()
-        print("photo \(resolved.photoDimensions.width)x\(resolved.photoDimensions.height), flash \(resolved.isFlashEnabled)")
+        let size = resolved.photoDimensions
+        print("photo \(size.width)x\(size.height), flash \(resolved.isFlashEnabled)")
     }
 }

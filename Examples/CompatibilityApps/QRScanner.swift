@@ -18,7 +18,9 @@ final class QRScannerViewController: NSObject, AVCaptureMetadataOutputObjectsDel
         guard captureSession.canAddInput(input) else { throw AppFailure("the session refused \(camera.localizedName)") }
         captureSession.addInput(input)
         let metadataOutput = AVCaptureMetadataOutput()
-        guard captureSession.canAddOutput(metadataOutput) else { throw AppFailure("the session refused a metadata output") }
+        guard captureSession.canAddOutput(metadataOutput) else {
+            throw AppFailure("the session refused a metadata output")
+        }
         captureSession.addOutput(metadataOutput)
         metadataOutput.setMetadataObjectsDelegate(self, queue: .main)
         // Only after the output is in the session does it know which types it can read.

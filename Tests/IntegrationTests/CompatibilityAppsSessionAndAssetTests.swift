@@ -4,8 +4,8 @@
 
 import Foundation
 import OpenAVCaptureTesting
-import Testing
 import TestSupport
+import Testing
 
 @Suite(
     "Compatibility apps: session changes and asset programs", .serialized,
@@ -18,7 +18,8 @@ struct CompatibilityAppsSessionAndAssetTests {
         let result = try runCompatApp("format-picker", [movie.path, "640", "480", "15"])
         try #require(result.status == 0, "\(result.error)")
         let cameras = try #require(
-            try JSONSerialization.jsonObject(with: Data(result.outputText.split(separator: "\n")[0].utf8)) as? [[String: Any]])
+            try JSONSerialization.jsonObject(with: Data(result.outputText.split(separator: "\n")[0].utf8))
+                as? [[String: Any]])
         #expect(
             Set(cameras.compactMap { $0["name"] as? String })
                 == ["Virtual Back Camera", "Virtual Front Camera", "Virtual USB Webcam"])
@@ -95,7 +96,8 @@ struct CompatibilityAppsSessionAndAssetTests {
         let videoFrames = try #require(FFprobeReport.number(source.stream("video")?["nb_read_frames"]))
         #expect(inspection["videoFrames"] as? Int == Int(videoFrames))
         let sourceDuration = try #require(FFprobeReport.number(source.format["duration"]))
-        #expect(abs((inspection["duration"] as? Double ?? 0) - sourceDuration) < 0.03, "\(inspection) vs \(sourceDuration)")
+        #expect(
+            abs((inspection["duration"] as? Double ?? 0) - sourceDuration) < 0.03, "\(inspection) vs \(sourceDuration)")
         // ffprobe counts AAC frames (1024 samples); the reader gives decoded sample frames, priming trimmed.
         let audioFrames = try #require(FFprobeReport.number(source.stream("audio")?["nb_read_frames"]))
         let samples = try #require(inspection["audioSamples"] as? Int)

@@ -10,7 +10,8 @@ let compatAppsPath: String? = {
     let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     let candidates = [
         executable.deletingLastPathComponent().appendingPathComponent("compat-apps").path,
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("compat-apps").path,
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("compat-apps")
+            .path,
     ]
     return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
 }()
@@ -30,7 +31,10 @@ func compatScratch(_ name: String) throws -> URL { try scratchURL(name, suite: "
 
 /// The JSON object or array a program printed on the last line of its standard output.
 func lastJSONLine(of result: ToolResult) throws -> Any {
-    guard let line = result.outputText.split(whereSeparator: \.isNewline).last(where: { $0.hasPrefix("{") || $0.hasPrefix("[") })
+    guard
+        let line = result.outputText.split(whereSeparator: \.isNewline).last(where: {
+            $0.hasPrefix("{") || $0.hasPrefix("[")
+        })
     else { throw MediaToolFailure(description: "no JSON line in: \(result.outputText)") }
     return try JSONSerialization.jsonObject(with: Data(line.utf8))
 }
@@ -42,14 +46,18 @@ func virtualFrameIndices(_ url: URL, filter: String? = nil) throws -> (indices: 
     let probe = try MediaTool.ffprobe.run([
         "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0", url.path,
     ])
-    let size = probe.outputText.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
+    let size = probe.outputText.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap {
+        Int($0)
+    }
     guard size.count == 2 else { throw MediaToolFailure(description: "ffprobe gave no size: \(probe.error)") }
     let turned = filter?.hasPrefix("transpose") == true
     let (width, height) = turned ? (size[1], size[0]) : (size[0], size[1])
     let decoded = try MediaTool.ffmpeg.run(
         ["-nostdin", "-v", "error", "-i", url.path, "-map", "0:v:0", "-fps_mode", "passthrough"]
             + (filter.map { ["-vf", $0] } ?? []) + ["-f", "rawvideo", "-pix_fmt", "gray", "-"])
-    guard decoded.status == 0, decoded.error.isEmpty else { throw MediaToolFailure(description: "ffmpeg: \(decoded.error)") }
+    guard decoded.status == 0, decoded.error.isEmpty else {
+        throw MediaToolFailure(description: "ffmpeg: \(decoded.error)")
+    }
     let bytes = [UInt8](decoded.output)
     let frameSize = width * height
     let indices = stride(from: 0, to: bytes.count - frameSize + 1, by: frameSize).map { start -> Int? in

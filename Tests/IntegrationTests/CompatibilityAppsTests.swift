@@ -6,8 +6,8 @@
 
 import Foundation
 import OpenAVCaptureTesting
-import Testing
 import TestSupport
+import Testing
 
 @Suite(
     "Compatibility apps: capture programs written as apps write them", .serialized,
@@ -16,7 +16,9 @@ struct CompatibilityAppsTests {
     @Test("qr-scanner reads the QR code qrencode drew into a clip played as the camera")
     func qrScanner() throws {
         let qrencode = "/usr/bin/qrencode"
-        guard FileManager.default.isExecutableFile(atPath: qrencode), MediaTool.available(for: "qrScanner") else { return }
+        guard FileManager.default.isExecutableFile(atPath: qrencode), MediaTool.available(for: "qrScanner") else {
+            return
+        }
         let text = "https://example.org/compat-apps?scan=1"
         let image = try compatScratch("code.png")
         let made = try ToolResult.run(executable: qrencode, ["-o", image.path, "-s", "6", "-m", "4", text])
@@ -110,7 +112,9 @@ struct CompatibilityAppsTests {
         #expect(abs(try dominantFrequency(of: movie) - 440) < 5)
     }
 
-    @Test("photo-taker writes a JPEG and a HEIF exiftool reads, with the location the app attached", arguments: ["jpg", "heic"])
+    @Test(
+        "photo-taker writes a JPEG and a HEIF exiftool reads, with the location the app attached",
+        arguments: ["jpg", "heic"])
     func photoTaker(_ fileExtension: String) throws {
         guard MediaTool.available([.exiftool], for: "photoTaker") else { return }
         let photo = try compatScratch("photo." + fileExtension)
