@@ -166,6 +166,13 @@ let package = Package(
             name: "CameraControllerExample", dependencies: ["OpenAVCaptureShim"], path: "Examples/CameraController",
             swiftSettings: strictSwift),
 
+        /// compat-apps: small capture programs written as iOS and macOS apps write them, one subcommand each, through
+        /// `import OpenAVCaptureShim` only and in the Swift 6 language mode without our upcoming features, as the
+        /// compatibility listings are. IntegrationTests' CompatibilityAppsTests runs the binary on the virtual devices.
+        .executableTarget(
+            name: "compat-apps", dependencies: ["OpenAVCaptureShim"], path: "Examples/CompatibilityApps",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
+
         // MARK: The command-line tool, built only on the public API.
 
         .executableTarget(
