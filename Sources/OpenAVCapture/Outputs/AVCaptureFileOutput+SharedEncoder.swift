@@ -24,7 +24,7 @@ extension AVCaptureFileOutput {
     func updateEncoderSharing() {
         let found = hasFileDelegate.load(ordering: .relaxed) ? nil : sharableVideoEncoder()
         let previous = encoderSharing.withLock { current -> VideoEncoderSharing? in
-            defer { current = found ?? nil }
+            defer { current = found }
             return current
         }
         if let previous, previous.encoder !== found?.encoder { previous.encoder.unsubscribe(ObjectIdentifier(self)) }

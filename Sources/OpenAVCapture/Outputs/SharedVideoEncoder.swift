@@ -55,11 +55,6 @@ final class SharedVideoEncoder: Sendable {
     /// The encoder, once the first picture made it (its configuration and `extradata` describe the stream).
     var video: VideoEncoder? { state.withLock { UncheckedSendable($0.encoder) }.value }
 
-    /// Whether any subscriber besides `subscriber` takes the packets.
-    func hasSubscribers(besides subscriber: ObjectIdentifier) -> Bool {
-        state.withLock { state in state.subscribers.keys.contains { $0 != subscriber } }
-    }
-
     /// `subscriber` gets the packets of the pictures others offer, through `handler`.
     func subscribe(_ subscriber: ObjectIdentifier, handler: @escaping Handler) {
         state.withLock { $0.subscribers[subscriber] = handler }
