@@ -54,22 +54,20 @@ extension AVCaptureFileOutput {
         post(.sharedPicture(picture, connection), isVideo: true)
     }
 
-    /// On the work queue: `picture` encoded by the shared encoder (nothing when the publishing output encoded it
-    /// first: its packets come through the subscription), as compressed frames for the recording.
-    func encodeShared(_ picture: CMSampleBuffer, keyFrame: Bool) -> [CMSampleBuffer] {
-        guard let sharing = encoderSharing.withLock({ $0 }) else { return [] }
+    /// On the work queue: `picture` offered to the shared encoder (skipped when the publishing output encoded it
+    /// first). Its packets come through the subscription, in encoding order, as every other packet does.
+    func encodeShared(_ picture: CMSampleBuffer, keyFrame: Bool) {
+        guard let sharing = encoderSharing.withLock({ $0 }) else { return }
         if keyFrame { sharing.encoder.requestKeyFrame() }
         do {
-            let packets = try sharing.encoder.encode(picture: picture, by: ObjectIdentifier(self))
-            guard let encoder = sharing.encoder.video else { return [] }
-            return packets.compactMap { sharing.samples.sample($0, of: encoder) }
+            _ = try sharing.encoder.encode(picture: picture, by: ObjectIdentifier(self))
         } catch {
             countDrop(DropReason.frameWasLate.rawValue)
-            return []
         }
     }
 
-    /// Packets of pictures the publishing output encoded first (on its queue): to the engine, in order. They are
+    /// Packets of every picture the shared encoder made (on the queue of the output that offered it): to the engine,
+    /// in encoding order. They are
     /// not bounded as pictures are: a packet left out would break the decoding of every frame up to the next key
     /// frame, and they are small.
     private func recordSharedPackets(_ shared: SharedVideoEncoder.Packets, of sharing: VideoEncoderSharing) {

@@ -142,14 +142,12 @@ final class MovieRecordingEngine: @unchecked Sendable {
             } else {
                 handleAudio(buffer, from: connection)
             }
-        case .sharedPicture(let picture, let connection):
+        case .sharedPicture(let picture, _):
             output?.videoHandled()
             // An IDR wherever the recording must start decoding: its first frame, a resume, after a frame left out.
             let needsKeyFrame = current.map { $0.phase == .waiting || $0.phase == .resuming || $0.awaitsKeyFrame } ?? false
             finishOutwaitedDrains(videoAt: picture.presentationTimeStamp)
-            for frame in output?.encodeShared(picture, keyFrame: needsKeyFrame) ?? [] {
-                handleVideo(frame, from: connection)
-            }
+            output?.encodeShared(picture, keyFrame: needsKeyFrame)
         case .start(let request): begin(request)
         case .stop:
             if let previous { end(previous, error: nil, drain: true) }

@@ -35,7 +35,7 @@ final class SharedVideoEncoder: Sendable {
         let encoder: VideoEncoder
     }
 
-    /// Called with the packets of a picture another subscriber offered, under the lock: it must not call back.
+    /// Called with the packets of every picture encoded, under the lock: it must not call back.
     typealias Handler = @Sendable (Packets) -> Void
 
     private struct State: ~Copyable {
@@ -67,8 +67,8 @@ final class SharedVideoEncoder: Sendable {
     /// The next picture encoded becomes a key frame (an IDR).
     func requestKeyFrame() { state.withLock { $0.forcesKeyFrame = true } }
 
-    /// Encodes `buffer`'s picture unless a picture at or after its time was encoded already. Returns its packets
-    /// (one, with x264's zero latency) and hands them to every other subscriber.
+    /// Encodes `buffer`'s picture unless a picture at or after its time was encoded already, and hands its packets
+    /// (one, with x264's zero latency) to every subscriber. Returns them only to an offerer that is no subscriber.
     func encode(picture buffer: CMSampleBuffer, by subscriber: ObjectIdentifier) throws(MediaCodecsError)
         -> [EncodedPacket]
     {
@@ -98,11 +98,14 @@ final class SharedVideoEncoder: Sendable {
             state.lastTime = time
             var packets: [EncodedPacket] = []
             while case .packet(let packet) = try encoder.receivePacket() { packets.append(packet) }
+            // Every subscriber, the offering one too, gets the packets through its handler, under the lock: each
+            // sees them in encoding order, whichever output encoded them. Only an owner that is no subscriber
+            // (nothing shares its encoder) takes them back here.
             if !packets.isEmpty {
                 let shared = Packets(packets: packets, encoder: encoder)
-                for (other, handler) in state.subscribers where other != subscriber { handler(shared) }
+                for handler in state.subscribers.values { handler(shared) }
             }
-            return packets
+            return state.subscribers[subscriber] == nil ? packets : []
         }
     }
 }
