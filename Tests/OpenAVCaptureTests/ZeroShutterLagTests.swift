@@ -4,8 +4,8 @@ import OpenAVCaptureTesting
 import Synchronization
 import Testing
 
-/// Zero shutter lag and responsive capture on a camera whose clock the test moves: which frame a photo is, read
-/// from the frame-index code drawn into its pixels and compared with the frames a video data output saw.
+/// Zero shutter lag and responsive capture on a camera whose clock the test moves: which frame a photo is, by its
+/// timestamp and by the frame-index code drawn into its pixels, compared with the frames a video data output saw.
 @Suite(.serialized) struct ZeroShutterLagTests {
     /// NV12 photo settings: the pixels, so the frame-index code can be read back.
     static func pixelSettings() -> AVCapturePhotoSettings {
@@ -19,13 +19,25 @@ import Testing
         photo?.pixelBuffer.flatMap(VirtualFrameReader.readFrameIndex(from:))
     }
 
-    /// A session with a photo output and a video data output that notes every frame's index; the camera on `clock`.
+    /// Expects `photo` to be `frame`: the same time, and the same pixels' code. The first frame of every second is
+    /// the virtual camera's flash frame, which carries no code: there both read nil and the time decides.
+    static func expect(
+        _ photo: AVCapturePhoto?, is frame: SeenFrame?, _ errors: [any Error],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(photo != nil && frame != nil, "no photo or no frame: \(errors)", sourceLocation: sourceLocation)
+        guard let photo, let frame else { return }
+        #expect(photo.timestamp == frame.time, sourceLocation: sourceLocation)
+        #expect(frameIndex(of: photo) == frame.index, sourceLocation: sourceLocation)
+    }
+
+    /// A session with a photo output and a video data output that notes every frame; the camera on `clock`.
     final class Rig {
         let photos = AVCapturePhotoOutput()
         let frames = AVCaptureVideoDataOutput()
         let session: AVCaptureSession
         let clock: VirtualDeviceClock
-        private let seen = IndexLog()
+        private let seen = FrameLog()
         private let delegate: RecordingDelegate
         static let frameTime = CMTime(value: 1, timescale: 30)
 
@@ -33,9 +45,8 @@ import Testing
             self.clock = clock
             let seen = self.seen
             delegate = RecordingDelegate { sample, _ in
-                guard let image = sample.imageBuffer, let index = VirtualFrameReader.readFrameIndex(from: image)
-                else { return }
-                seen.indices.withLock { $0.append(index) }
+                let index = sample.imageBuffer.flatMap(VirtualFrameReader.readFrameIndex(from:))
+                seen.frames.withLock { $0.append(SeenFrame(time: sample.presentationTimeStamp, index: index)) }
             }
             frames.alwaysDiscardsLateVideoFrames = false
             frames.setSampleBufferDelegate(delegate, queue: DispatchQueue(label: "zsl-frames"))
@@ -47,8 +58,8 @@ import Testing
             clock.advance(by: CMTimeMultiply(Self.frameTime, multiplier: Int32(count)), step: Self.frameTime, settling: [frames])
         }
 
-        /// The index of the newest frame the data output saw.
-        var newestIndex: UInt32? { seen.indices.withLock { $0.last } }
+        /// The newest frame the data output saw.
+        var newest: SeenFrame? { seen.frames.withLock { $0.last } }
     }
 
     @Test("Supported and on by default in a session with a camera; off and unsupported outside one")
@@ -78,19 +89,19 @@ import Testing
             rig.session.startRunning()
             defer { rig.session.stopRunning() }
             #expect(rig.advance(frames: 10))
-            let current = try #require(rig.newestIndex)
+            let current = try #require(rig.newest)
             // The clock stands still: only a frame already delivered can make this photo.
             let (quick, recorder) = takePhoto(rig.photos, Self.pixelSettings())
-            #expect(Self.frameIndex(of: quick) == current, "\(recorder.errors)")
+            Self.expect(quick, is: current, recorder.errors)
 
             rig.photos.isZeroShutterLagEnabled = false
             let late = PhotoRecorder()
             rig.photos.capturePhoto(with: Self.pixelSettings(), delegate: late)
             #expect(rig.advance(frames: 1))
             #expect(late.waitForFinish())
-            let next = try #require(rig.newestIndex)
-            #expect(next == current + 1)
-            #expect(Self.frameIndex(of: late.photos.first) == next)
+            let next = try #require(rig.newest)
+            #expect(next.time == current.time + Rig.frameTime)
+            Self.expect(late.photos.first, is: next, late.errors)
         }
     }
 
@@ -108,14 +119,14 @@ import Testing
             let holding = HoldingPhotoDelegate()
             rig.photos.capturePhoto(with: Self.pixelSettings(), delegate: holding)
             #expect(rig.advance(frames: 3))
-            let pressed = try #require(rig.newestIndex)
+            let pressed = try #require(rig.newest)
             let second = PhotoRecorder()
             rig.photos.capturePhoto(with: Self.pixelSettings(), delegate: second)
             #expect(rig.advance(frames: 2))
-            let released = try #require(rig.newestIndex)
+            let released = try #require(rig.newest)
             holding.release()
             #expect(second.waitForFinish())
-            #expect(Self.frameIndex(of: second.photos.first) == (responsive ? pressed : released))
+            Self.expect(second.photos.first, is: responsive ? pressed : released, second.errors)
             #expect(holding.waitForFinish())
         }
     }
@@ -130,9 +141,15 @@ import Testing
     }
 }
 
-/// The frame indices a data output saw, shared with its delegate.
-final class IndexLog: Sendable {
-    let indices = Mutex<[UInt32]>([])
+/// A frame a data output saw: its time and the index code in its pixels (nil on a flash frame).
+struct SeenFrame: Sendable {
+    let time: CMTime
+    let index: UInt32?
+}
+
+/// The frames a data output saw, shared with its delegate.
+final class FrameLog: Sendable {
+    let frames = Mutex<[SeenFrame]>([])
 }
 
 /// A photo delegate that holds the output's queue in `didCapturePhoto` until released.

@@ -301,27 +301,30 @@ open class AVCapturePhotoOutput: AVCaptureOutput, KeyValueObservable, @unchecked
             },
             finish: { [weak self] result in
                 guard let self else { return }
-                defer { captureFinished() }
-                guard let delegate = weakDelegate.object else { return }
+                guard let delegate = weakDelegate.object else { return captureFinished() }
+                let failure: AVError?
                 switch result {
                 case .success(let still):
+                    failure = nil
                     delegate.photoOutput(
                         self, didFinishProcessingPhoto: AVCapturePhoto(still: still, resolvedSettings: resolved),
                         error: nil)
-                    delegate.photoOutput(self, didFinishCaptureFor: resolved, error: nil)
                 case .failure(let error):
+                    failure = error
                     delegate.photoOutput(
                         self, didFinishProcessingPhoto: AVCapturePhoto(failedWith: resolved), error: error)
-                    delegate.photoOutput(self, didFinishCaptureFor: resolved, error: error)
                 }
+                // Over before didFinishCaptureFor: a capture asked for from that call, or after it, starts at once.
+                captureFinished()
+                delegate.photoOutput(self, didFinishCaptureFor: resolved, error: failure)
             })
         if deferring {
             request.deferred = { [weak self] time, preview, pending in
                 guard let self else { return }
-                defer { captureFinished() }
                 let proxy = AVCaptureDeferredPhotoProxy(
                     timestamp: time, preview: preview, pending: pending, resolvedSettings: resolved)
                 weakDelegate.object?.photoOutput(self, didFinishCapturingDeferredPhotoProxy: proxy, error: nil)
+                captureFinished()
                 weakDelegate.object?.photoOutput(self, didFinishCaptureFor: resolved, error: nil)
             }
         }
