@@ -11,8 +11,9 @@ import Synchronization
 /// moment: another video data output's frame within half a frame of it, the metadata objects found in that frame,
 /// and the audio buffer that arrived with it. Audio buffers that do not fit (more than one per frame) come in
 /// collections of their own, in time order, so no audio is lost. A master frame waits for the other video and
-/// metadata outputs' data of its moment at most until the master's next frame arrives: no buffer is held longer than
-/// one frame interval, and every dropped master frame is reported with `sampleBufferWasDropped` and its reason.
+/// metadata outputs' data of its moment at most until the master's second next frame arrives (another camera's frame
+/// may reach its output a frame after the master's): no buffer is held longer than two frame intervals, and every
+/// dropped master frame is reported with `sampleBufferWasDropped` and its reason.
 ///
 /// Threading: thread safe. Matching runs on the synchronizer's own serial queue; the delegate runs on its queue.
 open class AVCaptureDataOutputSynchronizer: NSObject, @unchecked Sendable {
@@ -72,17 +73,24 @@ open class AVCaptureDataOutputSynchronizer: NSObject, @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(matchingQueue))
         let key = ObjectIdentifier(output)
         if key == pending.master {
-            // A new master frame: the one waiting goes out with what arrived for it.
-            if let waiting = pending.masterItem { emit(waiting) }
-            pending.masterItem = (output, item)
+            pending.masters.append((output, item))
+            // Beyond the wait allowed, the oldest master goes out with what arrived for it.
+            while pending.masters.count > Self.mastersWaitingAtMost { emit(pending.masters.removeFirst()) }
         } else {
             pending.others[key, default: []].append((output, item))
         }
-        if let waiting = pending.masterItem, otherVideoHasCaughtUp(with: waiting.item.time) { emit(waiting) }
+        while let oldest = pending.masters.first, otherVideoHasCaughtUp(with: oldest.item.time) {
+            emit(pending.masters.removeFirst())
+        }
     }
 
+    /// Master frames that may wait for the other outputs' data of their moment. Two: a camera whose frames reach
+    /// its output a frame after the master's (a webcam's transfer, a decoder) still joins the master's collection,
+    /// whichever of the two outputs' frames this queue happens to take first.
+    private static let mastersWaitingAtMost = 2
+
     /// Whether every other video data output and metadata output has delivered data at or after `time` less half a
-    /// frame (a metadata output that finds nothing never does: the master then waits for its next frame).
+    /// frame (a metadata output that finds nothing never does: the master then waits for the frames after it).
     private func otherVideoHasCaughtUp(with time: CMTime) -> Bool {
         dataOutputs.allSatisfy { output in
             guard output is AVCaptureVideoDataOutput || output is AVCaptureMetadataOutput,
@@ -97,7 +105,6 @@ open class AVCaptureDataOutputSynchronizer: NSObject, @unchecked Sendable {
 
     /// Sends the collection of the master item, and before it audio-only collections for audio it cannot carry.
     private func emit(_ master: (output: AVCaptureOutput, item: PendingData.Item)) {
-        pending.masterItem = nil
         let time = master.item.time
         if case .sample(let buffer) = master.item.kind, buffer.duration.isNumeric, buffer.duration.seconds > 0 {
             pending.masterDuration = buffer.duration.seconds
@@ -158,7 +165,8 @@ private struct PendingData {
     }
 
     var master: ObjectIdentifier?
-    var masterItem: (output: AVCaptureOutput, item: Item)?
+    /// Master items waiting for the other outputs, oldest first.
+    var masters: [(output: AVCaptureOutput, item: Item)] = []
     var masterDuration: Double?
     var others: [ObjectIdentifier: [(output: AVCaptureOutput, item: Item)]] = [:]
 }
