@@ -72,8 +72,7 @@ private final class PiPRecorder: NSObject, AVCaptureVideoDataOutputSampleBufferD
         }
         // The sample drops a frame the writer is not ready for; a test on a loaded machine waits for the encoder's
         // thread instead (time must pass for it to catch up), so the file holds what a machine that keeps up writes.
-        let deadline = Date().addingTimeInterval(10)
-        while !videoInput.isReadyForMoreMediaData && Date() < deadline { usleep(1000) }
+        _ = waitUntil(timeout: 10, every: 0.001) { videoInput.isReadyForMoreMediaData }
         guard let pool = adaptor.pixelBufferPool, videoInput.isReadyForMoreMediaData else {
             counts.withLock { $0.refused += 1 }
             return

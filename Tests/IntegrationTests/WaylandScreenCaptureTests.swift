@@ -158,7 +158,7 @@ struct WaylandScreenCaptureTests {
         output.startRecording(to: url, recordingDelegate: delegate)
         try #require(delegate.waitForStart(), "the recording never started")
         // The compositor's clock is real: half the recording passes before the window moves.
-        Thread.sleep(forTimeInterval: 0.8)
+        try #require(waitUntil { output.recordedDuration.seconds >= 0.8 }, "0.8 s were never recorded")
         try wayland.swaymsg("[app_id=openav-marker] move position 800 450")
         try #require(delegate.waitForFinish(timeout: 30), "the recording never finished")
 
@@ -231,7 +231,7 @@ struct WaylandScreenCaptureTests {
         output.startRecording(to: url, recordingDelegate: delegate)
         try #require(delegate.waitForStart(), "the recording never started")
         // Some frames recorded first: the compositor runs on real time.
-        Thread.sleep(forTimeInterval: 0.5)
+        try #require(waitUntil { output.recordedDuration.seconds >= 0.5 }, "0.5 s were never recorded")
         wayland.stopCompositor()
         try #require(delegate.waitForFinish(timeout: 30), "the recording did not end when the compositor did")
         #expect(delegate.avError != nil, "the recording ended without saying why")
