@@ -22,7 +22,7 @@ TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstr
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
+.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-shared-encoder bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
 
 all: build
 
@@ -224,6 +224,12 @@ bench-segment-switch: deps
 bench-publish-and-record: deps
 	$(SWIFT) build -c release --product avcapture
 	Benchmarks/Scripts/publish-and-record.sh $(CURDIR)/.build/release/avcapture
+
+## bench-shared-encoder: a movie file output recording 1080p30 alone, sharing a publishing output's H.264 encoder, and
+## beside one with an encoder of its own (CPU ratios against the movie alone; Benchmarks/Comparisons/SharedEncoderCost).
+bench-shared-encoder: deps
+	cd Benchmarks && $(SWIFT) build -c release --product SharedEncoderCost
+	Benchmarks/Scripts/shared-encoder-cost.sh Benchmarks/.build/release/SharedEncoderCost
 
 ## bench-stages: where a 1080p30 recording from the virtual webcam spends its CPU, stage by stage (perf samples).
 bench-stages: deps

@@ -200,5 +200,12 @@ let package = Package(
             path: "Comparisons/SegmentSwitchLatency",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        /// What one encoder shared by a publishing output and a movie file output saves against two encoders.
+        .executableTarget(
+            name: "SharedEncoderCost",
+            dependencies: [.product(name: "OpenAVCapture", package: "OpenAVCapture")],
+            path: "Comparisons/SharedEncoderCost",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )
