@@ -18,6 +18,8 @@ final class WriterRecorder: NSObject, AVCaptureVideoDataOutputSampleBufferDelega
     private var audioInput: AVAssetWriterInput?
     private var startTime = CMTime.invalid
     private var isFinishing = false
+    /// Video frames the writer took; frames it was not ready for are skipped, as apps skip them.
+    private(set) var appendedVideoFrames = 0
     private var finished: CheckedContinuation<Void, Error>?
 
     init(outputURL: URL, seconds: Int) {
@@ -103,7 +105,11 @@ final class WriterRecorder: NSObject, AVCaptureVideoDataOutputSampleBufferDelega
             return
         }
         guard let input = isVideo ? videoInput : audioInput, input.isReadyForMoreMediaData else { return }
-        if !input.append(sampleBuffer) { fail(writer.error ?? AppFailure("append failed")) }
+        if !input.append(sampleBuffer) {
+            fail(writer.error ?? AppFailure("append failed"))
+        } else if isVideo {
+            appendedVideoFrames += 1
+        }
     }
 
     private func finishWriting(at time: CMTime) {
@@ -137,5 +143,6 @@ final class WriterRecorder: NSObject, AVCaptureVideoDataOutputSampleBufferDelega
             outputURL: try arguments.url(0, "the movie's path"), seconds: try arguments.integer(1, "SECONDS"))
         try recorder.configureSession()
         try await recorder.record()
+        print("appended \(recorder.appendedVideoFrames) video frames")
     }
 }

@@ -21,7 +21,7 @@ import OpenCoreMedia
 /// timestamps is written sample for sample; ``flush()`` gives what the resampler holds at the end.
 ///
 /// ``measuredDriftPPM`` is the device's measured clock error: frames received against the time they covered, over
-/// the run since the last jump (at least 2 s).
+/// the run since the last jump or lost buffer (at least 2 s).
 ///
 /// Wraps `swr_alloc_set_opts2`, `swr_init`, `swr_set_compensation`, `swr_get_delay`, `swr_get_out_samples`,
 /// `swr_convert` and `swr_free`; the follower is the `SwrContext`'s one owner.
@@ -133,7 +133,7 @@ package final class AudioClockFollower {
                 runStart = time
                 runFrames = 0
             } else if !isEngaged, abs(difference.seconds) < Self.engagingDifference.seconds {
-                runFrames += lastFrames
+                countInRun(time)
             } else {
                 isEngaged = true
                 // Spread the difference over the next second, within the largest correction.
@@ -142,7 +142,7 @@ package final class AudioClockFollower {
                 let delta = Int32(max(-most, min(most, (difference.seconds * Double(rate)).rounded())))
                 let status = swr_set_compensation(resampler, delta, distance)
                 guard status >= 0 else { throw .ffmpeg(status, while: "\(operation) (swr_set_compensation)") }
-                runFrames += lastFrames
+                countInRun(time)
             }
         } else {
             anchor = time
@@ -155,6 +155,20 @@ package final class AudioClockFollower {
             return buffer
         }
         return try convert(data, frames: frames, operation: operation)
+    }
+
+    /// Adds the previous buffer's frames to the measurement run, or, when a buffer between it and the one at `time`
+    /// never came (an output that was behind dropped it), starts the run again at `time`: the frames counted would
+    /// no longer cover the span, and the measured drift would take the loss for a slow clock. Lost buffers leave a
+    /// gap of a whole buffer; a clock that is off moves a buffer by at most ``maximumCorrection`` of its length.
+    private func countInRun(_ time: CMTime) {
+        let expectedSeconds = Double(lastFrames) / Double(format.sampleRate)
+        if (time - lastTime).seconds > 1.5 * expectedSeconds {
+            runStart = time
+            runFrames = 0
+        } else {
+            runFrames += lastFrames
+        }
     }
 
     /// The frames libswresample still holds, as a last buffer (nil when it holds none, or never resampled).

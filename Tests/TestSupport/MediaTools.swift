@@ -112,8 +112,15 @@ public struct FFprobeReport: @unchecked Sendable {
 }
 
 /// ffmpeg's complaints when decoding the whole file; empty when it decodes cleanly.
+///
+/// The frames keep the file's own times (`-fps_mode passthrough`, in the demuxer's time base): otherwise ffmpeg
+/// rounds a variable-rate file's times to its guessed frame rate, and two frames a few milliseconds apart (a PipeWire
+/// producer's, under load) collide in its own output, which it reports as our error. A file whose times really go
+/// backwards or repeat is still reported.
 public func ffmpegDecodeErrors(_ url: URL) throws -> String {
-    let result = try MediaTool.ffmpeg.run(["-nostdin", "-v", "error", "-i", url.path, "-f", "null", "-"])
+    let result = try MediaTool.ffmpeg.run([
+        "-nostdin", "-v", "error", "-i", url.path, "-fps_mode", "passthrough", "-enc_time_base", "-1", "-f", "null", "-",
+    ])
     return result.status == 0 ? result.error : "exit \(result.status): \(result.error)"
 }
 
