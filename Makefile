@@ -22,7 +22,7 @@ TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstr
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
+.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-multicam bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
 
 all: build
 
@@ -228,6 +228,12 @@ bench-segment-switch: deps
 bench-publish-and-record: deps
 	$(SWIFT) build -c release --product avcapture
 	Benchmarks/Scripts/publish-and-record.sh $(CURDIR)/.build/release/avcapture
+
+## bench-multicam: three cameras recorded by one `avcapture record` (one multi-camera session) against three
+## `avcapture record` processes at once, one camera each; CPU ratio per paired round (goal: at most 1.05x).
+bench-multicam: deps
+	$(SWIFT) build -c release --product avcapture
+	Benchmarks/Scripts/multicam-versus-processes.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-stages: where a 1080p30 recording from the virtual webcam spends its CPU, stage by stage (perf samples).
 bench-stages: deps
