@@ -22,7 +22,7 @@ TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstr
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-shared-encoder bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz
+.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-shared-encoder bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz bench-multicam
 
 all: build
 
@@ -88,8 +88,9 @@ doc-check:
 ## snd-usb-audio on the USB/IP webcam emulator) in a throw-away VM (scripts/kernel-vm: virtme-ng booting Debian's
 ## linux-image-amd64 against this machine's own root file system, read-only, so the build tree, the toolchain and
 ## the libraries are simply there): one boot for everything but hot-plug and multi-planar, one for hot-plug (it
-## unloads vivid), one with vivid loaded multi-planar (`multiplanar=2`, as SoC and ISP drivers are) for the
-## Multiplanar*KernelTests. The first run installs the VM (QEMU, the kernel, virtme-ng; about two minutes). Skips,
+## unloads vivid), one with two vivid instances loaded multi-planar (`n_devs=2 multiplanar=2,2`, as SoC and ISP
+## drivers are) and the USB/IP modules, for the Multiplanar*KernelTests and MultiCamKernelTests (two vivid cameras
+## and the USB webcam emulator in one multi-camera session). The first run installs the VM (QEMU, the kernel, virtme-ng; about two minutes). Skips,
 ## saying why, only where the VM cannot run (no root to install it, no kernel, a VM that does not boot).
 KERNEL_VM := scripts/kernel-vm
 # Seconds a boot may take: the first runs every kernel suite, the USB webcam's included (about 15 minutes here under
@@ -97,7 +98,8 @@ KERNEL_VM := scripts/kernel-vm
 VM_TIMEOUT ?= 1500
 # The first two boots: vivid and snd-aloop; vhci-hcd (USB/IP's host controller) with the drivers of what the
 # emulator plugs in, loaded up front so that they are there when the device appears.
-VM_MODULES := --module vivid --module snd-aloop --module vhci-hcd --module uvcvideo --module snd-usb-audio
+SOUND_AND_USB_MODULES := --module snd-aloop --module vhci-hcd --module uvcvideo --module snd-usb-audio
+VM_MODULES := --module vivid $(SOUND_AND_USB_MODULES)
 # Serial: the kernel suites share one vivid (and one snd-aloop), as the virtual devices are shared on the host.
 KERNEL_TESTS := .build/debug/OpenAVCapturePackageTests.xctest --testing-library swift-testing --no-parallel
 # kernel-vm exits 77 where the VM cannot run (setup impossible, or no boot): a skip, not a failure.
@@ -109,10 +111,12 @@ test-kernel:
 	$(MAKE) --no-print-directory usb-webcam-emulator >/dev/null || echo "test-kernel: the USB webcam emulator did not build; its suite skips"; \
 	vm() { t0=$$(date +%s); $(KERNEL_VM) --env OPENAV_DEVICES=all --timeout $(VM_TIMEOUT) "$$@"; s=$$?; \
 		echo "test-kernel: boot finished in $$(( $$(date +%s) - t0 )) s, status $$s"; return $$s; }; \
-	vm $(VM_MODULES) -- $(KERNEL_TESTS) --filter KernelTests --skip HotPlugKernelTests --skip 'Multiplanar.*KernelTests'; first=$$?; \
+	vm $(VM_MODULES) -- $(KERNEL_TESTS) --filter KernelTests --skip HotPlugKernelTests --skip 'Multiplanar.*KernelTests' \
+		--skip MultiCamKernelTests; first=$$?; \
 	if [ $$first = 77 ]; then echo "test-kernel: skipped: the VM does not boot here (kernel-vm's reason above)"; exit 0; fi; \
 	vm $(VM_MODULES) -- $(KERNEL_TESTS) --filter HotPlugKernelTests; second=$$?; \
-	vm --module "vivid multiplanar=2" --module snd-aloop -- $(KERNEL_TESTS) --filter 'Multiplanar.*KernelTests'; third=$$?; \
+	vm --module "vivid n_devs=2 multiplanar=2,2" $(SOUND_AND_USB_MODULES) -- $(KERNEL_TESTS) \
+		--filter 'Multiplanar.*KernelTests|MultiCamKernelTests'; third=$$?; \
 	[ $$first = 0 ] && [ $$second = 0 ] && [ $$third = 0 ]
 
 ## usb-webcam-emulator: the USB webcam and microphone the kernel tests plug in over USB/IP (Tests/USBWebcamEmulator),
@@ -230,6 +234,12 @@ bench-publish-and-record: deps
 bench-shared-encoder: deps
 	cd Benchmarks && $(SWIFT) build -c release --product SharedEncoderCost
 	Benchmarks/Scripts/shared-encoder-cost.sh Benchmarks/.build/release/SharedEncoderCost
+
+## bench-multicam: three cameras recorded by one `avcapture record` (one multi-camera session) against three
+## `avcapture record` processes at once, one camera each; CPU ratio per paired round (goal: at most 1.05x).
+bench-multicam: deps
+	$(SWIFT) build -c release --product avcapture
+	Benchmarks/Scripts/multicam-versus-processes.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-stages: where a 1080p30 recording from the virtual webcam spends its CPU, stage by stage (perf samples).
 bench-stages: deps

@@ -25,7 +25,7 @@ public protocol CameraControllerDelegate: AnyObject {
 /// does; control methods (focus, exposure, flash, torch, zoom) lock the device for configuration and may be
 /// called from any thread, one at a time. Delegate calls arrive on the outputs' queues.
 public final class CameraController: NSObject, @unchecked Sendable {
-    public let captureSession = AVCaptureSession()
+    public let captureSession: AVCaptureSession
     public weak var delegate: (any CameraControllerDelegate)?
     /// Where photos and movies go, named by date.
     public var mediaDirectory: URL
@@ -40,8 +40,12 @@ public final class CameraController: NSObject, @unchecked Sendable {
     private let lock = NSLock()
     private var exposureObservation: NSKeyValueObservation?
 
-    public init(mediaDirectory: URL) {
+    /// A controller of `session`: a plain `AVCaptureSession`, or an `AVCaptureMultiCamSession` to which a
+    /// picture-in-picture app adds its other cameras (the controller's camera, microphone and outputs are connected
+    /// automatically, so they are the session's first).
+    public init(mediaDirectory: URL, session: AVCaptureSession = AVCaptureSession()) {
         self.mediaDirectory = mediaDirectory
+        captureSession = session
     }
 
     // MARK: Session

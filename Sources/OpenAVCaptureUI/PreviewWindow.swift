@@ -15,6 +15,10 @@ import Synchronization
 /// rasterizer, as on Xvfb) SDL's software renderer draws, and libswscale converts and scales each frame to its
 /// place on the screen first, the cheapest way on a CPU.
 ///
+/// Picture in picture: `insets` are preview layers of a multi-camera session's other cameras, each connected by hand
+/// to its camera (`AVCaptureConnection(inputPort:videoPreviewLayer:)`), as AVMultiCamPiP's second layer is; the
+/// window gives each its `frame` by `insetLayout` and draws it over the main layer's picture, on a white border.
+///
 /// Clicks and keys go to the handlers, in layer coordinates; the window draws nothing else but the markers and
 /// the level bar it is given.
 ///
@@ -79,6 +83,10 @@ public final class PreviewWindow: @unchecked Sendable {
     }
 
     public let layer: AVCaptureVideoPreviewLayer
+    /// The layers drawn as insets over `layer`'s picture, in order.
+    public let insets: [AVCaptureVideoPreviewLayer]
+    /// Where the insets go.
+    public let insetLayout: PictureInPictureLayout
     private let drawing: Drawing
     private let title: String
     private let initialSize: CGSize
@@ -86,13 +94,16 @@ public final class PreviewWindow: @unchecked Sendable {
     private let shared = Mutex(Shared())
     private let firstFrame = DispatchSemaphore(value: 0)
 
-    /// A window of `size` points showing `layer`; `position` places its top-left corner on the screen (the window
-    /// manager's choice when nil). Nothing happens until `run()`.
+    /// A window of `size` points showing `layer`, and `insets` over it placed by `insetLayout`; `position` places
+    /// its top-left corner on the screen (the window manager's choice when nil). Nothing happens until `run()`.
     public init(
-        layer: AVCaptureVideoPreviewLayer, title: String, size: CGSize, position: CGPoint? = nil,
-        drawing: Drawing = .automatic
+        layer: AVCaptureVideoPreviewLayer, insets: [AVCaptureVideoPreviewLayer] = [],
+        insetLayout: PictureInPictureLayout = PictureInPictureLayout(), title: String, size: CGSize,
+        position: CGPoint? = nil, drawing: Drawing = .automatic
     ) {
         self.layer = layer
+        self.insets = insets
+        self.insetLayout = insetLayout
         self.drawing = drawing
         self.title = title
         self.initialSize = size
@@ -170,6 +181,12 @@ public final class PreviewWindow: @unchecked Sendable {
         defer { feed.detach() }
         var texture = FrameTexture(drawsOnCPU: video.drawsOnCPU)
         defer { texture.destroy() }
+        var pictures: [InsetPicture] = []
+        defer { for index in pictures.indices { pictures[index].destroy() } }
+        for inset in insets {
+            pictures.append(
+                try InsetPicture(layer: inset, drawsOnCPU: video.drawsOnCPU) { [weak self] in self?.wake(frameEvent) })
+        }
         var current: CMSampleBuffer?
         updateBounds(window)
 
@@ -190,6 +207,7 @@ public final class PreviewWindow: @unchecked Sendable {
                 current = newest
                 needsDraw = true
             }
+            for index in pictures.indices where pictures[index].takeNewest() { needsDraw = true }
             let (status, markers) = shared.withLock { shared in
                 shared.markers.removeAll { $0.until < Date() }
                 return (shared.status, shared.markers)
@@ -200,7 +218,8 @@ public final class PreviewWindow: @unchecked Sendable {
                 shared.withLock { $0.statusShown = status }
             }
             if needsDraw {
-                draw(current, renderer: renderer, texture: &texture, markers: markers)
+                placeInsets(pictures)
+                draw(current, renderer: renderer, texture: &texture, insets: &pictures, markers: markers)
                 needsDraw = false
             }
             let feedStatistics = feed.statistics
@@ -263,24 +282,28 @@ public final class PreviewWindow: @unchecked Sendable {
         }
     }
 
+    /// Gives each inset layer its frame in the window (its camera's aspect ratio may arrive with its first frame).
+    private func placeInsets(_ pictures: [InsetPicture]) {
+        guard !pictures.isEmpty else { return }
+        let frames = insetLayout.insetFrames(in: layer.bounds, aspectRatios: pictures.map(\.aspectRatio))
+        for (picture, frame) in zip(pictures, frames) where picture.layer.frame != frame { picture.layer.frame = frame }
+    }
+
     private func draw(
-        _ sample: CMSampleBuffer?, renderer: OpaquePointer, texture: inout FrameTexture, markers: [Marker]
+        _ sample: CMSampleBuffer?, renderer: OpaquePointer, texture: inout FrameTexture, insets: inout [InsetPicture],
+        markers: [Marker]
     ) {
         SDL_SetRenderDrawColor(renderer, 0, 0, 0, 255)
         SDL_RenderClear(renderer)
         let placement = TexturePlacement(layer.geometry)
         var drewFrame = false
-        if let sample, let image = sample.imageBuffer, texture.upload(image, for: placement, renderer: renderer) {
-            var destination = SDL_FRect(
-                x: Float(placement.destination.minX), y: Float(placement.destination.minY),
-                w: Float(placement.destination.width), h: Float(placement.destination.height))
-            var flip = SDL_FLIP_NONE.rawValue
-            if placement.flipsHorizontally { flip |= SDL_FLIP_HORIZONTAL.rawValue }
-            if placement.flipsVertically { flip |= SDL_FLIP_VERTICAL.rawValue }
-            SDL_RenderCopyExF(
-                renderer, texture.handle, nil, &destination, placement.angle, nil, SDL_RendererFlip(flip))
+        if let sample, let image = sample.imageBuffer, texture.upload(image, for: placement, renderer: renderer),
+            let handle = texture.handle
+        {
+            placement.render(handle, renderer: renderer)
             drewFrame = true
         }
+        for index in insets.indices { insets[index].draw(renderer: renderer) }
         for marker in markers {
             SDL_SetRenderDrawColor(
                 renderer, UInt8(marker.color >> 16 & 0xFF), UInt8(marker.color >> 8 & 0xFF), UInt8(marker.color & 0xFF),

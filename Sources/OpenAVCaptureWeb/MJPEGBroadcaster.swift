@@ -6,7 +6,9 @@ import Synchronization
 
 /// The preview as an MJPEG stream for a bounded number of viewers: each frame of the layer's session is encoded
 /// once (only while someone watches) and handed to every viewer, each of which keeps only the newest part, so a
-/// slow browser skips frames instead of falling behind.
+/// slow browser skips frames instead of falling behind. With insets (other cameras of a multi-camera session, each
+/// a preview layer connected by hand), each frame of the main camera carries their newest frames picture in
+/// picture (``PictureInPictureCompositor``, placed by a ``PictureInPictureLayout`` in the main picture's pixels).
 ///
 /// Threading: thread safe. Frames are encoded on the feed's queue; viewers read on the server's tasks.
 final class MJPEGBroadcaster: @unchecked Sendable {
@@ -29,29 +31,54 @@ final class MJPEGBroadcaster: @unchecked Sendable {
     let maximumViewers: Int
     private let state = Mutex(State())
     private var feed: PreviewFeed?
+    private var insets: [InsetSource] = []
+    private let insetLayout: PictureInPictureLayout
+    private let insetAspectRatios: [Double]
+    private let compositor = PictureInPictureCompositor()
     private let encoder: PreviewJPEGEncoder
 
-    init(layer: AVCaptureVideoPreviewLayer, maximumViewers: Int) throws(PreviewError) {
+    init(
+        layer: AVCaptureVideoPreviewLayer, insets: [AVCaptureVideoPreviewLayer] = [],
+        insetLayout: PictureInPictureLayout = PictureInPictureLayout(), maximumViewers: Int
+    ) throws(PreviewError) {
         guard let session = layer.session else { throw PreviewError("the preview layer has no session; set one first") }
         self.maximumViewers = maximumViewers
         guard let encoder = PreviewJPEGEncoder() else { throw PreviewError("TurboJPEG could not start (tjInitCompress)") }
         self.encoder = encoder
+        self.insetLayout = insetLayout
+        insetAspectRatios = insets.map { inset in
+            let size = inset.connection?.inputPorts.first?.formatDescription?.dimensions ?? CMVideoDimensions()
+            return size.height > 0 ? Double(size.width) / Double(size.height) : 0
+        }
         let feed = try PreviewFeed(
             session: session, drawablePixelFormats: [PreviewJPEGEncoder.pixelFormat],
             preferredPixelFormat: PreviewJPEGEncoder.pixelFormat
         ) { [weak self] in self?.frameArrived() }
         // The browser shows the frames as they come, scaled by CSS's object-fit (the layer's gravity); the session
         // turns and mirrors them as the layer's connection says, so the picture is the layer's.
-        if let source = layer.connection, let connection = feed.output.connection(with: .video) {
-            if connection.isVideoRotationAngleSupported(source.videoRotationAngle) {
-                connection.videoRotationAngle = source.videoRotationAngle
-            }
-            if connection.isVideoMirroringSupported {
-                connection.automaticallyAdjustsVideoMirroring = false
-                connection.isVideoMirrored = source.isVideoMirrored
+        Self.turnAndMirror(feed, as: layer)
+        self.feed = feed
+        for inset in insets {
+            do {
+                self.insets.append(try InsetSource(layer: inset, session: session))
+            } catch {
+                feed.detach()
+                self.insets.forEach { $0.detach() }
+                throw error
             }
         }
-        self.feed = feed
+    }
+
+    /// Sets the feed output's connection to turn and mirror frames as `layer`'s connection does.
+    fileprivate static func turnAndMirror(_ feed: PreviewFeed, as layer: AVCaptureVideoPreviewLayer) {
+        guard let source = layer.connection, let connection = feed.output.connection(with: .video) else { return }
+        if connection.isVideoRotationAngleSupported(source.videoRotationAngle) {
+            connection.videoRotationAngle = source.videoRotationAngle
+        }
+        if connection.isVideoMirroringSupported {
+            connection.automaticallyAdjustsVideoMirroring = false
+            connection.isVideoMirrored = source.isVideoMirrored
+        }
     }
 
     /// Ends every stream (their responses finish) and refuses new viewers.
@@ -73,7 +100,10 @@ final class MJPEGBroadcaster: @unchecked Sendable {
             defer { state.detached = true }
             return !state.detached
         }
-        if detaching { feed?.detach() }
+        if detaching {
+            feed?.detach()
+            insets.forEach { $0.detach() }
+        }
     }
 
     /// A new viewer, or nil when `maximumViewers` are already watching.
@@ -111,9 +141,20 @@ final class MJPEGBroadcaster: @unchecked Sendable {
         return statistics.skipped + statistics.droppedUpstream
     }
 
+    /// The main camera's frame, with the insets' newest frames drawn over it when there are insets.
+    private func picture(_ image: CVPixelBuffer) -> CVPixelBuffer? {
+        guard !insetAspectRatios.isEmpty else { return image }
+        let frames = insetLayout.insetFrames(
+            in: CGRect(x: 0, y: 0, width: CVPixelBufferGetWidth(image), height: CVPixelBufferGetHeight(image)),
+            aspectRatios: insetAspectRatios)
+        let pictures = zip(insets, frames).compactMap { inset, frame in inset.newest.map { (image: $0, frame: frame) } }
+        return compositor.compose(image, insets: pictures)
+    }
+
     private func frameArrived() {
         guard let sample = feed?.takeNewest() else { return }
-        guard viewerCount > 0, let image = sample.imageBuffer, let jpeg = encoder.encode(image) else { return }
+        guard viewerCount > 0, let image = sample.imageBuffer.flatMap(picture), let jpeg = encoder.encode(image)
+        else { return }
         // A timestamp of the frame on the host's clock, so a viewer can measure glass-to-glass latency.
         let captured = CMTimeGetSeconds(sample.presentationTimeStamp)
         var part = ByteBuffer()
@@ -130,5 +171,41 @@ final class MJPEGBroadcaster: @unchecked Sendable {
             return Array(state.viewers.values)
         }
         for continuation in continuations { continuation.yield(part) }
+    }
+}
+
+/// One inset camera of the stream: a feed of its own on the camera's port, turned and mirrored as the inset's layer
+/// says, and its newest frame, kept until the next replaces it (the cameras' rates differ, and each frame of the
+/// main camera takes whatever is newest).
+///
+/// Threading: thread safe; frames arrive on the feed's queue, `newest` is read on the main feed's.
+private final class InsetSource: @unchecked Sendable {
+    private let feed = Mutex<PreviewFeed?>(nil)
+    private let latest = Mutex<CVPixelBuffer?>(nil)
+
+    init(layer: AVCaptureVideoPreviewLayer, session: AVCaptureSession) throws(PreviewError) {
+        guard let port = layer.connection?.inputPorts.first else {
+            throw PreviewError(
+                "an inset's preview layer has no camera; connect it with AVCaptureConnection(inputPort:"
+                    + "videoPreviewLayer:) first")
+        }
+        let made = try PreviewFeed(
+            session: session, port: port, drawablePixelFormats: [PreviewJPEGEncoder.pixelFormat],
+            preferredPixelFormat: PreviewJPEGEncoder.pixelFormat
+        ) { [weak self] in self?.frameArrived() }
+        // An inset shows what its layer shows, as a window's does: a front camera mirrored.
+        MJPEGBroadcaster.turnAndMirror(made, as: layer)
+        feed.withLock { $0 = made }
+    }
+
+    /// The camera's newest frame, if one has come.
+    var newest: CVPixelBuffer? { latest.withLock { $0 } }
+
+    /// Takes the feed's output off the session.
+    func detach() { feed.withLock { $0 }?.detach() }
+
+    private func frameArrived() {
+        guard let image = feed.withLock({ $0 })?.takeNewest()?.imageBuffer else { return }
+        latest.withLock { $0 = image }
     }
 }

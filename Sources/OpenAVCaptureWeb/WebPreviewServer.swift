@@ -67,10 +67,14 @@ public final class WebPreviewServer: Sendable {
     private let inFlight = RequestsInFlight()
     private let server: HTTPServerBuilder
 
-    /// A server for `layer`'s video and `actions`; `log` gets a line per refused request. Throws when the
-    /// configuration is unsafe (a non-loopback host without a token) or the session cannot feed a stream.
+    /// A server for `layer`'s video and `actions`; `log` gets a line per refused request. `insets` are preview
+    /// layers of a multi-camera session's other cameras, each connected by hand to its camera: the stream shows
+    /// them over `layer`'s picture where `insetLayout` puts them. Throws when the configuration is unsafe (a
+    /// non-loopback host without a token) or the session cannot feed a stream.
     public init(
-        layer: AVCaptureVideoPreviewLayer, actions: any WebCameraActions, configuration: Configuration,
+        layer: AVCaptureVideoPreviewLayer, insets: [AVCaptureVideoPreviewLayer] = [],
+        insetLayout: PictureInPictureLayout = PictureInPictureLayout(), actions: any WebCameraActions,
+        configuration: Configuration,
         log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
     ) throws(PreviewError) {
         guard configuration.isLoopback || !(configuration.token ?? "").isEmpty else {
@@ -89,7 +93,8 @@ public final class WebPreviewServer: Sendable {
         self.layer = layer
         self.actions = actions
         self.log = log
-        broadcaster = try MJPEGBroadcaster(layer: layer, maximumViewers: configuration.maximumViewers)
+        broadcaster = try MJPEGBroadcaster(
+            layer: layer, insets: insets, insetLayout: insetLayout, maximumViewers: configuration.maximumViewers)
         if let metrics = configuration.metrics {
             metrics.watchLevel("avcapture_viewers", help: "Browsers streaming the camera's preview now.") {
                 [broadcaster] in Double(broadcaster.viewerCount)

@@ -13,11 +13,14 @@ struct PreviewCommand: ParsableCommand {
             Click to focus at a point, double-click to expose for it, R to reset both, F to cycle the flash mode, \
             T the torch, + and - to zoom (ramped), Space for a photo, Enter to start or stop recording, Esc or Q \
             to quit. Photos and movies go in the working directory, named by date. The window's title shows the \
-            frame rate, dropped frames and the microphone's level; each action is also printed, one line each.
+            frame rate, dropped frames and the microphone's level; each action is also printed, one line each. \
+            Several --video options show the first camera in the window and the others over it, picture in \
+            picture (each a quarter of the window's width by default, bottom right, see --inset-corner and \
+            --inset-width); the controls act on the first camera.
             """)
 
     @OptionGroup var logging: LoggingOptions
-    @OptionGroup var camera: CameraOptions
+    @OptionGroup var camera: PreviewCameraOptions
     @OptionGroup var microphone: MicrophoneOptions
     @Option(help: "How the picture fills the window.") var gravity: GravityChoice = .aspect
     @Option(help: "Orientation (landscape-right is the sensor's).") var orientation: OrientationChoice = .landscapeRight
@@ -41,7 +44,9 @@ struct PreviewCommand: ParsableCommand {
             let cameraDevice = try DeviceSelector.device(camera.video, for: .video)
             let microphoneDevice = try DeviceSelector.device(microphone.audio, for: .audio)
             let directory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-            let controller = CameraController(mediaDirectory: directory)
+            let multiCam = camera.isPictureInPicture ? AVCaptureMultiCamSession() : nil
+            if multiCam != nil, let cameraDevice { try PictureInPictureSetup.applySize(of: preset, to: cameraDevice) }
+            let controller = CameraController(mediaDirectory: directory, session: multiCam ?? AVCaptureSession())
             let app = PreviewApp(controller: controller)
             controller.delegate = app
             do {
@@ -59,6 +64,10 @@ struct PreviewCommand: ParsableCommand {
             }
             let layer = AVCaptureVideoPreviewLayer(session: controller.captureSession)
             layer.videoGravity = gravity.videoGravity
+            let insets = try multiCam.map {
+                try PictureInPictureSetup.insetLayers(
+                    cameras: Array(camera.videos.dropFirst()), besides: controller.activeCamera, in: $0, preset: preset)
+            } ?? []
             let videoOrientation = orientation.videoOrientation
             controller.captureOrientation = videoOrientation
             if let connection = layer.connection {
@@ -69,7 +78,8 @@ struct PreviewCommand: ParsableCommand {
                 }
             }
             let window = PreviewWindow(
-                layer: layer, title: "avcapture preview: \(controller.activeCamera?.localizedName ?? "camera")",
+                layer: layer, insets: insets, insetLayout: camera.layout,
+                title: "avcapture preview: \(controller.activeCamera?.localizedName ?? "camera")",
                 size: Self.parseSize(size)!)
             app.attach(window)
             let watcher = SignalWatcher { _ in window.stop() }
@@ -115,7 +125,9 @@ final class PreviewApp: CameraAppReports, @unchecked Sendable {
     func announceWhenShowing() {
         DispatchQueue.global().async { [weak self] in
             guard let window = self?.window, window.waitForFirstFrame(timeout: 30) else { return }
-            Self.say("showing \(self?.controller.activeCamera?.localizedName ?? "the camera") (renderer \(window.rendererName))")
+            let camera = self?.controller.activeCamera?.localizedName ?? "the camera"
+            let insets = PictureInPictureSetup.describe(window.insets)
+            Self.say("showing \(camera) (renderer \(window.rendererName))" + insets)
         }
     }
 

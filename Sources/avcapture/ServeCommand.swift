@@ -15,13 +15,16 @@ struct ServeCommand: ParsableCommand {
             address has it once, the page keeps it in a cookie, scripts send Authorization: Bearer T. /metrics \
             serves Prometheus metrics. With --hls the same \
             camera is also published as HLS (fragmented MP4 segments, H.264 and AAC), served at /live/stream.m3u8 \
-            for players and other machines; its segments live in a temporary directory removed at exit.
+            for players and other machines; its segments live in a temporary directory removed at exit. Several \
+            --video options show the first camera and the others over it, picture in picture, in the page's \
+            stream (each a quarter of the picture's width by default, bottom right, see --inset-corner and \
+            --inset-width); the controls, photos, movies, HLS and RTSP are the first camera's.
             """)
 
     @OptionGroup var logging: LoggingOptions
     @Option(help: "Address and port to listen on, HOST:PORT (port 0 picks a free one).") var listen = "127.0.0.1:8080"
     @Option(help: "A secret every request must carry; required to listen beyond loopback.") var token: String?
-    @OptionGroup var camera: CameraOptions
+    @OptionGroup var camera: PreviewCameraOptions
     @OptionGroup var microphone: MicrophoneOptions
     @Option(help: "How the picture fills the page.") var gravity: GravityChoice = .aspect
     @Option(help: "Session preset.") var preset: PresetChoice = .hd720
@@ -85,7 +88,9 @@ struct ServeCommand: ParsableCommand {
             let cameraDevice = try DeviceSelector.device(camera.video, for: .video)
             let microphoneDevice = try DeviceSelector.device(microphone.audio, for: .audio)
             let directory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-            let controller = CameraController(mediaDirectory: directory)
+            let multiCam = camera.isPictureInPicture ? AVCaptureMultiCamSession() : nil
+            if multiCam != nil, let cameraDevice { try PictureInPictureSetup.applySize(of: preset, to: cameraDevice) }
+            let controller = CameraController(mediaDirectory: directory, session: multiCam ?? AVCaptureSession())
             let app = WebCameraApp(controller: controller)
             controller.delegate = app
             do {
@@ -104,6 +109,10 @@ struct ServeCommand: ParsableCommand {
             defer { if let live { try? FileManager.default.removeItem(at: live.directory) } }
             let layer = AVCaptureVideoPreviewLayer(session: controller.captureSession)
             layer.videoGravity = gravity.videoGravity
+            let insets = try multiCam.map {
+                try PictureInPictureSetup.insetLayers(
+                    cameras: Array(camera.videos.dropFirst()), besides: controller.activeCamera, in: $0, preset: preset)
+            } ?? []
             let server: WebPreviewServer
             do {
                 var configuration = WebPreviewServer.Configuration(
@@ -114,7 +123,8 @@ struct ServeCommand: ParsableCommand {
                 configuration.metrics?.watch(controller.captureSession)
                 configuration.metrics?.watchFreeDisk(at: directory)
                 server = try WebPreviewServer(
-                    layer: layer, actions: app, configuration: configuration,
+                    layer: layer, insets: insets, insetLayout: camera.layout, actions: app,
+                    configuration: configuration,
                     log: { Terminal.error("avcapture serve: \($0)") })
             } catch {
                 throw ToolFailure(.usage, "\(error)")
@@ -135,7 +145,8 @@ struct ServeCommand: ParsableCommand {
                         let query = token.map {
                             "?token=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
                         }
-                        PreviewApp.say("listening on \(url.absoluteString)\(query ?? "")")
+                        PreviewApp.say(
+                            "listening on \(url.absoluteString)\(query ?? "")" + PictureInPictureSetup.describe(insets))
                     }
                 } catch is CancellationError {
                 } catch {

@@ -146,4 +146,16 @@ struct ArgumentValueTests {
         #expect(sizes.segmentSize?.value == 50_000_000)
         #expect(sizes.keep == .bytes(2_000_000_000))
     }
+
+    @Test("preview and serve take several --video, --inset-corner and --inset-width (5 ... 50 percent)")
+    func pictureInPicture() throws {
+        let preview = try PreviewCommand.parse(
+            ["--video", "back", "--video", "front", "--inset-corner", "top-left", "--inset-width", "30"])
+        #expect(preview.camera.videos == ["back", "front"] && preview.camera.isPictureInPicture)
+        #expect(preview.camera.layout == PictureInPictureLayout(corner: .topLeft, insetWidthFraction: 0.3))
+        let serve = try ServeCommand.parse(["--video", "back"])
+        #expect(!serve.camera.isPictureInPicture && serve.camera.layout == PictureInPictureLayout())
+        #expect(throws: (any Error).self) { try PreviewCommand.parse(["--video", "back", "--inset-width", "60"]) }
+        #expect(throws: (any Error).self) { try ServeCommand.parse(["--inset-corner", "middle"]) }
+    }
 }

@@ -34,10 +34,12 @@ package final class PreviewFeed: NSObject, AVCaptureVideoDataOutputSampleBufferD
     private let onFrame: @Sendable () -> Void
 
     /// Adds the feed's output to `session`; `onFrame` runs (on the feed's queue) whenever a new frame is waiting.
-    /// Throws when the session cannot take another video output.
+    /// With `port` (a multi-camera session's camera), the output is connected to that port by hand, as such a
+    /// session's outputs are; without it, to the session's first video port. Throws when the session cannot take
+    /// another video output (or that camera already feeds one).
     package init(
-        session: AVCaptureSession, drawablePixelFormats: Set<OSType>, preferredPixelFormat: OSType? = nil,
-        onFrame: @escaping @Sendable () -> Void
+        session: AVCaptureSession, port: AVCaptureInput.Port? = nil, drawablePixelFormats: Set<OSType>,
+        preferredPixelFormat: OSType? = nil, onFrame: @escaping @Sendable () -> Void
     ) throws(PreviewError) {
         self.session = session
         self.drawablePixelFormats = drawablePixelFormats
@@ -51,7 +53,21 @@ package final class PreviewFeed: NSObject, AVCaptureVideoDataOutputSampleBufferD
         guard session.canAddOutput(output) else {
             throw PreviewError("the preview's session cannot take a video output for the renderer; add the camera first")
         }
-        session.addOutput(output)
+        guard let port else {
+            session.addOutput(output)
+            return
+        }
+        // Two calls, each its own configuration: the same reason as above. The output has no connection between
+        // them, so nothing streams to it half made.
+        session.addOutputWithNoConnections(output)
+        let connection = AVCaptureConnection(inputPorts: [port], output: output)
+        guard session.canAddConnection(connection) else {
+            session.removeOutput(output)
+            throw PreviewError(
+                "the session cannot connect \(port.input) to the renderer's video output; a camera of a multi-camera"
+                    + " session feeds one video data output")
+        }
+        session.addConnection(connection)
     }
 
     /// Removes the feed's output from the session.
