@@ -310,4 +310,26 @@ static inline int CDBus_readScreenCastStreams(
     return count;
 }
 
+/// Appends a signed 32-bit integer (`i`).
+static inline bool CDBus_appendInt32(DBusMessage *message, int32_t value) {
+    DBusMessageIter iter;
+    dbus_message_iter_init_append(message, &iter);
+    return dbus_message_iter_append_basic(&iter, DBUS_TYPE_INT32, &value);
+}
+
+/// Appends a double (`d`).
+static inline bool CDBus_appendDouble(DBusMessage *message, double value) {
+    DBusMessageIter iter;
+    dbus_message_iter_init_append(message, &iter);
+    return dbus_message_iter_append_basic(&iter, DBUS_TYPE_DOUBLE, &value);
+}
+
+/// Appends a boolean (`b`).
+static inline bool CDBus_appendBoolean(DBusMessage *message, bool value) {
+    DBusMessageIter iter;
+    dbus_bool_t boolean = value ? TRUE : FALSE;
+    dbus_message_iter_init_append(message, &iter);
+    return dbus_message_iter_append_basic(&iter, DBUS_TYPE_BOOLEAN, &boolean);
+}
+
 #endif

@@ -83,6 +83,21 @@ extension DBusMessage {
         guard appended else { throw .outOfMemory }
     }
 
+    /// Appends a signed 32-bit integer (`i`).
+    package func append(_ value: Int32) throws(DBusFailure) {
+        guard CDBus_appendInt32(pointer, value) else { throw .outOfMemory }
+    }
+
+    /// Appends a double (`d`).
+    package func append(_ value: Double) throws(DBusFailure) {
+        guard CDBus_appendDouble(pointer, value) else { throw .outOfMemory }
+    }
+
+    /// Appends a boolean (`b`).
+    package func append(_ value: Bool) throws(DBusFailure) {
+        guard CDBus_appendBoolean(pointer, value) else { throw .outOfMemory }
+    }
+
     /// Appends an object path (`o`) a bus sent (a session handle).
     package func appendObjectPath(_ path: String) throws(DBusFailure) {
         guard CDBus_appendObjectPath(pointer, path) else { throw .outOfMemory }
