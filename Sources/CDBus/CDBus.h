@@ -157,4 +157,179 @@ static inline int CDBus_readStringArrayEntry(DBusMessage *message, const char *k
     return -1;
 }
 
+// MARK: Vardicts of several entries, and object paths (the ScreenCast portal's options and session handles).
+
+/// One entry of a vardict to append: `type` is 'u' (`u` holds it), 'b' (`b`) or 's' (`s`, UTF-8).
+typedef struct {
+    const char *key;
+    char type;
+    uint32_t u;
+    bool b;
+    const char *s;
+} CDBus_VardictEntry;
+
+/// Appends a vardict (`a{sv}`) of `count` entries. False when memory is exhausted or an entry's type is unknown.
+static inline bool CDBus_appendVardictEntries(DBusMessage *message, const CDBus_VardictEntry *entries, int count) {
+    DBusMessageIter iter, array, entry, variant;
+    dbus_message_iter_init_append(message, &iter);
+    if (!dbus_message_iter_open_container(&iter, DBUS_TYPE_ARRAY, "{sv}", &array)) return false;
+    for (int i = 0; i < count; i++) {
+        const CDBus_VardictEntry *e = &entries[i];
+        const char *signature = e->type == 'u' ? "u" : e->type == 'b' ? "b" : e->type == 's' ? "s" : NULL;
+        if (signature == NULL) goto fail_array;
+        if (!dbus_message_iter_open_container(&array, DBUS_TYPE_DICT_ENTRY, NULL, &entry)) goto fail_array;
+        if (!dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &e->key)) goto fail_entry;
+        if (!dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, signature, &variant)) goto fail_entry;
+        bool appended;
+        if (e->type == 'u') {
+            appended = dbus_message_iter_append_basic(&variant, DBUS_TYPE_UINT32, &e->u);
+        } else if (e->type == 'b') {
+            dbus_bool_t value = e->b ? TRUE : FALSE;
+            appended = dbus_message_iter_append_basic(&variant, DBUS_TYPE_BOOLEAN, &value);
+        } else {
+            appended = dbus_message_iter_append_basic(&variant, DBUS_TYPE_STRING, &e->s);
+        }
+        if (!appended) {
+            dbus_message_iter_abandon_container(&entry, &variant);
+            goto fail_entry;
+        }
+        if (!dbus_message_iter_close_container(&entry, &variant)) goto fail_entry;
+        if (!dbus_message_iter_close_container(&array, &entry)) goto fail_array;
+    }
+    return dbus_message_iter_close_container(&iter, &array);
+fail_entry:
+    dbus_message_iter_abandon_container(&array, &entry);
+fail_array:
+    dbus_message_iter_abandon_container(&iter, &array);
+    return false;
+}
+
+/// Appends an object path (`o`). `value` must be a valid path (libdbus aborts otherwise): callers pass paths a bus
+/// sent them.
+static inline bool CDBus_appendObjectPath(DBusMessage *message, const char *value) {
+    DBusMessageIter iter;
+    dbus_message_iter_init_append(message, &iter);
+    return dbus_message_iter_append_basic(&iter, DBUS_TYPE_OBJECT_PATH, &value);
+}
+
+/// Points `value` at the variant's content of `key` in the vardict (`a{sv}`) that is argument `index`; false when
+/// the argument is no vardict or has no such key.
+static inline bool CDBus_vardictValue(DBusMessage *message, int index, const char *key, DBusMessageIter *value) {
+    DBusMessageIter iter, array, entry;
+    if (!CDBus_argument(message, index, &iter) || dbus_message_iter_get_arg_type(&iter) != DBUS_TYPE_ARRAY ||
+        dbus_message_iter_get_element_type(&iter) != DBUS_TYPE_DICT_ENTRY)
+        return false;
+    dbus_message_iter_recurse(&iter, &array);
+    for (; dbus_message_iter_get_arg_type(&array) == DBUS_TYPE_DICT_ENTRY; dbus_message_iter_next(&array)) {
+        dbus_message_iter_recurse(&array, &entry);
+        if (dbus_message_iter_get_arg_type(&entry) != DBUS_TYPE_STRING) return false;
+        const char *name = NULL;
+        dbus_message_iter_get_basic(&entry, &name);
+        if (strcmp(name, key) != 0) continue;
+        if (!dbus_message_iter_next(&entry) || dbus_message_iter_get_arg_type(&entry) != DBUS_TYPE_VARIANT)
+            return false;
+        dbus_message_iter_recurse(&entry, value);
+        return true;
+    }
+    return false;
+}
+
+/// The string (or object path) under `key` in the vardict that is argument `index`; NULL when absent. The text
+/// lives as long as the message.
+static inline const char *CDBus_readVardictString(DBusMessage *message, int index, const char *key) {
+    DBusMessageIter value;
+    if (!CDBus_vardictValue(message, index, key, &value)) return NULL;
+    int type = dbus_message_iter_get_arg_type(&value);
+    if (type != DBUS_TYPE_STRING && type != DBUS_TYPE_OBJECT_PATH) return NULL;
+    const char *text = NULL;
+    dbus_message_iter_get_basic(&value, &text);
+    return text;
+}
+
+/// One stream of a ScreenCast `Start` response (`streams`, `a(ua{sv})`): the PipeWire node and what the portal
+/// says of it. `has_position`/`has_size` say whether those entries were given.
+typedef struct {
+    uint32_t node_id;
+    uint32_t source_type;
+    int32_t x, y, width, height;
+    bool has_position, has_size;
+} CDBus_ScreenCastStream;
+
+/// Reads a `(ii)` struct into two integers.
+static inline bool CDBus_readIntPair(DBusMessageIter *variant, int32_t *first, int32_t *second) {
+    DBusMessageIter pair;
+    if (dbus_message_iter_get_arg_type(variant) != DBUS_TYPE_STRUCT) return false;
+    dbus_message_iter_recurse(variant, &pair);
+    if (dbus_message_iter_get_arg_type(&pair) != DBUS_TYPE_INT32) return false;
+    dbus_message_iter_get_basic(&pair, first);
+    if (!dbus_message_iter_next(&pair) || dbus_message_iter_get_arg_type(&pair) != DBUS_TYPE_INT32) return false;
+    dbus_message_iter_get_basic(&pair, second);
+    return true;
+}
+
+/// The streams under `streams` in the vardict that is argument `index`, at most `capacity` into `streams`: their
+/// count, or -1 when the entry is absent or of another type.
+static inline int CDBus_readScreenCastStreams(
+    DBusMessage *message, int index, CDBus_ScreenCastStream *streams, int capacity) {
+    DBusMessageIter value, array, item, properties, entry, variant;
+    if (!CDBus_vardictValue(message, index, "streams", &value) ||
+        dbus_message_iter_get_arg_type(&value) != DBUS_TYPE_ARRAY ||
+        dbus_message_iter_get_element_type(&value) != DBUS_TYPE_STRUCT)
+        return -1;
+    dbus_message_iter_recurse(&value, &array);
+    int count = 0;
+    for (; dbus_message_iter_get_arg_type(&array) == DBUS_TYPE_STRUCT && count < capacity;
+         dbus_message_iter_next(&array)) {
+        CDBus_ScreenCastStream *stream = &streams[count];
+        memset(stream, 0, sizeof(*stream));
+        dbus_message_iter_recurse(&array, &item);
+        if (dbus_message_iter_get_arg_type(&item) != DBUS_TYPE_UINT32) return -1;
+        dbus_message_iter_get_basic(&item, &stream->node_id);
+        if (dbus_message_iter_next(&item) && dbus_message_iter_get_arg_type(&item) == DBUS_TYPE_ARRAY) {
+            dbus_message_iter_recurse(&item, &properties);
+            for (; dbus_message_iter_get_arg_type(&properties) == DBUS_TYPE_DICT_ENTRY;
+                 dbus_message_iter_next(&properties)) {
+                dbus_message_iter_recurse(&properties, &entry);
+                if (dbus_message_iter_get_arg_type(&entry) != DBUS_TYPE_STRING) continue;
+                const char *name = NULL;
+                dbus_message_iter_get_basic(&entry, &name);
+                if (!dbus_message_iter_next(&entry)) continue;
+                dbus_message_iter_recurse(&entry, &variant);
+                if (strcmp(name, "position") == 0) {
+                    stream->has_position = CDBus_readIntPair(&variant, &stream->x, &stream->y);
+                } else if (strcmp(name, "size") == 0) {
+                    stream->has_size = CDBus_readIntPair(&variant, &stream->width, &stream->height);
+                } else if (strcmp(name, "source_type") == 0 &&
+                           dbus_message_iter_get_arg_type(&variant) == DBUS_TYPE_UINT32) {
+                    dbus_message_iter_get_basic(&variant, &stream->source_type);
+                }
+            }
+        }
+        count++;
+    }
+    return count;
+}
+
+/// Appends a signed 32-bit integer (`i`).
+static inline bool CDBus_appendInt32(DBusMessage *message, int32_t value) {
+    DBusMessageIter iter;
+    dbus_message_iter_init_append(message, &iter);
+    return dbus_message_iter_append_basic(&iter, DBUS_TYPE_INT32, &value);
+}
+
+/// Appends a double (`d`).
+static inline bool CDBus_appendDouble(DBusMessage *message, double value) {
+    DBusMessageIter iter;
+    dbus_message_iter_init_append(message, &iter);
+    return dbus_message_iter_append_basic(&iter, DBUS_TYPE_DOUBLE, &value);
+}
+
+/// Appends a boolean (`b`).
+static inline bool CDBus_appendBoolean(DBusMessage *message, bool value) {
+    DBusMessageIter iter;
+    dbus_bool_t boolean = value ? TRUE : FALSE;
+    dbus_message_iter_init_append(message, &iter);
+    return dbus_message_iter_append_basic(&iter, DBUS_TYPE_BOOLEAN, &boolean);
+}
+
 #endif

@@ -256,6 +256,8 @@ static CPipeWire_Pixels pixels_from_spa(uint32_t format) {
     case SPA_VIDEO_FORMAT_NV12: return CPipeWire_PIXELS_NV12;
     case SPA_VIDEO_FORMAT_I420: return CPipeWire_PIXELS_I420;
     case SPA_VIDEO_FORMAT_UYVY: return CPipeWire_PIXELS_UYVY;
+    case SPA_VIDEO_FORMAT_BGRx: return CPipeWire_PIXELS_BGRX;
+    case SPA_VIDEO_FORMAT_BGRA: return CPipeWire_PIXELS_BGRA;
     default: return CPipeWire_PIXELS_UNKNOWN;
     }
 }
@@ -266,6 +268,8 @@ static uint32_t pixels_to_spa(CPipeWire_Pixels pixels) {
     case CPipeWire_PIXELS_NV12: return SPA_VIDEO_FORMAT_NV12;
     case CPipeWire_PIXELS_I420: return SPA_VIDEO_FORMAT_I420;
     case CPipeWire_PIXELS_UYVY: return SPA_VIDEO_FORMAT_UYVY;
+    case CPipeWire_PIXELS_BGRX: return SPA_VIDEO_FORMAT_BGRx;
+    case CPipeWire_PIXELS_BGRA: return SPA_VIDEO_FORMAT_BGRA;
     default: return SPA_VIDEO_FORMAT_UNKNOWN;
     }
 }
@@ -657,8 +661,15 @@ static const struct spa_pod *build_request(struct spa_pod_builder *b, CPipeWire_
     spa_pod_builder_push_object(b, &frame, SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat);
     spa_pod_builder_add(b, SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video), SPA_FORMAT_mediaSubtype,
                         SPA_POD_Id(subtype), 0);
-    if (subtype == SPA_MEDIA_SUBTYPE_raw)
+    if (subtype == SPA_MEDIA_SUBTYPE_raw && (f.pixels == CPipeWire_PIXELS_BGRX || f.pixels == CPipeWire_PIXELS_BGRA)) {
+        // Screen nodes offer either; both are BGRA in memory (the fourth byte unused in BGRx), so take what comes.
+        spa_pod_builder_add(b, SPA_FORMAT_VIDEO_format,
+                            SPA_POD_CHOICE_ENUM_Id(3, pixels_to_spa(f.pixels), SPA_VIDEO_FORMAT_BGRx,
+                                                   SPA_VIDEO_FORMAT_BGRA),
+                            0);
+    } else if (subtype == SPA_MEDIA_SUBTYPE_raw) {
         spa_pod_builder_add(b, SPA_FORMAT_VIDEO_format, SPA_POD_Id(pixels_to_spa(f.pixels)), 0);
+    }
     spa_pod_builder_add(b, SPA_FORMAT_VIDEO_size, SPA_POD_Rectangle(&SPA_RECTANGLE(f.width, f.height)), 0);
     if (f.rate_den > 0)
         spa_pod_builder_add(b, SPA_FORMAT_VIDEO_framerate, SPA_POD_Fraction(&SPA_FRACTION(f.rate_num, f.rate_den)),

@@ -86,13 +86,14 @@ package enum Screens {
             maxZoomFactor: 1)
     }
 
-    /// The screens of the session this process runs in, the main one first: a Wayland compositor's outputs when
-    /// `WAYLAND_DISPLAY` is set (an X server beside it sees only X clients), else the X server `DISPLAY` names.
+    /// The screens of the session this process runs in, the main one first: when `WAYLAND_DISPLAY` is set (an X
+    /// server beside it sees only X clients), what the ScreenCast portal shares, else the compositor's outputs
+    /// through wlr-screencopy (`WaylandScreenRoute`); else the X server `DISPLAY` names.
     package static func screens(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ScreenUnavailable) -> [any ScreenDevice] {
         if let wayland = environment["WAYLAND_DISPLAY"], !wayland.isEmpty {
-            return try WaylandScreenDriver.screens(displayName: wayland)
+            return try WaylandScreenRoute.screens(displayName: wayland, environment: environment)
         }
         do {
             return try X11ScreenDriver.screens()

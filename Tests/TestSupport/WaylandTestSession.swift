@@ -34,13 +34,16 @@ public final class WaylandTestSession: @unchecked Sendable {
     /// A session, or nil (with the reason printed) where it cannot start here. `size` is the output's in pixels (the
     /// picture is stretched over it); `scale` 2 makes it HiDPI, its layout (window places, swaymsg) in units of 2x2
     /// pixels. `weston` starts Weston's headless backend instead: a compositor without wlr-screencopy, and nothing
-    /// on it.
+    /// on it. `chooserCancels` (with `portal`) gives xdg-desktop-portal-wlr a chooser that chooses nothing, as a
+    /// user who closes it.
     public static func start(
-        portal: Bool = false, size: String = "1280x720", scale: Int = 1, weston: Bool = false, for test: String
+        portal: Bool = false, chooserCancels: Bool = false, size: String = "1280x720", scale: Int = 1,
+        weston: Bool = false, for test: String
     ) -> WaylandTestSession? {
         do {
             let options =
-                ["--size", size, "--scale", String(scale)] + (portal ? ["--portal"] : []) + (weston ? ["--weston"] : [])
+                ["--size", size, "--scale", String(scale)] + (portal ? ["--portal"] : [])
+                + (chooserCancels ? ["--chooser-cancels"] : []) + (weston ? ["--weston"] : [])
             return try WaylandTestSession(options: options, test: test)
         } catch let skip as Skip {
             print("Skipping \(test): \(skip.reason)")

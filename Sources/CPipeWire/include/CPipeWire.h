@@ -35,6 +35,9 @@ typedef enum {
     CPipeWire_PIXELS_NV12 = 2,
     CPipeWire_PIXELS_I420 = 3,
     CPipeWire_PIXELS_UYVY = 4,
+    /// B, G, R and an unused byte: what screen-sharing nodes (the ScreenCast portal's) offer.
+    CPipeWire_PIXELS_BGRX = 5,
+    CPipeWire_PIXELS_BGRA = 6,
 } CPipeWire_Pixels;
 
 typedef enum {

@@ -291,8 +291,13 @@ final class PipeWireCaptureStream: @unchecked Sendable {
             return agreed.samples == request.samples && agreed.audio_rate == request.audio_rate
                 && agreed.audio_channels == request.audio_channels
         }
+        // BGRx and BGRA are asked for together (a screen node's choice) and read alike.
+        let screenPixels: Set<UInt32> = [CPipeWire_PIXELS_BGRX.rawValue, CPipeWire_PIXELS_BGRA.rawValue]
+        let samePixels =
+            agreed.pixels == request.pixels
+            || (screenPixels.contains(agreed.pixels.rawValue) && screenPixels.contains(request.pixels.rawValue))
         return agreed.width == request.width && agreed.height == request.height
-            && (request.media != CPipeWire_MEDIA_VIDEO_RAW || agreed.pixels == request.pixels)
+            && (request.media != CPipeWire_MEDIA_VIDEO_RAW || samePixels)
     }
 
     static func describe(_ format: CPipeWire_StreamFormat) -> String {

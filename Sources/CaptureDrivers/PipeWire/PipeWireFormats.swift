@@ -102,6 +102,13 @@ package enum PipeWireFormats {
     package static func streamRequest(for format: DeviceFormat, frameDuration: CMTime) -> CPipeWire_StreamFormat? {
         var request = CPipeWire_StreamFormat()
         switch format {
+        case .video(let video) where video.mediaSubType == kCVPixelFormatType_32BGRA:
+            // A screen node (the ScreenCast portal's): BGRx or BGRA at its size, at the rate it damages; the
+            // screen grabber paces the frames, so no rate is asked for.
+            request.media = CPipeWire_MEDIA_VIDEO_RAW
+            request.pixels = CPipeWire_PIXELS_BGRX
+            request.width = UInt32(video.width)
+            request.height = UInt32(video.height)
         case .video(let video):
             guard let encoding = Encoding(mediaSubType: video.mediaSubType) else { return nil }
             request.media = CPipeWire_Media(rawValue: encoding.media)

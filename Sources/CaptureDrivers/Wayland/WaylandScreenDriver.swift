@@ -16,13 +16,13 @@ package enum WaylandScreenDriver {
         let connection = try WaylandConnection(name: displayName)
         guard connection.screencopyVersion > 0, connection.hasSharedMemory else {
             throw ScreenUnavailable(
-                reason: "the Wayland compositor \(displayName) offers no wlr-screencopy, and screens are read only"
-                    + " through it here",
+                reason: "the Wayland compositor \(displayName) offers no wlr-screencopy, and no ScreenCast portal"
+                    + " answered on the session bus",
                 advice: "On GNOME, KDE and other compositors without wlr-screencopy, screens are shared through the"
-                    + " ScreenCast portal (xdg-desktop-portal with xdg-desktop-portal-gnome or -kde), which this"
-                    + " version does not read yet. Record a wlroots compositor (sway, Hyprland, river) or an X11"
-                    + " session instead; unsetting WAYLAND_DISPLAY records the X server DISPLAY names, which under"
-                    + " Wayland (Xwayland) shows only X clients.")
+                    + " ScreenCast portal: install xdg-desktop-portal and the desktop's backend"
+                    + " (xdg-desktop-portal-gnome or xdg-desktop-portal-kde) and run in the desktop session (its"
+                    + " DBUS_SESSION_BUS_ADDRESS). Unsetting WAYLAND_DISPLAY records the X server DISPLAY names,"
+                    + " which under Wayland (Xwayland) shows only X clients.")
         }
         let outputs = connection.outputs.filter { $0.output.width > 0 && $0.output.height > 0 }
         return known.withLock { known in

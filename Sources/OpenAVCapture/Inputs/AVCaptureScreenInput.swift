@@ -2,8 +2,9 @@ import CaptureDrivers
 import Foundation
 import Synchronization
 
-/// A display's identifier, as CoreGraphics names it: here an output of the Wayland compositor `WAYLAND_DISPLAY` names
-/// (its registry name), else a monitor of the X server `DISPLAY` names (its first RandR output's XID).
+/// A display's identifier, as CoreGraphics names it: here a stream the ScreenCast portal shares (its PipeWire node),
+/// or an output of the Wayland compositor `WAYLAND_DISPLAY` names (its registry name), else a monitor of the X server
+/// `DISPLAY` names (its first RandR output's XID).
 public typealias CGDirectDisplayID = UInt32
 
 /// The display ID no display has (CoreGraphics' `kCGNullDirectDisplay`).
@@ -22,8 +23,10 @@ public func CGDisplayBounds(_ display: CGDirectDisplayID) -> CGRect {
 }
 
 /// An input that captures a display, as Apple's captures a Mac's screen: in a Wayland session (`WAYLAND_DISPLAY` set)
-/// an output of a wlroots compositor (sway, Hyprland, river) through wlr-screencopy, else an X11 monitor (Xorg,
-/// Xwayland, Xvfb) of the server `DISPLAY` names.
+/// what the ScreenCast portal shares (GNOME, KDE: the desktop asks the user once per process; a choice the user asked
+/// to remember is kept in `$XDG_STATE_HOME/openavcapture/screencast-restore-token`), or, where there is no portal or
+/// it cannot start, an output of a wlroots compositor (sway, Hyprland, river) through wlr-screencopy; else an X11
+/// monitor (Xorg, Xwayland, Xvfb) of the server `DISPLAY` names.
 ///
 /// Frames are BGRA, copied by the server into shared memory that is handed on without another copy (MIT-SHM
 /// segments on X11, whose alpha byte is what the X server stores, 0 at depth 24; `wl_shm` buffers on Wayland). Add
@@ -35,7 +38,7 @@ public func CGDisplayBounds(_ display: CGDirectDisplayID) -> CGRect {
 /// - `scaleFactor`: the delivered size is the crop's times this (nearest-neighbour), any positive factor.
 /// - `minFrameDuration`: frames are grabbed at most this often on the host clock (default 1/30 s; 1/120 to 1 s).
 /// - `capturesCursor` (default true) composites the cursor the server shows (XFixes; on Wayland the compositor draws
-///   it in); `capturesMouseClicks` (default false) draws a ring around it while a button is down (X11 only: a Wayland
+///   it in; through the portal the cursor is always drawn in, as the session is made before the input); `capturesMouseClicks` (default false) draws a ring around it while a button is down (X11 only: a Wayland
 ///   client cannot see the buttons).
 /// - `removesDuplicateFrames` (default false, as Apple's since macOS 10.10): when true, a frame whose area the
 ///   server reports unchanged (Damage; on Wayland the compositor's damage of the whole output) and whose pointer did
@@ -158,11 +161,13 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
         public var isMain: Bool
     }
 
-    /// The outputs of the Wayland compositor `WAYLAND_DISPLAY` names, else the displays of the X server `DISPLAY`
-    /// names, the main one first (ours: Apple's platforms list displays with CoreGraphics' `CGGetActiveDisplayList`).
+    /// What the ScreenCast portal shares or the outputs of the Wayland compositor `WAYLAND_DISPLAY` names, else the
+    /// displays of the X server `DISPLAY` names, the main one first (ours: Apple's platforms list displays with
+    /// CoreGraphics' `CGGetActiveDisplayList`). The first call in a Wayland session may wait for the portal's dialog.
     ///
     /// - Throws: `AVError.screenCaptureFailed` saying what to do when there is no server (DISPLAY unset, nothing
-    ///   listening), this user may not use it (the cookie, `xhost`), or the compositor has no wlr-screencopy.
+    ///   listening), this user may not use it (the cookie, `xhost`), the portal's dialog was cancelled, or the
+    ///   compositor has neither a ScreenCast portal nor wlr-screencopy.
     public static func displays() throws -> [Display] {
         do {
             return try Screens.screens().enumerated().map { index, screen in

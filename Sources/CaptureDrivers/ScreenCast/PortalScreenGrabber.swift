@@ -1,0 +1,149 @@
+import Foundation
+import OpenCoreMedia
+import OpenCoreVideo
+import Synchronization
+
+/// What the capture thread of a portal screen holds: a PipeWire connection of its own (the portal's remote), the
+/// stream from the session's node, and the newest frame that stream delivered.
+///
+/// A screen node sends a frame only when the picture changed (damage). The capture thread's frame times take the
+/// newest one, crop and scale it (nearest-neighbour) into a pooled buffer: an unchanged screen repeats its last
+/// picture at the frame rate, and with `removesDuplicateFrames` a frame time with nothing new delivers nothing.
+///
+/// Threading: thread-bound: made on the thread that starts the stream, then used by the capture thread; the newest
+/// frame is handed over from PipeWire's loop thread through a mutex.
+final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
+    let frameNanoseconds: Int64
+    private let frameDuration: CMTime
+    private let monitor: ScreenMonitor
+    private let sourceWidth: Int32
+    private let sourceHeight: Int32
+    private let outputWidth: Int
+    private let outputHeight: Int
+    private let formatDescription: CMFormatDescription
+    private let pool: CVPixelBufferPool
+    private let columns: [Int]
+    private let samples = CMSampleBufferRecycler(capacity: ScreenCaptureThread.bufferCount + 2)
+    private let connection: PipeWireConnection
+    private let stream: PipeWireCaptureStream
+    private let newest = NewestFrameBox()
+    private var deliveredGeneration: UInt64 = 0
+
+    /// What PipeWire's thread leaves for the capture thread, shared with the stream's sink.
+    private final class NewestFrameBox: Sendable {
+        let state = Mutex(NewestFrame())
+    }
+
+    /// `@unchecked Sendable`: the pixel buffer is only read once handed over, behind the mutex.
+    private struct NewestFrame: @unchecked Sendable {
+        var image: CVPixelBuffer?
+        /// Counts the frames the node sent; 0 before the first.
+        var generation: UInt64 = 0
+        var fault: DeviceFault?
+    }
+
+    init(screen: PortalScreen, outputWidth: Int32, outputHeight: Int32, frameDuration: CMTime) throws(DeviceFault) {
+        let descriptor: Int32
+        do {
+            descriptor = try screen.session.openPipeWireRemote()
+        } catch {
+            throw .explained(.disconnected, advice: error.description)
+        }
+        // The connection takes the descriptor over, also when it fails.
+        let connection: PipeWireConnection
+        do {
+            connection = try PipeWireConnection(fd: descriptor, onEvent: { _ in })
+        } catch {
+            throw .explained(
+                .disconnected, advice: "The ScreenCast portal's PipeWire connection did not work (\(error)).")
+        }
+        guard let node = connection.nodes.first(where: { $0.id == screen.stream.nodeID }) else {
+            throw .explained(
+                .disconnected,
+                advice: "The ScreenCast portal's stream (PipeWire node \(screen.stream.nodeID)) is gone: the sharing "
+                    + "was stopped. Make a new AVCaptureScreenInput to share again.")
+        }
+        let settings = screen.settings
+        self.monitor = screen.monitor
+        self.frameDuration = frameDuration
+        self.connection = connection
+        frameNanoseconds = max(1, CMTimeConvertScale(frameDuration, timescale: 1_000_000_000, method: .default).value)
+        sourceWidth = min(settings.cropWidth, monitor.width)
+        sourceHeight = min(settings.cropHeight, monitor.height)
+        self.outputWidth = Int(outputWidth)
+        self.outputHeight = Int(outputHeight)
+        columns = ScreenPointerOverlay.scaleColumns(sourceWidth: Int(sourceWidth), width: Int(outputWidth))
+        do {
+            formatDescription = try CMFormatDescription(
+                videoCodecType: .init(rawValue: kCVPixelFormatType_32BGRA), width: Int(outputWidth),
+                height: Int(outputHeight))
+            pool = try CVPixelBufferPool(
+                width: Int(outputWidth), height: Int(outputHeight), pixelFormatType: kCVPixelFormatType_32BGRA,
+                minimumBufferCount: ScreenCaptureThread.bufferCount)
+        } catch {
+            throw .io(.invalidArgument)
+        }
+        let newest = self.newest
+        stream = try PipeWireCaptureStream(
+            connection: connection, node: node,
+            format: .video(Screens.format(width: monitor.width, height: monitor.height)), frameDuration: frameDuration,
+            sink: { event in
+                switch event {
+                case .output(let sample, _):
+                    guard let image = sample.imageBuffer else { return }
+                    // The previous frame goes back to the node as this one replaces it.
+                    newest.state.withLock { state in
+                        state.image = image
+                        state.generation += 1
+                    }
+                case .fault(let fault):
+                    newest.state.withLock { $0.fault = fault }
+                default:
+                    break
+                }
+            })
+        try stream.start()
+    }
+
+    deinit { stream.stop() }
+
+    func nextFrame(at hostNanoseconds: Int64, settings: ScreenCaptureSettings) -> ScreenGrabOutcome {
+        let time = CMClock.hostTime(nanoseconds: hostNanoseconds)
+        let (image, generation, fault) = newest.state.withLock { ($0.image, $0.generation, $0.fault) }
+        if let fault {
+            return .failed(
+                fault.kind == .disconnected
+                    ? .explained(
+                        .disconnected,
+                        advice: "The ScreenCast portal's stream ended (the sharing was stopped, or the compositor "
+                            + "exited); make a new AVCaptureScreenInput to share again.") : fault)
+        }
+        // Nothing yet (the node sends its first frame once the compositor paints), or nothing new when duplicates
+        // are left out.
+        guard let image, generation > 0 else { return .unchanged }
+        if settings.removesDuplicateFrames && generation == deliveredGeneration { return .unchanged }
+        samples.releaseIdleImages()
+        guard case .success(let frame) = pool.pixelBuffer(allocationThreshold: ScreenCaptureThread.bufferCount)
+        else { return .noFreeBuffer(time) }
+        let originX = Int(min(max(0, settings.cropX), monitor.width - sourceWidth))
+        let originY = Int(min(max(0, settings.cropY), monitor.height - sourceHeight))
+        CVPixelBufferLockBaseAddress(image, .readOnly)
+        CVPixelBufferLockBaseAddress(frame, [])
+        defer {
+            CVPixelBufferUnlockBaseAddress(frame, [])
+            CVPixelBufferUnlockBaseAddress(image, .readOnly)
+        }
+        guard let source = CVPixelBufferGetBaseAddress(image), let target = CVPixelBufferGetBaseAddress(frame),
+            CVPixelBufferGetWidth(image) >= originX + Int(sourceWidth),
+            CVPixelBufferGetHeight(image) >= originY + Int(sourceHeight)
+        else { return .unanswered(time) }
+        let sourceStride = CVPixelBufferGetBytesPerRow(image)
+        ScreenPointerOverlay.scale(
+            from: source + originY * sourceStride + originX * 4, height: Int(sourceHeight), bytesPerRow: sourceStride,
+            into: target, width: outputWidth, height: outputHeight, bytesPerRow: CVPixelBufferGetBytesPerRow(frame),
+            columns: columns)
+        deliveredGeneration = generation
+        let timing = CMSampleTimingInfo(duration: frameDuration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
+        return .frame(samples.sampleBuffer(imageBuffer: frame, formatDescription: formatDescription, timing: timing))
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Synchronization
+
+/// How the screens of a Wayland session are reached: through the ScreenCast portal where the session bus has one,
+/// through wlr-screencopy (`WaylandScreenDriver`) where it has none or the portal cannot start a cast, else an
+/// error that names the packages.
+///
+/// The portal asks the user once per process: its session and streams are kept and listed again on every call (a
+/// `restore_token` kept in `ScreenCastRestoreToken`'s file lets the next process skip the dialog). A portal that
+/// failed to start is not asked again by this process; the fallback is said once on stderr.
+///
+/// `OPENAV_SCREENCAST=wlr` skips the portal (wlr-screencopy only); `portal` uses only the portal (no fallback).
+///
+/// Threading: thread safe; calls are serialized by a mutex (a first call may wait for the user's choice).
+package enum WaylandScreenRoute {
+    private struct Known {
+        /// The bus and compositor the answer is for.
+        var key: String
+        var screens: [PortalScreen]?
+        var fallbackReason: String?
+    }
+
+    private static let known = Mutex<Known?>(nil)
+
+    /// The screens of the compositor `displayName` names, reached as described above.
+    package static func screens(
+        displayName: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ScreenUnavailable) -> [any ScreenDevice] {
+        let mode = environment["OPENAV_SCREENCAST"]?.lowercased() ?? "auto"
+        if mode == "wlr" { return try WaylandScreenDriver.screens(displayName: displayName) }
+        let key = (CameraPortal.sessionBusAddress(environment: environment) ?? "") + "|" + displayName
+        let outcome = try known.withLock { (known) throws(ScreenUnavailable) -> Result<[PortalScreen], Fallback> in
+            if let current = known, current.key == key {
+                if let screens = current.screens, screens.allSatisfy(\.isConnected) { return .success(screens) }
+                if let reason = current.fallbackReason { return .failure(Fallback(reason: reason, said: true)) }
+            }
+            switch portalScreens(environment: environment) {
+            case .success(let screens):
+                known = Known(key: key, screens: screens)
+                return .success(screens)
+            case .failure(.cancelled(let text)):
+                throw ScreenUnavailable(
+                    reason: "the screen sharing request was cancelled",
+                    advice: text.replacingOccurrences(of: "The screen sharing request was cancelled ", with: ""))
+            case .failure(let failure):
+                if case .noSessionBus = failure { return .failure(Fallback(reason: failure.description, said: true)) }
+                if case .noScreenCastPortal = failure {
+                    return .failure(Fallback(reason: failure.description, said: true))
+                }
+                known = Known(key: key, fallbackReason: failure.description)
+                return .failure(Fallback(reason: failure.description, said: false))
+            }
+        }
+        switch outcome {
+        case .success(let screens):
+            return screens
+        case .failure(let fallback) where mode == "portal":
+            throw ScreenUnavailable(
+                reason: "the ScreenCast portal gives no screen (OPENAV_SCREENCAST=portal): \(fallback.reason)",
+                advice: ScreenCastPortal.packageAdvice)
+        case .failure(let fallback):
+            if !fallback.said {
+                FileHandle.standardError.write(
+                    Data(("OpenAVCapture: the ScreenCast portal could not share the screen (\(fallback.reason)); "
+                        + "reading the screens through wlr-screencopy instead\n").utf8))
+            }
+            do {
+                return try WaylandScreenDriver.screens(displayName: displayName)
+            } catch where fallback.said {
+                throw error
+            } catch {
+                throw ScreenUnavailable(
+                    reason: "the ScreenCast portal could not share the screen (\(fallback.reason)), and \(error.reason)",
+                    advice: error.advice)
+            }
+        }
+    }
+
+    /// Why the portal was not used, and whether that needs no line of its own (no portal at all is the ordinary
+    /// case on a wlroots desktop without xdg-desktop-portal-wlr).
+    private struct Fallback: Error {
+        var reason: String
+        var said: Bool
+    }
+
+    /// A session through the portal, with the stored restore token, and its streams as screens.
+    private static func portalScreens(environment: [String: String]) -> Result<[PortalScreen], ScreenCastPortalError> {
+        do throws(ScreenCastPortalError) {
+            let portal = try ScreenCastPortal.open(environment: environment)
+            var request = ScreenCastPortal.SessionRequest()
+            request.restoreToken = ScreenCastRestoreToken.load(environment: environment)
+            let session = try portal.startSession(request)
+            if let token = session.restoreToken { ScreenCastRestoreToken.save(token, environment: environment) }
+            let screens = session.streams.enumerated().compactMap { order, stream -> PortalScreen? in
+                guard let size = stream.size, size.width > 0, size.height > 0 else { return nil }
+                return PortalScreen(session: session, stream: stream, size: size, order: order)
+            }
+            guard !screens.isEmpty else {
+                throw .failed("The ScreenCast portal's streams carry no size, so their format is unknown.")
+            }
+            return .success(screens)
+        } catch {
+            return .failure(error)
+        }
+    }
+}
