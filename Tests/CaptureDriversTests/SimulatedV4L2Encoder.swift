@@ -42,11 +42,20 @@ final class SimulatedV4L2Encoder: KernelCalls, @unchecked Sendable {
         var sentHeaders = false
         var stopping = false
         var lastSent = false
+        var crop: v4l2_rect?
     }
 
     private let lock = NSLock()
     private var state = State()
     let path = "/dev/video11"
+    /// Whether the device takes a visible area smaller than its coded size (VIDIOC_S_SELECTION), as real H.264
+    /// encoders do for 1080 lines coded as 1088; ENOTTY when not.
+    let takesCrop: Bool
+
+    init(takesCrop: Bool = false) { self.takesCrop = takesCrop }
+
+    /// The visible area S_SELECTION set.
+    var crop: v4l2_rect? { withState { $0.crop } }
     /// The controls the device has (its QUERY_EXT_CTRL list).
     let controlIDs: [UInt32] = [
         UInt32(V4L2_CID_MPEG_VIDEO_GOP_SIZE), UInt32(V4L2_CID_MPEG_VIDEO_H264_I_PERIOD),
@@ -160,7 +169,9 @@ final class SimulatedV4L2Encoder: KernelCalls, @unchecked Sendable {
             var queue = Queue()
             queue.length = length
             queue.buffers = (0..<Int(request.pointee.count)).map { _ in
-                UnsafeMutableRawPointer.allocate(byteCount: max(length, 1), alignment: 64)
+                let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(length, 1), alignment: 64)
+                buffer.initializeMemory(as: UInt8.self, repeating: 0, count: max(length, 1))
+                return buffer
             }
             if isCapture { state.capture = queue } else { state.output = queue }
             return (0, 0)
@@ -190,6 +201,15 @@ final class SimulatedV4L2Encoder: KernelCalls, @unchecked Sendable {
                 guard !state.output.done.isEmpty else { return (-1, EAGAIN) }
                 buffer.pointee = state.output.done.removeFirst()
             }
+            return (0, 0)
+        case "S_SELECTION":
+            guard takesCrop else { return (-1, ENOTTY) }
+            let selection = argument.assumingMemoryBound(to: v4l2_selection.self)
+            guard selection.pointee.type == V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue,
+                selection.pointee.target == UInt32(V4L2_SEL_TGT_CROP),
+                selection.pointee.r.width <= state.width, selection.pointee.r.height <= state.height
+            else { return (-1, EINVAL) }
+            state.crop = selection.pointee.r
             return (0, 0)
         case "STREAMON", "STREAMOFF":
             return (0, 0)

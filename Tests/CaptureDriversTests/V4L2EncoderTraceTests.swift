@@ -73,6 +73,23 @@ import Testing
         #expect(bytes[line * 240] == 200 && bytes[line * 240 + line * 119 + 319] == 200)
     }
 
+    @Test func aSizeCodedInWholeBlocksIsCroppedToThePicture() throws {
+        let kernel = SimulatedV4L2Encoder(takesCrop: true)
+        let encoder = try V4L2MemoryToMemoryEncoder(
+            path: kernel.path,
+            settings: V4L2EncoderSettings(pictureFormat: .nv12, codedFormat: .h264, width: 1920, height: 1080),
+            system: kernel.system)
+        let crop = try #require(kernel.crop)
+        #expect((crop.left, crop.top, crop.width, crop.height) == (0, 0, 1920, 1080))
+        _ = try encoder.encode(try picture(luma: 70, chroma: 150, width: 1920, height: 1080), presentationTime: .zero)
+        _ = try encoder.finish()
+        let bytes = try #require(kernel.pictures.first)
+        let line = kernel.bytesPerLine
+        // Chroma starts after the coded 1088 rows, not the picture's 1080; the rows between are left alone.
+        #expect(bytes[line * 1079 + 1919] == 70 && bytes[line * 1088] == 150 && bytes[line * 1088 + line * 539] == 150)
+        #expect(bytes[line * 1080] != 70)
+    }
+
     @Test func finishDrainsAndEncodeAfterItIsAnError() throws {
         let encoder = try makeEncoder()
         _ = try encoder.encode(try picture(luma: 1), presentationTime: .zero)

@@ -86,7 +86,8 @@ package final class V4L2MemoryToMemoryEncoder {
         }
         let index = current.freeOutput.removeLast()
         let bytesUsed = try V4L2PictureCopy.copy(
-            picture, into: current.output.mappings[index], format: current.pictureFormat)
+            picture, into: current.output.mappings[index], format: current.pictureFormat, width: settings.width,
+            height: settings.height)
         let stamp = presentationTime.microsecondStamp(after: pendingTimes.keys.max())
         pendingTimes[stamp] = presentationTime
         stream = current
@@ -155,9 +156,8 @@ package final class V4L2MemoryToMemoryEncoder {
             throw .formatNotOffered(
                 settings.pictureFormat, queue: outputType.description, offered: [picture.pixelFormat])
         }
-        guard picture.width == settings.width, picture.height == settings.height else {
-            throw .sizeNotTaken(
-                requested: "\(settings.width)x\(settings.height)", taken: "\(picture.width)x\(picture.height)")
+        if picture.width != settings.width || picture.height != settings.height {
+            try cropVisibleArea(codedWidth: Int(picture.width), codedHeight: Int(picture.height))
         }
         try applyControls()
         let count = UInt32(settings.bufferCount)
@@ -190,6 +190,27 @@ package final class V4L2MemoryToMemoryEncoder {
             pictureFormat: picture, output: output, capture: capture, freeOutput: Array((0..<output.count).reversed()))
         pendingTimes = [:]
         heldParameterSets = []
+    }
+
+    /// A device that codes whole blocks (1920x1080 as 1920x1088, as most H.264 encoders do) takes the picture in
+    /// a larger buffer and is told the visible part with VIDIOC_S_SELECTION (`V4L2_SEL_TGT_CROP` on OUTPUT), as the
+    /// encoder interface says. A coded size smaller than the picture, or a crop the device changes (vicodec's
+    /// smallest is 640x360), is `sizeNotTaken`.
+    private func cropVisibleArea(codedWidth: Int, codedHeight: Int) throws(V4L2EncoderError) {
+        let refused = V4L2EncoderError.sizeNotTaken(
+            requested: "\(settings.width)x\(settings.height)", taken: "\(codedWidth)x\(codedHeight)")
+        guard codedWidth >= settings.width, codedHeight >= settings.height else { throw refused }
+        var selection = v4l2_selection()
+        // The single-planar type names the queue for either API (the kernel maps it: videodev2.h, S_SELECTION).
+        selection.type = outputType.isMultiplanar ? V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue : outputType.rawValue
+        selection.target = UInt32(V4L2_SEL_TGT_CROP)
+        selection.r = v4l2_rect(left: 0, top: 0, width: UInt32(settings.width), height: UInt32(settings.height))
+        do {
+            try node.ioctl(.setSelection, &selection)
+        } catch {
+            throw refused  // No crop (ENOTTY, EINVAL): the device codes only its own sizes.
+        }
+        guard selection.r.width == settings.width, selection.r.height == settings.height else { throw refused }
     }
 
     private func checkOffered(_ format: V4L2PixelFormat, on type: V4L2BufferType) throws(V4L2EncoderError) {

@@ -15,10 +15,9 @@ enum V4L2PictureCopy {
 
     /// Copies `picture` into `memory` (the buffer's mappings, by memory plane); returns the bytes used in each.
     static func copy(
-        _ picture: CVPixelBuffer, into memory: [V4L2MappedBuffers.Mapping], format: V4L2ChosenFormat
+        _ picture: CVPixelBuffer, into memory: [V4L2MappedBuffers.Mapping], format: V4L2ChosenFormat, width: Int,
+        height: Int
     ) throws(V4L2EncoderError) -> [Int] {
-        let width = Int(format.width)
-        let height = Int(format.height)
         let subType = CVPixelBufferGetPixelFormatType(picture)
         let wanted = [
             format.pixelFormat.mediaSubType(fullRange: false), format.pixelFormat.mediaSubType(fullRange: true),
@@ -32,7 +31,7 @@ enum V4L2PictureCopy {
                 "\(CVPixelBufferGetWidth(picture))x\(CVPixelBufferGetHeight(picture)), the encoder takes "
                     + "\(width)x\(height)")
         }
-        let regions = layout(format)
+        let regions = layout(format, width: width, height: height)
         guard regions.count == max(1, CVPixelBufferGetPlaneCount(picture)) else {
             throw .pictureMismatch(
                 "\(CVPixelBufferGetPlaneCount(picture)) planes, \(format.pixelFormat) has \(regions.count)")
@@ -62,29 +61,31 @@ enum V4L2PictureCopy {
         return used
     }
 
-    /// Where each image plane of `format` goes.
-    private static func layout(_ format: V4L2ChosenFormat) -> [Region] {
-        let width = Int(format.width)
-        let height = Int(format.height)
+    /// Where each image plane of a `width` x `height` picture goes in a buffer of `format` (whose size, the coded
+    /// one, may be larger: the planes start where the coded size puts them).
+    private static func layout(_ format: V4L2ChosenFormat, width: Int, height: Int) -> [Region] {
+        let codedHeight = Int(format.height)
         let chromaHeight = (height + 1) / 2
+        let codedChromaHeight = (codedHeight + 1) / 2
         let line = format.planes.first?.bytesPerLine ?? width
         func pitch(_ plane: Int) -> Int { plane < format.planes.count ? format.planes[plane].bytesPerLine : line }
         switch format.pixelFormat {
         case .nv12:
             return [
                 Region(memoryPlane: 0, offset: 0, rows: height, rowBytes: width, bytesPerLine: line),
-                Region(memoryPlane: 0, offset: line * height, rows: chromaHeight, rowBytes: width, bytesPerLine: line),
+                Region(
+                    memoryPlane: 0, offset: line * codedHeight, rows: chromaHeight, rowBytes: width, bytesPerLine: line),
             ]
         case .yuv420:
             let chromaLine = line / 2
-            let chromaBytes = chromaLine * chromaHeight
+            let chromaBytes = chromaLine * codedChromaHeight
             return [
                 Region(memoryPlane: 0, offset: 0, rows: height, rowBytes: width, bytesPerLine: line),
                 Region(
-                    memoryPlane: 0, offset: line * height, rows: chromaHeight, rowBytes: (width + 1) / 2,
+                    memoryPlane: 0, offset: line * codedHeight, rows: chromaHeight, rowBytes: (width + 1) / 2,
                     bytesPerLine: chromaLine),
                 Region(
-                    memoryPlane: 0, offset: line * height + chromaBytes, rows: chromaHeight,
+                    memoryPlane: 0, offset: line * codedHeight + chromaBytes, rows: chromaHeight,
                     rowBytes: (width + 1) / 2, bytesPerLine: chromaLine),
             ]
         case .nv12m:
@@ -106,7 +107,7 @@ enum V4L2PictureCopy {
             return [Region(memoryPlane: 0, offset: 0, rows: height, rowBytes: width * 2, bytesPerLine: line)]
         default:
             // Grey and the packed RGB formats: one plane, as many bytes per row as the driver's line holds.
-            return [Region(memoryPlane: 0, offset: 0, rows: height, rowBytes: line, bytesPerLine: line)]
+            return [Region(memoryPlane: 0, offset: 0, rows: height, rowBytes: min(line, width * 4), bytesPerLine: line)]
         }
     }
 }
