@@ -93,20 +93,41 @@ package enum V4L2EncoderError: Error, Sendable, Equatable, CustomStringConvertib
 /// Annex B byte streams (H.264, HEVC): whether a packet holds a coded picture or only parameter sets and SEI,
 /// which some drivers (`HEADER_MODE_SEPARATE`) give in a buffer of their own ahead of the first picture.
 package enum AnnexBProbe {
+    /// Whether a packet of `codedFormat` is a key picture, read from its bytes: an IDR slice (H.264 type 5), an
+    /// IRAP one (HEVC types 16-23), or an FWHT frame whose header has `V4L2_FWHT_FL_I_FRAME` (bit 10 of the
+    /// big-endian flags at byte 20, after the magic `4F4F4F4F FFFFFFFF`, version, width and height).
+    package static func isKeyPicture(_ bytes: [UInt8], codedFormat: V4L2PixelFormat) -> Bool {
+        switch codedFormat {
+        case .h264: return nalTypes(bytes, hevc: false).contains(5)
+        case .hevc: return nalTypes(bytes, hevc: true).contains { (16...23).contains($0) }
+        case .fwht:
+            guard bytes.count >= 24, bytes[0..<4].allSatisfy({ $0 == 0x4F }) else { return false }
+            let flags = bytes[20..<24].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            return flags & (1 << 10) != 0
+        default: return true  // JPEG: every frame stands alone.
+        }
+    }
+
     /// Whether `bytes` has at least one NAL unit of a coded slice (H.264 types 1-5, HEVC types 0-31).
     package static func containsPicture(_ bytes: [UInt8], hevc: Bool) -> Bool {
+        nalTypes(bytes, hevc: hevc).contains { hevc ? $0 <= 31 : (1...5).contains($0) }
+    }
+
+    /// The type of each NAL unit in an Annex B byte stream.
+    private static func nalTypes(_ bytes: [UInt8], hevc: Bool) -> [Int] {
+        var types: [Int] = []
         var index = 0
         while index + 3 < bytes.count {
             // A start code is 00 00 01 (a 4-byte one ends the same way); the NAL header follows it.
             if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 1 {
                 let header = bytes[index + 3]
                 let type = hevc ? Int(header >> 1) & 0x3F : Int(header) & 0x1F
-                if hevc ? type <= 31 : (1...5).contains(type) { return true }
+                types.append(type)
                 index += 3
             } else {
                 index += 1
             }
         }
-        return false
+        return types
     }
 }

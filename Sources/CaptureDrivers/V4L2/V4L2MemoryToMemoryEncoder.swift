@@ -315,9 +315,15 @@ package final class V4L2MemoryToMemoryEncoder {
         }
         let stamp = Int64(buffer.timestamp.tv_sec) * 1_000_000 + Int64(buffer.timestamp.tv_usec)
         let time = pendingTimes.removeValue(forKey: stamp) ?? CMTime(value: stamp, timescale: 1_000_000)
+        // The buffer's frame-type flags where the driver sets them; vicodec's encoder (and others) sets none, and
+        // then the packet itself says.
+        let typeFlags = UInt32(V4L2_BUF_FLAG_KEYFRAME | V4L2_BUF_FLAG_PFRAME | V4L2_BUF_FLAG_BFRAME)
+        let isKeyFrame =
+            buffer.flags & typeFlags != 0
+            ? buffer.flags & UInt32(V4L2_BUF_FLAG_KEYFRAME) != 0
+            : AnnexBProbe.isKeyPicture(bytes, codedFormat: settings.codedFormat)
         return V4L2EncodedPacket(
-            data: bytes, presentationTime: time,
-            isKeyFrame: buffer.flags & UInt32(V4L2_BUF_FLAG_KEYFRAME) != 0, sequence: buffer.sequence)
+            data: bytes, presentationTime: time, isKeyFrame: isKeyFrame, sequence: buffer.sequence)
     }
 
     private func stopStreaming() throws(V4L2EncoderError) {
