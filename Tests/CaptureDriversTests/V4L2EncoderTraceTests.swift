@@ -138,6 +138,17 @@ import Testing
         // HEVC: VPS (32), SPS (33), PPS (34) alone, then an IDR_W_RADL (19).
         #expect(!AnnexBProbe.containsPicture([0, 0, 1, 0x40, 1, 0, 0, 1, 0x42, 1, 0, 0, 1, 0x44, 1], hevc: true))
         #expect(AnnexBProbe.containsPicture([0, 0, 1, 0x26, 1, 0], hevc: true))
+        // Key pictures, for drivers that flag no frame type: an IDR (5) but not a non-IDR slice (1); an HEVC
+        // IDR_W_RADL (19) but not a TRAIL_R (1); an FWHT header with V4L2_FWHT_FL_I_FRAME (bit 10 of byte 20's word).
+        #expect(AnnexBProbe.isKeyPicture([0, 0, 0, 1, 0x67, 1, 0, 0, 1, 0x65, 2], codedFormat: .h264))
+        #expect(!AnnexBProbe.isKeyPicture([0, 0, 0, 1, 0x41, 2], codedFormat: .h264))
+        #expect(AnnexBProbe.isKeyPicture([0, 0, 1, 0x26, 1, 0], codedFormat: .hevc))
+        #expect(!AnnexBProbe.isKeyPicture([0, 0, 1, 0x02, 1, 0], codedFormat: .hevc))
+        var fwht =
+            [UInt8](repeating: 0x4F, count: 4) + [UInt8](repeating: 0xFF, count: 4) + [UInt8](repeating: 0, count: 36)
+        #expect(!AnnexBProbe.isKeyPicture(fwht, codedFormat: .fwht))
+        fwht[22] = 0x04
+        #expect(AnnexBProbe.isKeyPicture(fwht, codedFormat: .fwht))
     }
 
     /// A 320x240 NV12 picture of one luma and one chroma value.
