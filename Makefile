@@ -22,7 +22,7 @@ TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstr
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-shared-encoder bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz bench-multicam
+.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-shared-encoder bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz bench-multicam vicodec-module
 
 all: build
 
@@ -90,8 +90,9 @@ doc-check:
 ## the libraries are simply there): one boot for everything but hot-plug and multi-planar, one for hot-plug (it
 ## unloads vivid), one with two vivid instances loaded multi-planar (`n_devs=2 multiplanar=2,2`, as SoC and ISP
 ## drivers are) and the USB/IP modules, for the Multiplanar*KernelTests and MultiCamKernelTests (two vivid cameras
-## and the USB webcam emulator in one multi-camera session). The first run installs the VM (QEMU, the kernel, virtme-ng; about two minutes). Skips,
-## saying why, only where the VM cannot run (no root to install it, no kernel, a VM that does not boot).
+## and the USB webcam emulator in one multi-camera session), and one with vicodec (built by vicodec-module) for
+## VicodecKernelTests. The first run installs the VM (QEMU, the kernel, virtme-ng; about two minutes). Skips, saying
+## why, only where the VM cannot run (no root to install it, no kernel, a VM that does not boot).
 KERNEL_VM := scripts/kernel-vm
 # Seconds a boot may take: the first runs every kernel suite, the USB webcam's included (about 15 minutes here under
 # QEMU's software emulation on 2 cores shared with other builds; a boot cut short fails every suite it had left).
@@ -112,12 +113,24 @@ test-kernel:
 	vm() { t0=$$(date +%s); $(KERNEL_VM) --env OPENAV_DEVICES=all --timeout $(VM_TIMEOUT) "$$@"; s=$$?; \
 		echo "test-kernel: boot finished in $$(( $$(date +%s) - t0 )) s, status $$s"; return $$s; }; \
 	vm $(VM_MODULES) -- $(KERNEL_TESTS) --filter KernelTests --skip HotPlugKernelTests --skip 'Multiplanar.*KernelTests' \
-		--skip MultiCamKernelTests; first=$$?; \
+		--skip MultiCamKernelTests --skip VicodecKernelTests; first=$$?; \
 	if [ $$first = 77 ]; then echo "test-kernel: skipped: the VM does not boot here (kernel-vm's reason above)"; exit 0; fi; \
 	vm $(VM_MODULES) -- $(KERNEL_TESTS) --filter HotPlugKernelTests; second=$$?; \
 	vm --module "vivid n_devs=2 multiplanar=2,2" $(SOUND_AND_USB_MODULES) -- $(KERNEL_TESTS) \
 		--filter 'Multiplanar.*KernelTests|MultiCamKernelTests'; third=$$?; \
-	[ $$first = 0 ] && [ $$second = 0 ] && [ $$third = 0 ]
+	fourth=0; scripts/vicodec-module $(dir $(VICODEC_MODULE)); built=$$?; \
+	if [ $$built = 77 ]; then echo "test-kernel: VicodecKernelTests skipped: vicodec cannot be built here (the reason above)"; \
+	elif [ $$built != 0 ]; then fourth=$$built; \
+	else vm --module $(CURDIR)/$(VICODEC_MODULE) -- $(KERNEL_TESTS) --filter VicodecKernelTests; fourth=$$?; fi; \
+	[ $$first = 0 ] && [ $$second = 0 ] && [ $$third = 0 ] && [ $$fourth = 0 ]
+
+## vicodec-module: the kernel's virtual stateful codec (vicodec, FWHT), which Debian's kernel does not ship, built
+## out of tree for the kernel the VM boots into .build/vicodec-module (scripts/vicodec-module: it installs that
+## kernel's headers and linux-source with apt first; with v4l2-mem2mem.ko, which Debian's 6.1 lacks too). Exits 77,
+## saying why, where it cannot be built. test-kernel boots a fourth time with it for VicodecKernelTests.
+VICODEC_MODULE := .build/vicodec-module/vicodec.ko
+vicodec-module:
+	@scripts/vicodec-module $(dir $(VICODEC_MODULE))
 
 ## usb-webcam-emulator: the USB webcam and microphone the kernel tests plug in over USB/IP (Tests/USBWebcamEmulator),
 ## a static C program, so it runs in the VM as it is.

@@ -40,6 +40,8 @@ const unsigned long CLinuxMedia_VIDIOC_S_SELECTION = VIDIOC_S_SELECTION;
 const unsigned long CLinuxMedia_VIDIOC_SUBSCRIBE_EVENT = VIDIOC_SUBSCRIBE_EVENT;
 const unsigned long CLinuxMedia_VIDIOC_UNSUBSCRIBE_EVENT = VIDIOC_UNSUBSCRIBE_EVENT;
 const unsigned long CLinuxMedia_VIDIOC_DQEVENT = VIDIOC_DQEVENT;
+const unsigned long CLinuxMedia_VIDIOC_ENCODER_CMD = VIDIOC_ENCODER_CMD;
+const unsigned long CLinuxMedia_VIDIOC_TRY_ENCODER_CMD = VIDIOC_TRY_ENCODER_CMD;
 
 const uint32_t CLinuxMedia_V4L2_PIX_FMT_YUYV = V4L2_PIX_FMT_YUYV;
 const uint32_t CLinuxMedia_V4L2_PIX_FMT_UYVY = V4L2_PIX_FMT_UYVY;
@@ -58,6 +60,7 @@ const uint32_t CLinuxMedia_V4L2_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG;
 const uint32_t CLinuxMedia_V4L2_PIX_FMT_JPEG = V4L2_PIX_FMT_JPEG;
 const uint32_t CLinuxMedia_V4L2_PIX_FMT_H264 = V4L2_PIX_FMT_H264;
 const uint32_t CLinuxMedia_V4L2_PIX_FMT_HEVC = V4L2_PIX_FMT_HEVC;
+const uint32_t CLinuxMedia_V4L2_PIX_FMT_FWHT = V4L2_PIX_FMT_FWHT;
 
 int CLinuxMedia_ioctl(int fd, unsigned long request, void *argument) {
     return ioctl(fd, request, argument);

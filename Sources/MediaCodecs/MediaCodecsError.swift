@@ -40,6 +40,9 @@ package struct MediaCodecsError: Error, Hashable, Sendable, CustomStringConverti
         /// A fragmented MPEG-4 segment would begin with a video sample that is not a key frame (a segment was ended
         /// on request just before one).
         case segmentStartedWithNonSyncSample
+        /// No encoder can do what was required (a hardware encoder asked for with
+        /// `kVTVideoEncoderSpecification_RequireHardwareAcceleratedVideoEncoder` where none works).
+        case encoderNotFound
     }
 
     /// The kind of failure.

@@ -148,6 +148,11 @@ package final class VideoEncoder {
         package var matrix: YCbCrMatrix?
         /// Profile, level, entropy coding, pixel aspect ratio and colour tags asked for (nil fields: defaults).
         package var tags = StreamTags()
+        /// A hardware encoder to use instead of libx264/libx265 (H.264 and HEVC only); nil: software. The
+        /// preset, tune and x264/x265 parameters above do not apply to it; the bit rate and GOP do.
+        package var hardware: HardwareVideoEncoder?
+        /// Whether the writer may or must pick a hardware encoder (it sets ``hardware`` when one works).
+        package var hardwarePolicy = HardwareEncoderPolicy.software
 
         /// The defaults described on ``VideoEncoder``.
         package init(
@@ -193,6 +198,11 @@ package final class VideoEncoder {
     private var frame: UnsafeMutablePointer<AVFrame>?
     /// The packet each receive fills; reused.
     private var packet: UnsafeMutablePointer<AVPacket>?
+    /// The VA-API surfaces pictures are uploaded into, for ``Configuration/hardware`` `.vaapi`.
+    private var surfaces: VAAPISurfaces?
+    /// The format of the pictures in system memory (the wrapped or converted frame), which is the codec's own
+    /// except for VA-API, whose codec takes surfaces.
+    private let pictureFormat: AVPixelFormat
     /// The libswscale context of the converting path, or `nil`.
     private var scaler: OpaquePointer?
     /// Packets taken out while `avcodec_send_frame` said `EAGAIN`, given before new ones.
@@ -258,17 +268,23 @@ package final class VideoEncoder {
                 .unsupportedConfiguration, while: operation,
                 message: "the pixel format \(pixelFormatName(config.pixelFormat)) is not supported")
         }
-        guard let codec = avcodec_find_encoder_by_name(config.codec.encoderName) else {
+        let encoderName =
+            config.hardware.map { $0.encoderName(for: config.codec) ?? "none" } ?? config.codec.encoderName
+        guard let codec = avcodec_find_encoder_by_name(encoderName) else {
             throw MediaCodecsError(
-                .unsupportedConfiguration, while: operation,
-                message: "this FFmpeg has no \(config.codec.encoderName) encoder")
+                .unsupportedConfiguration, while: operation, message: "this FFmpeg has no \(encoderName) encoder")
         }
-        let native = Self.nativePixelFormats(for: config.codec).contains(config.pixelFormat)
+        let nativeFormats =
+            config.hardware == nil
+            ? Self.nativePixelFormats(for: config.codec)
+            : [kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, kCVPixelFormatType_420YpCbCr8BiPlanarFullRange]
+        let native = nativeFormats.contains(config.pixelFormat)
         let codecFormat: AVPixelFormat
         let fullRange: Bool
         switch config.codec {
         case .h264, .hevc:
-            codecFormat = native ? source.format : AV_PIX_FMT_YUV420P
+            // Hardware encoders take NV12 (VA-API's surfaces and NVENC both); libx264/libx265 take I420 too.
+            codecFormat = native ? source.format : config.hardware == nil ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_NV12
             fullRange = native && source.isFullRange
         case .jpeg:
             codecFormat = AV_PIX_FMT_YUVJ420P
@@ -281,6 +297,7 @@ package final class VideoEncoder {
         self.timeBase = AVRational(num: 1, den: config.timescale)
         self.convertsInternally = !native
         self.codecPixelFormatName = av_get_pix_fmt_name(codecFormat).map { String(cString: $0) } ?? "?"
+        self.pictureFormat = codecFormat
         self.nominalFrameDuration = Int64(config.timescale) / Int64(config.frameRate)
 
         self.context = avcodec_alloc_context3(codec)
@@ -295,6 +312,17 @@ package final class VideoEncoder {
         context.pointee.width = Int32(config.width)
         context.pointee.height = Int32(config.height)
         context.pointee.pix_fmt = codecFormat
+        if case .vaapi(let device) = config.hardware {
+            do throws(MediaCodecsError) {
+                surfaces = try VAAPISurfaces(
+                    path: device, width: config.width, height: config.height, operation: operation)
+            } catch {
+                self.extradata = []  // Every stored property set: deinit frees what was made.
+                throw error
+            }
+            context.pointee.hw_frames_ctx = av_buffer_ref(surfaces?.frames)
+            context.pointee.pix_fmt = AV_PIX_FMT_VAAPI
+        }
         context.pointee.time_base = timeBase
         context.pointee.framerate = AVRational(num: Int32(config.frameRate), den: 1)
         context.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
@@ -311,6 +339,10 @@ package final class VideoEncoder {
         defer { av_dict_free(&options) }
         switch config.codec {
         case .h264, .hevc:
+            context.pointee.bit_rate = Int64(config.averageBitRate)
+            context.pointee.rc_max_rate = Int64(config.averageBitRate) * 3 / 2
+            // The hardware encoders keep their own defaults for everything but the rate and the GOP set above.
+            guard config.hardware == nil else { break }
             context.pointee.bit_rate = Int64(config.averageBitRate)
             context.pointee.rc_max_rate = Int64(config.averageBitRate) * 3 / 2
             context.pointee.rc_buffer_size = Int32(clamping: config.averageBitRate * 3 / 2)
@@ -442,7 +474,11 @@ package final class VideoEncoder {
             // path keeps its buffer, made writable again before the next picture.
             if !convertsInternally { av_frame_unref(frame) }
         }
-        try sendToCodec(frame, operation: operation)
+        if let surfaces {
+            try sendToCodec(try surfaces.uploaded(frame, operation: operation), operation: operation)
+        } else {
+            try sendToCodec(frame, operation: operation)
+        }
         lastTimestamp = pts
     }
 
@@ -501,7 +537,7 @@ package final class VideoEncoder {
             throw MediaCodecsError(.allocationFailed, while: operation, message: "av_buffer_create gave NULL")
         }
         frame.pointee.buf.0 = reference
-        frame.pointee.format = context?.pointee.pix_fmt.rawValue ?? -1
+        frame.pointee.format = pictureFormat.rawValue
         frame.pointee.width = Int32(configuration.width)
         frame.pointee.height = Int32(configuration.height)
         frame.pointee.color_range = context?.pointee.color_range ?? AVCOL_RANGE_MPEG

@@ -42,6 +42,8 @@ extern const unsigned long CLinuxMedia_VIDIOC_S_SELECTION;
 extern const unsigned long CLinuxMedia_VIDIOC_SUBSCRIBE_EVENT;
 extern const unsigned long CLinuxMedia_VIDIOC_UNSUBSCRIBE_EVENT;
 extern const unsigned long CLinuxMedia_VIDIOC_DQEVENT;
+extern const unsigned long CLinuxMedia_VIDIOC_ENCODER_CMD;
+extern const unsigned long CLinuxMedia_VIDIOC_TRY_ENCODER_CMD;
 
 // MARK: pixel formats (the corresponding C macros are V4L2_PIX_FMT_*)
 extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_YUYV;
@@ -61,6 +63,7 @@ extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_MJPEG;
 extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_JPEG;
 extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_H264;
 extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_HEVC;
+extern const uint32_t CLinuxMedia_V4L2_PIX_FMT_FWHT;
 
 /// ioctl(2) with its one argument fixed: Swift cannot call the variadic original.
 /// Returns what ioctl returns; errno is left as ioctl set it.

@@ -232,11 +232,17 @@ package struct V4L2Request: Sendable, Hashable, CustomStringConvertible {
     /// The corresponding C constant is `VIDIOC_S_CTRL`.
     package static let setControl = V4L2Request(code: CLinuxMedia_VIDIOC_S_CTRL, name: "S_CTRL")
 
+    /// The corresponding C constant is `VIDIOC_ENCODER_CMD`: a memory-to-memory encoder's stop (drain) and start.
+    package static let encoderCommand = V4L2Request(code: CLinuxMedia_VIDIOC_ENCODER_CMD, name: "ENCODER_CMD")
+    /// The corresponding C constant is `VIDIOC_S_SELECTION`: an encoder's visible area within its coded size.
+    package static let setSelection = V4L2Request(code: CLinuxMedia_VIDIOC_S_SELECTION, name: "S_SELECTION")
+
     /// Every request a driver makes, for traces that show names rather than numbers.
     package static let all: [V4L2Request] = [
         .queryCapability, .enumerateFormats, .enumerateFrameSizes, .enumerateFrameIntervals, .getFormat, .setFormat,
         .getParameters, .setParameters, .requestBuffers, .queryBuffer, .queueBuffer, .dequeueBuffer, .streamOn,
-        .streamOff, .getInput, .queryExtendedControl, .queryMenu, .getControl, .setControl,
+        .streamOff, .getInput, .queryExtendedControl, .queryMenu, .getControl, .setControl, .encoderCommand,
+        .setSelection,
     ]
 
     /// The request with this code, if we make it.

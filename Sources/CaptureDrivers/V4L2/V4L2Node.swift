@@ -25,7 +25,7 @@ package final class V4L2Node: Sendable {
     deinit { system.close(descriptor) }
 
     @discardableResult
-    private func ioctl<Argument>(_ request: V4L2Request, _ argument: inout Argument) throws(Errno) -> IOResult<Int32> {
+    func ioctl<Argument>(_ request: V4L2Request, _ argument: inout Argument) throws(Errno) -> IOResult<Int32> {
         try system.ioctl(descriptor, request, &argument)
     }
 
@@ -246,7 +246,7 @@ package final class V4L2Node: Sendable {
         try ioctl(.streamOff, &type)
     }
 
-    private static func emptyBuffer(
+    static func emptyBuffer(
         index: Int, type: V4L2BufferType, planes: UnsafeMutableBufferPointer<v4l2_plane>? = nil
     ) -> v4l2_buffer {
         var buffer = v4l2_buffer()
@@ -262,7 +262,7 @@ package final class V4L2Node: Sendable {
     }
 
     /// Runs `body` with a zeroed array of `count` planes on the stack (no allocation: DQBUF runs once a frame).
-    private func withPlanes<Value>(
+    func withPlanes<Value>(
         _ count: Int, _ body: (UnsafeMutableBufferPointer<v4l2_plane>) throws(Errno) -> Value
     ) throws(Errno) -> Value {
         precondition((1...Int(VIDEO_MAX_PLANES)).contains(count), "a V4L2 buffer has 1...\(VIDEO_MAX_PLANES) planes")
@@ -404,9 +404,18 @@ package struct V4L2BufferType: RawRepresentable, Sendable, Hashable, CustomStrin
     /// The corresponding C constant is `V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE`.
     package static let videoCaptureMultiplanar = Self(rawValue: V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue)
 
-    package var isMultiplanar: Bool { self == .videoCaptureMultiplanar }
+    /// The corresponding C constant is `V4L2_BUF_TYPE_VIDEO_OUTPUT`: the queue a memory-to-memory device takes
+    /// its input from.
+    package static let videoOutput = Self(rawValue: V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue)
+    /// The corresponding C constant is `V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE`.
+    package static let videoOutputMultiplanar = Self(rawValue: V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue)
 
-    package var description: String { isMultiplanar ? "multi-planar capture" : "capture" }
+    package var isMultiplanar: Bool { self == .videoCaptureMultiplanar || self == .videoOutputMultiplanar }
+
+    /// Whether the application fills this queue's buffers (an output queue) rather than the kernel.
+    package var isOutput: Bool { self == .videoOutput || self == .videoOutputMultiplanar }
+
+    package var description: String { (isMultiplanar ? "multi-planar " : "") + (isOutput ? "output" : "capture") }
 }
 
 /// One memory plane of a format as S_FMT set it: its row length and how many bytes a frame takes in it.

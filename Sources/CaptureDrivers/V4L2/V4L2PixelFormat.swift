@@ -38,6 +38,11 @@ package struct V4L2PixelFormat: RawRepresentable, Sendable, Hashable, CustomStri
     package static let jpeg = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_JPEG)
     /// The corresponding C constant is `V4L2_PIX_FMT_H264` (Annex B byte stream).
     package static let h264 = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_H264)
+    /// The corresponding C constant is `V4L2_PIX_FMT_HEVC` (Annex B byte stream), what HEVC encoders give.
+    package static let hevc = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_HEVC)
+    /// The corresponding C constant is `V4L2_PIX_FMT_FWHT`: the kernel's test codec (`vicodec`), each frame a
+    /// header and its coefficients. Only memory-to-memory encoders give it; no camera does.
+    package static let fwht = Self(rawValue: CLinuxMedia_V4L2_PIX_FMT_FWHT)
 
     /// The four characters, as `v4l2-ctl` prints them.
     package var description: String {

@@ -116,7 +116,7 @@ open class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
     /// `AVLinearPCMIsFloatKey` say otherwise), which records the source's samples bit for bit.
     open func supportedOutputSettingsKeys(for connection: AVCaptureConnection) -> [String] {
         if Self.isVideo(connection) {
-            return [AVVideoCodecKey, AVVideoCompressionPropertiesKey]
+            return [AVVideoCodecKey, AVVideoCompressionPropertiesKey, AVVideoEncoderSpecificationKey]
         }
         return [AVFormatIDKey, AVSampleRateKey, AVNumberOfChannelsKey, AVEncoderBitRateKey] + Self.linearPCMKeys
     }
@@ -138,6 +138,10 @@ open class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
             let width = Int(format?.dimensions.width ?? 0)
             let height = Int(format?.dimensions.height ?? 0)
             var result: [String: Any] = [AVVideoCodecKey: codec, AVVideoWidthKey: width, AVVideoHeightKey: height]
+            // Hardware or software: the writer that records the file chooses by it (VideoEncoderSelection).
+            if let specification = stored[AVVideoEncoderSpecificationKey] {
+                result[AVVideoEncoderSpecificationKey] = specification
+            }
             if let properties = stored[AVVideoCompressionPropertiesKey] {
                 result[AVVideoCompressionPropertiesKey] = properties
             } else if codec == .h264 || codec == .hevc {

@@ -33,6 +33,7 @@ enum WriterTrackSettings: Sendable {
     /// The keys a video settings dictionary may hold.
     static let videoKeys: Set<String> = Set([
         AVVideoCodecKey, AVVideoWidthKey, AVVideoHeightKey, AVVideoCompressionPropertiesKey, AVVideoScalingModeKey,
+        AVVideoEncoderSpecificationKey,
     ]).union(streamTagKeys)
     /// The keys a video compression properties dictionary may hold.
     static let compressionKeys: Set<String> = Set([
@@ -154,6 +155,7 @@ enum WriterTrackSettings: Sendable {
             }
         }
         readStreamTags(settings, properties: properties, into: &configuration)
+        configuration.hardwarePolicy = readEncoderSpecification(settings)
         return configuration
     }
 

@@ -28,6 +28,17 @@ extension AVError {
             self.init(
                 .unsupportedOutputSettings, "The output settings cannot be written: \(failure.description)",
                 suggestion: "Check the codec, the size and the file type.", extra: underlying)
+        case .encoderNotFound:
+            // VideoToolbox's kVTCouldNotFindVideoEncoderErr (-12908) underneath, as Apple's writer reports it.
+            self.init(
+                .encoderNotFound, "No encoder could be found: \(failure.description)",
+                suggestion: "Leave out kVTVideoEncoderSpecification_RequireHardwareAcceleratedVideoEncoder to let the "
+                    + "writer fall back to software.",
+                extra: [
+                    NSUnderlyingErrorKey: NSError(
+                        domain: NSOSStatusErrorDomain, code: -12908,
+                        userInfo: [NSLocalizedDescriptionKey: failure.description])
+                ])
         default:
             self.init(.unknown, "Writing \(path) failed: \(failure.description)", extra: underlying)
         }

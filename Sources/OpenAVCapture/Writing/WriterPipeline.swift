@@ -76,7 +76,7 @@ final class WriterPipeline {
             switch setting {
             case .video(var configuration):
                 configuration.pixelFormat = pixelFormat
-                encoders.append((try VideoEncoder(configuration), nil))
+                encoders.append((try VideoEncoderSelection.makeEncoder(configuration), nil))
             case .audio(let configuration):
                 encoders.append((nil, try AudioEncoder(configuration)))
             case .passthrough:
