@@ -6,8 +6,8 @@
 import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Audio settings converted: the sample rate and channels asked of the file outputs", .serialized)
 struct AudioSettingsConversionTests {
@@ -43,7 +43,8 @@ struct AudioSettingsConversionTests {
             formatID: kAudioFormatMPEG4AAC, sampleRate: 44_100, channels: 2),
     ]
 
-    @Test("AVCaptureAudioFileOutput records the asked rate and channels, as long as the recording, with the tone",
+    @Test(
+        "AVCaptureAudioFileOutput records the asked rate and channels, as long as the recording, with the tone",
         arguments: cases)
     func audioFileOutput(_ asked: Case) throws {
         guard MediaTool.available(for: "AudioSettingsConversionTests.audioFileOutput") else { return }
@@ -145,13 +146,16 @@ struct AudioSettingsConversionTests {
         let duration = try #require(
             FFprobeReport.number(audio["duration"]) ?? FFprobeReport.number(report.format["duration"]))
         #expect(recorded.seconds > 1.9, "recordedDuration \(recorded.seconds) s")
-        #expect(abs(duration - recorded.seconds) <= tolerance, "the file's \(duration) s, recorded \(recorded.seconds) s")
+        #expect(
+            abs(duration - recorded.seconds) <= tolerance, "the file's \(duration) s, recorded \(recorded.seconds) s")
         #expect(try ffmpegDecodeErrors(url) == "")
         let frequency = try dominantFrequency(of: url)
         #expect(abs(frequency - toneFrequency) < 2, "\(frequency) Hz")
         // Between the beeps the tone's peak is −30 dBFS in every channel: one copied to two sides at unity gain,
         // two averaged to one.
-        for (channel, peak) in try channelPeaks(of: url, channels: asked.channels, sampleRate: asked.sampleRate).enumerated() {
+        for (channel, peak) in try channelPeaks(of: url, channels: asked.channels, sampleRate: asked.sampleRate)
+            .enumerated()
+        {
             let level = 20 * log10(Double(peak))
             #expect(abs(level - tonePeakDBFS) < 1, "channel \(channel): \(level) dBFS")
         }

@@ -148,4 +148,37 @@ struct CompatibilityAppsTests {
         #expect(try ffmpegDecodeErrors(file) == "")
         #expect(abs(try dominantFrequency(of: file) - 440) < 5)
     }
+
+    @Test("multicam-pip records both cameras picture-in-picture through AVAssetWriter: each one's frames in order")
+    func multiCamPictureInPicture() throws {
+        guard MediaTool.available(for: "multiCamPictureInPicture") else { return }
+        let movie = try compatScratch("pip.mov")
+        let result = try runCompatApp("multicam-pip", [movie.path, "2"])
+        try #require(result.status == 0, "\(result.error)")
+        let printed = try #require(try lastJSONLine(of: result) as? [String: Any])
+        let cost = try #require(printed["hardwareCost"] as? Double)
+        #expect(cost > 0 && cost <= 1, "hardwareCost \(cost)")
+        let report = try FFprobeReport(movie)
+        let video = try #require(report.stream("video"))
+        #expect(video["codec_name"] as? String == "h264")
+        #expect(video["width"] as? Int == 640 && video["height"] as? Int == 480)
+        #expect(report.stream("audio")?["codec_name"] as? String == "aac")
+        let duration = try #require(FFprobeReport.number(video["duration"]))
+        #expect(abs(duration - 2) < 0.15, "two seconds of the back camera's time, got \(duration) s")
+        #expect(try ffmpegDecodeErrors(movie) == "")
+        // The whole picture carries the back camera's code; its bottom-right quarter, scaled back up, the front's.
+        let back = try virtualFrameIndices(movie).indices
+        let front = try virtualFrameIndices(movie, filter: "crop=320:240:320:240,scale=640:480:flags=neighbor").indices
+        let composed = try #require(printed["composed"] as? Int)
+        #expect(back.count == composed && front.count == back.count, "\(back.count) pictures, \(composed) composed")
+        let (backRead, frontRead) = (back.compactMap { $0 }, front.compactMap { $0 })
+        #expect(backRead.count >= back.count - 3 && frontRead.count >= front.count - 3, "\(back) \(front)")
+        #expect(isIncreasing(backRead), "back \(backRead)")
+        // The newest front picture goes into each one: never older than the one before, and the two cameras, started
+        // together, stay within a few frames of each other (the front's picture is the newest when the back's comes).
+        #expect(zip(frontRead, frontRead.dropFirst()).allSatisfy { $0 <= $1 }, "front \(frontRead)")
+        #expect((frontRead.last ?? 0) - (frontRead.first ?? 0) >= (backRead.last ?? 0) - (backRead.first ?? 0) - 3)
+        let offsets = zip(back, front).compactMap { pair -> Int? in pair.0.flatMap { b in pair.1.map { b - $0 } } }
+        #expect((offsets.max() ?? 0) - (offsets.min() ?? 0) <= 3, "back − front per picture: \(offsets)")
+    }
 }
