@@ -54,13 +54,11 @@ struct AudioSettingsConversionTests {
             AVFormatIDKey: asked.formatID, AVSampleRateKey: asked.sampleRate, AVNumberOfChannelsKey: asked.channels,
         ]
         output.maxRecordedDuration = CMTime(value: 2, timescale: 1)
-        let delegate = MovieRecordingDelegate()
-        try withMicrophone(channels: asked.sourceChannels) { microphone in
+        let delegate = try withMicrophone(channels: asked.sourceChannels) { microphone in
             let session = try makeSession(devices: [microphone], outputs: [output])
-            session.startRunning()
-            defer { session.stopRunning() }
-            output.startRecording(to: url, outputFileType: asked.fileType, recordingDelegate: delegate)
-            #expect(delegate.waitForFinish(), "didFinish never came")
+            return try recordStepped(session, output, devices: [microphone]) { delegate in
+                output.startRecording(to: url, outputFileType: asked.fileType, recordingDelegate: delegate)
+            }
         }
         #expect(delegate.avError?.code == .maximumDurationReached, "\(String(describing: delegate.error))")
         #expect(delegate.successfullyFinished == true)
@@ -73,11 +71,10 @@ struct AudioSettingsConversionTests {
         let url = try scratchURL("asked-movie.mov", suite: "audio-settings-tests")
         let output = AVCaptureMovieFileOutput()
         output.maxRecordedDuration = CMTime(value: 2, timescale: 1)
-        let delegate = MovieRecordingDelegate()
         let asked = Case(
             name: "movie", sourceChannels: 2, fileType: .mov, fileExtension: "mov", formatID: kAudioFormatMPEG4AAC,
             sampleRate: 44_100, channels: 1)
-        try withMicrophone(channels: asked.sourceChannels) { microphone in
+        let delegate = try withMicrophone(channels: asked.sourceChannels) { microphone in
             let session = try makeSession(
                 preset: .qvga320x240, devices: [VirtualDevices.back, microphone], outputs: [output])
             let connection = try #require(output.connection(with: .audio))
@@ -86,10 +83,9 @@ struct AudioSettingsConversionTests {
                 for: connection)
             // What a caller reads back is what it asked for.
             #expect(output.outputSettings(for: connection)[AVSampleRateKey] as? Int == 44_100)
-            session.startRunning()
-            defer { session.stopRunning() }
-            output.startRecording(to: url, recordingDelegate: delegate)
-            #expect(delegate.waitForFinish(), "didFinish never came")
+            return try recordStepped(session, output, devices: [VirtualDevices.back, microphone]) { delegate in
+                output.startRecording(to: url, recordingDelegate: delegate)
+            }
         }
         #expect(delegate.avError?.code == .maximumDurationReached, "\(String(describing: delegate.error))")
         let report = try FFprobeReport(url)
@@ -109,14 +105,13 @@ struct AudioSettingsConversionTests {
         let output = AVCaptureAudioFileOutput()
         output.audioSettings = [AVFormatIDKey: kAudioFormatMPEG4AAC]
         output.maxRecordedDuration = CMTime(value: 1, timescale: 1)
-        let delegate = MovieRecordingDelegate()
-        try withMicrophone(channels: 2) { microphone in
+        let delegate = try withMicrophone(channels: 2) { microphone in
             let session = try makeSession(devices: [microphone], outputs: [output])
-            session.startRunning()
-            defer { session.stopRunning() }
-            output.startRecording(to: url, outputFileType: .m4a, recordingDelegate: delegate)
-            #expect(delegate.waitForFinish(), "didFinish never came")
+            return try recordStepped(session, output, devices: [microphone]) { delegate in
+                output.startRecording(to: url, outputFileType: .m4a, recordingDelegate: delegate)
+            }
         }
+        #expect(delegate.successfullyFinished == true)
         let audio = try #require(try FFprobeReport(url).stream("audio"))
         #expect(FFprobeReport.number(audio["sample_rate"]) == 48_000)
         #expect(audio["channels"] as? Int == 2)
@@ -180,8 +175,32 @@ struct AudioSettingsConversionTests {
         }
     }
 
+    /// Runs `session` on the manual clock a frame (1/30 s) at a time, each step's buffers handled by `output` before
+    /// the next, until the recording `start` begins ends by itself (at most 10 s of the devices' time): the file
+    /// holds what a machine that keeps up records, however loaded this one is.
+    func recordStepped(
+        _ session: AVCaptureSession, _ output: AVCaptureFileOutput, devices: [AVCaptureDevice],
+        start: (MovieRecordingDelegate) -> Void
+    ) throws -> MovieRecordingDelegate {
+        let delegate = MovieRecordingDelegate()
+        try withManualClock(devices) { clock in
+            session.startRunning()
+            defer { session.stopRunning() }
+            start(delegate)
+            let step = CMTime(value: 1, timescale: 30)
+            while !delegate.events.contains("willFinish"), clock.elapsed.seconds < 10 {
+                guard clock.advance(by: step, step: step, settling: [output]) else {
+                    Issue.record("the recording stopped keeping up at \(clock.elapsed.seconds) s")
+                    break
+                }
+            }
+            #expect(delegate.waitForFinish(), "didFinish never came")
+        }
+        return delegate
+    }
+
     /// Runs `body` with the virtual microphone in its 48 kHz float format of `channels`, and puts its format back.
-    func withMicrophone(channels: Int, _ body: (AVCaptureDevice) throws -> Void) throws {
+    func withMicrophone<Result>(channels: Int, _ body: (AVCaptureDevice) throws -> Result) throws -> Result {
         let microphone = VirtualDevices.microphone
         let original = microphone.activeFormat
         let format = try #require(
@@ -198,6 +217,6 @@ struct AudioSettingsConversionTests {
             microphone.activeFormat = original
             microphone.unlockForConfiguration()
         }
-        try body(microphone)
+        return try body(microphone)
     }
 }
