@@ -28,6 +28,7 @@ enum CompatApps {
             ("camera-switcher", "OUT.mov FRAMES-PER-CAMERA", CameraSwitcher.main),
             ("thumbnail-generator", "IN-MOVIE OUT-DIRECTORY COUNT", ThumbnailGenerator.main),
             ("pause-resume-recorder", "OUT.mov", PauseResumeRecorder.main),
+            ("multicam-pip", "OUT.mov SECONDS", MultiCamPiPRecorder.main),
         ]
     }
 

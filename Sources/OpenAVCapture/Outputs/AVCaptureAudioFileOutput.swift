@@ -75,20 +75,16 @@ open class AVCaptureAudioFileOutput: AVCaptureFileOutput, @unchecked Sendable {
         }
     }
 
+    /// The settings a recording is made with: `audioSettings` over the file type's default encoding. The sample rate
+    /// and channel count are present only when `audioSettings` asks for them: the recording engine takes the
+    /// source's from its first buffer otherwise, and converts the sound when they are asked.
     override func recordingSettings(for connection: AVCaptureConnection, fileType: AVFileType) -> [String: Any] {
         let description = connection.inputPorts.first?.formatDescription?.audioStreamBasicDescription
-        let channels = Int(description?.mChannelsPerFrame ?? 2)
-        var result: [String: Any] = [
-            AVSampleRateKey: Int(description?.mSampleRate ?? 48_000), AVNumberOfChannelsKey: channels,
-        ]
-        result.merge(Self.defaultEncoding(for: fileType, channels: channels)) { _, new in new }
-        if let custom = audioSettings {
-            if custom[AVFormatIDKey] != nil {
-                // A new format replaces the default's format-specific keys rather than mixing with them.
-                result = result.filter { [AVSampleRateKey, AVNumberOfChannelsKey].contains($0.key) }
-            }
-            result.merge(custom) { _, new in new }
-        }
+        let custom = audioSettings ?? [:]
+        let channels = custom[AVNumberOfChannelsKey] as? Int ?? Int(description?.mChannelsPerFrame ?? 2)
+        // A new format replaces the default's format-specific keys rather than mixing with them.
+        var result = custom[AVFormatIDKey] != nil ? [:] : Self.defaultEncoding(for: fileType, channels: channels)
+        result.merge(custom) { _, new in new }
         return result
     }
 

@@ -282,8 +282,15 @@ open class AVCaptureMovieFileOutput: AVCaptureFileOutput, @unchecked Sendable {
         }
     }
 
+    /// ``outputSettings(for:)``, except that a sound's sample rate and channel count are present only when
+    /// ``setOutputSettings(_:for:)`` asked for them: the recording engine takes the source's from its first buffer
+    /// otherwise (a port's description may not be what the device delivers), and converts the sound when asked.
     override func recordingSettings(for connection: AVCaptureConnection, fileType: AVFileType) -> [String: Any] {
-        outputSettings(for: connection)
+        var result = outputSettings(for: connection)
+        guard !Self.isVideo(connection) else { return result }
+        let stored = settings.withLock { $0.outputSettings[ObjectIdentifier(connection)] } ?? [:]
+        for key in [AVSampleRateKey, AVNumberOfChannelsKey] where stored[key] == nil { result[key] = nil }
+        return result
     }
 
     override var recordingFragmentIntervalAndMetadata: (CMTime, [AVMetadataItem]) {

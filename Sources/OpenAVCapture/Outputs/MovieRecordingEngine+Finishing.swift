@@ -204,11 +204,9 @@ extension MovieRecordingEngine {
             let hint = firstAudio?.formatDescription ?? recording.pendingAudio.first?.formatDescription
                 ?? audio.inputPorts.first?.formatDescription
         {
-            var settings = output.recordingSettings(for: audio, fileType: request.fileType)
-            if let description = hint.audioStreamBasicDescription {
-                settings[AVSampleRateKey] = Int(description.mSampleRate.rounded())
-                settings[AVNumberOfChannelsKey] = Int(description.mChannelsPerFrame)
-            }
+            // A rate or channel count the settings leave out is the source's, from its first buffer (the writer's
+            // input takes them from the hint); one they ask for is converted to in the writer's audio path.
+            let settings = output.recordingSettings(for: audio, fileType: request.fileType)
             let input = AVAssetWriterInput(mediaType: .audio, outputSettings: settings, sourceFormatHint: hint)
             input.expectsMediaDataInRealTime = true
             writer.add(input)

@@ -13,8 +13,9 @@ import Synchronization
 /// Output settings are read and checked in the initializer (see ``init(mediaType:outputSettings:sourceFormatHint:)``).
 /// Video inputs take NV12 or I420 pixel buffers of the settings' size (other formats supported by the encoder's
 /// converter also work; the pixel format is fixed at `startWriting()` from the pixel buffer adaptor's attributes,
-/// the source format hint, or `'420v'`). Audio inputs take interleaved Int16, Int32 or Float32 PCM; a sample rate
-/// other than the settings' is resampled, a different channel count remixed.
+/// the source format hint, or `'420v'`). Audio inputs take interleaved Int16, Int32 or Float32 PCM; a sample rate or
+/// channel count other than the settings' is converted with libswresample (mono copied to both sides, stereo
+/// averaged to mono), and what the resampler holds is written when the input is finished.
 ///
 /// Back-pressure: ``isReadyForMoreMediaData`` is false while more than a few appended buffers (3, or 8 when
 /// ``expectsMediaDataInRealTime``) wait on the writer's queue. Appending anyway is allowed, as on Apple's

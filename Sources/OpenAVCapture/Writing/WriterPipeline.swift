@@ -17,7 +17,8 @@ final class WriterPipeline {
         /// Released once flushed at the finish, so the encoder's frames are not held through the muxer's rewrite.
         private(set) var video: VideoEncoder?
         private(set) var audio: AudioEncoder?
-        /// Resamples audio whose rate differs from the settings; made for the first buffer that needs it.
+        /// Converts audio whose rate or channel count differs from the settings; made for the first buffer that
+        /// needs it.
         var converter: AudioConverter?
         /// Converts pictures whose pixel format or size differs from the encoder's (a pixel buffer adaptor takes
         /// every format, as Apple's does).
@@ -159,17 +160,26 @@ final class WriterPipeline {
         try appendCompressed(sampleBuffer, track: index)
     }
 
-    /// Encodes one buffer of PCM of track `index`, resampled first when its rate is not the encoder's.
+    /// Encodes one buffer of PCM of track `index`, converted first (libswresample, ``AudioConverter``) when its
+    /// rate or channel count is not the encoder's. The converter's output keeps the input's timeline (each buffer
+    /// stamped where its first sample was in the input), and what its filter still holds is flushed into the
+    /// encoder when the track is finished (``flush(track:)``), so the file's sound lasts as long as what came.
     func appendAudio(_ sampleBuffer: CMSampleBuffer, track index: Int) throws(MediaCodecsError) {
         let track = tracks[index]
         guard let encoder = track.audio, !track.isFlushed else { return }
         if let sessionEnd, sampleBuffer.presentationTimeStamp >= sessionEnd { return }
         let rate = encoder.configuration.sampleRate
+        let channels = encoder.configuration.channelCount
         if let source = sampleBuffer.formatDescription?.audioStreamBasicDescription,
-            Int(source.mSampleRate.rounded()) != rate
+            Int(source.mSampleRate.rounded()) != rate || Int(source.mChannelsPerFrame) != channels
         {
             if track.converter == nil || track.converter?.source != AudioConverter.Format(source) {
-                let channels = Int(source.mChannelsPerFrame)
+                // A source format that changed: what the old converter holds belongs before this buffer.
+                if let old = track.converter {
+                    var tail: [CMSampleBuffer] = []
+                    try old.finish { tail.append($0) }
+                    for buffer in tail { try encoder.send(buffer) }
+                }
                 let destination = AudioConverter.Format(sampleRate: rate, channelCount: channels, sample: .float32)
                 track.converter = try AudioConverter(from: source, to: destination.audioStreamBasicDescription)
             }
