@@ -10,9 +10,10 @@ import Synchronization
 ///
 /// - One encoder for every client: the session's media is encoded once (H.264 with a key frame every second, AAC)
 ///   and cut into RTP once by libavformat; each client is handed the same packets.
-/// - A joining client gets the parameter sets and the AAC configuration in the SDP of its DESCRIBE, then an RTCP
-///   sender report per track and the packets since the last key frame, so its picture starts at once. Sender
-///   reports follow every second; they put both tracks on one clock, so the client plays them in sync.
+/// - A joining client gets the parameter sets and the AAC configuration in the SDP of its DESCRIBE; its PLAY asks
+///   the encoder for a key frame (the next picture), and the answer, an RTCP sender report per track and that key
+///   frame come together, so its picture starts at once and live. Sender reports follow every second; they put both
+///   tracks on one clock, so the client plays them in sync.
 /// - Each client's unsent packets are bounded (``Configuration/clientQueueBytes``); a client that stops reading or
 ///   cannot keep up is dropped (its connection closed), and the encoder, the other clients, a recording and a
 ///   preview of the same session never wait for it.

@@ -216,11 +216,20 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             }
             let address = context.remoteAddress?.description ?? "a client"
             let log = server.log
+            // The answer waits for the key frame the client starts at (asked of the encoder now: the next picture),
+            // so that its RTP-Info names each track's first packet; the packets follow it on the connection.
+            let bound = NIOLoopBound((self, context, request, response), eventLoop: context.eventLoop)
+            let eventLoop = context.eventLoop
             let sink = RTSPClientSink(
                 connection: context.channel, transports: transports, datagrams: server.datagrams,
-                limitBytes: server.configuration.clientQueueBytes
-            ) { log("RTSP: dropped \(address): \($0)") }
-            guard let backlog = server.output.subscribe(sink) else {
+                limitBytes: server.configuration.clientQueueBytes,
+                onStart: { tracks in
+                    eventLoop.execute {
+                        let (handler, context, request, response) = bound.value
+                        handler.answerPlay(request, response: response, starts: tracks, context: context)
+                    }
+                }, onDrop: { log("RTSP: dropped \(address): \($0)") })
+            guard server.output.subscribe(sink) else {
                 server.clients.release()
                 response.status = 503
                 return send(response, context: context)
@@ -228,19 +237,24 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             self.sink = sink
             datagramSources = Self.datagramSources(of: transports, at: context.remoteAddress)
             server.activity.register(datagramSources)
-            let info = transports.keys.sorted().compactMap { track -> String? in
-                guard let first = backlog.first(where: { $0.track == track && !$0.isControl }) else { return nil }
-                let base = RTSPPath(request.uri)?.base ?? ""
-                return "url=\(base)/streamid=\(track);seq=\(first.sequenceNumber);rtptime=\(first.timestamp)"
-            }
-            if !info.isEmpty { response.fields.append(("RTP-Info", info.joined(separator: ","))) }
-            response.fields.append(("Range", "npt=now-"))
-            response.fields.append(("Session", sessionField))
-            send(response, context: context)
-            // The response first, then the packets a joining client starts with; live packets queue behind.
-            sink.receive(backlog)
             return
         }
+        response.fields.append(("Session", sessionField))
+        send(response, context: context)
+    }
+
+    /// The answer to the PLAY that made the client's sink, once its stream starts at `starts`.
+    private func answerPlay(
+        _ request: RTSPRequest, response: RTSPResponse, starts: [RTPTrackStart], context: ChannelHandlerContext
+    ) {
+        guard sink != nil, context.channel.isActive else { return }
+        var response = response
+        let base = RTSPPath(request.uri)?.base ?? ""
+        let info = starts.filter { transports[$0.track] != nil }.map { start in
+            "url=\(base)/streamid=\(start.track);seq=\(start.sequenceNumber);rtptime=\(start.rtpTimestamp)"
+        }
+        if !info.isEmpty { response.fields.append(("RTP-Info", info.joined(separator: ","))) }
+        response.fields.append(("Range", "npt=now-"))
         response.fields.append(("Session", sessionField))
         send(response, context: context)
     }
