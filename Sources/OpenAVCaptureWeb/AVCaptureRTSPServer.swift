@@ -139,7 +139,8 @@ public final class AVCaptureRTSPServer: Sendable {
             running.withLock { $0.datagrams = rtp + rtcp }
             let context = RTSPServerContext(
                 output: output, configuration: configuration,
-                datagrams: .init(rtp: rtp, rtcp: rtcp), serverPorts: ports, clients: clients, activity: activity, log: log)
+                datagrams: .init(rtp: rtp, rtcp: rtcp), serverPorts: ports, clients: clients, activity: activity,
+                log: log)
             let listener = try ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 64)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

@@ -26,8 +26,10 @@ struct PublishingFleetTests {
         let rtmp = try RTMPServer(port: freeLoopbackPort())
         try rtmp.start()
         defer { rtmp.kill() }
-        let rtspMounts = ["/cam3": directory.appendingPathComponent("cam3.ts"),
-                          "/cam4": directory.appendingPathComponent("cam4.ts")]
+        let rtspMounts = [
+            "/cam3": directory.appendingPathComponent("cam3.ts"),
+            "/cam4": directory.appendingPathComponent("cam4.ts"),
+        ]
         let rtsp = try RTSPRecordServer(port: freeLoopbackPort(), mounts: rtspMounts)
         defer { rtsp.kill() }
 
