@@ -22,7 +22,7 @@ TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstr
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-shared-encoder bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz bench-multicam vicodec-module
+.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-shared-encoder bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz bench-multicam vicodec-module bench-rtsp-clients bench-rtsp-latency bench-metrics-cost
 
 all: build
 
@@ -253,6 +253,21 @@ bench-shared-encoder: deps
 bench-multicam: deps
 	$(SWIFT) build -c release --product avcapture
 	Benchmarks/Scripts/multicam-versus-processes.sh $(CURDIR)/.build/release/avcapture
+
+## bench-rtsp-clients: serve --rtsp's own CPU with ten ffmpeg clients against one (alternating rounds, ratio).
+bench-rtsp-clients: deps
+	$(SWIFT) build -c release --product avcapture
+	Benchmarks/Scripts/rtsp-clients.sh $(CURDIR)/.build/release/avcapture
+
+## bench-rtsp-latency: glass-to-glass latency of serve --rtsp on loopback (flash frames against CLOCK_MONOTONIC).
+bench-rtsp-latency: deps
+	$(SWIFT) build -c release --product avcapture
+	Benchmarks/Scripts/rtsp-latency.sh $(CURDIR)/.build/release/avcapture
+
+## bench-metrics-cost: record's CPU with --metrics scraped once a second against without (alternating rounds, ratio).
+bench-metrics-cost: deps
+	$(SWIFT) build -c release --product avcapture
+	Benchmarks/Scripts/metrics-cost.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-stages: where a 1080p30 recording from the virtual webcam spends its CPU, stage by stage (perf samples).
 bench-stages: deps

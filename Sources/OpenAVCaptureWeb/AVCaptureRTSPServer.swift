@@ -10,12 +10,16 @@ import Synchronization
 ///
 /// - One encoder for every client: the session's media is encoded once (H.264 with a key frame every second, AAC)
 ///   and cut into RTP once by libavformat; each client is handed the same packets.
-/// - A joining client gets the parameter sets and the AAC configuration in the SDP of its DESCRIBE, then an RTCP
-///   sender report per track and the packets since the last key frame, so its picture starts at once. Sender
-///   reports follow every second; they put both tracks on one clock, so the client plays them in sync.
+/// - A joining client gets the parameter sets and the AAC configuration in the SDP of its DESCRIBE; its PLAY asks
+///   the encoder for a key frame (the next picture), and the answer, an RTCP sender report per track and that key
+///   frame come together, so its picture starts at once and live. Sender reports follow every second; they put both
+///   tracks on one clock, so the client plays them in sync.
 /// - Each client's unsent packets are bounded (``Configuration/clientQueueBytes``); a client that stops reading or
 ///   cannot keep up is dropped (its connection closed), and the encoder, the other clients, a recording and a
 ///   preview of the same session never wait for it.
+/// - A client unheard for ``Configuration/sessionTimeoutSeconds`` (no RTSP request on its connection, no RTCP
+///   receiver report on the server's UDP ports) is dropped: a player that vanished without TEARDOWN, whose
+///   connection the kernel still holds open, stops costing a place and the bandwidth of its stream.
 /// - Safe by default: listening beyond loopback needs a user and password, asked for with RTSP Digest
 ///   authentication (`rtsp://user:password@host:port/live`). At most ``Configuration/maximumClients`` play at once;
 ///   more get `453 Not Enough Bandwidth`.
@@ -40,14 +44,19 @@ public final class AVCaptureRTSPServer: Sendable {
         public var maximumClients: Int
         /// Bytes handed to one client's connection and not yet taken; past this the client is dropped.
         public var clientQueueBytes: Int
+        /// Seconds a client may go unheard (no RTSP request, no RTCP receiver report) before its session ends and
+        /// its connection closes; announced in every `Session: ID;timeout=N` answer (RFC 2326 §12.37), so clients
+        /// send their keep-alives well within it.
+        public var sessionTimeoutSeconds: Int
 
-        /// A configuration; the defaults serve loopback on 8554, 16 clients, 1 MiB each.
+        /// A configuration; the defaults serve loopback on 8554, 16 clients, 1 MiB each, 60 s session timeout.
         public init(
             host: String = "127.0.0.1", port: Int = 8554, user: String? = nil, password: String? = nil,
-            maximumClients: Int = 16, clientQueueBytes: Int = 1 << 20
+            maximumClients: Int = 16, clientQueueBytes: Int = 1 << 20, sessionTimeoutSeconds: Int = 60
         ) {
             (self.host, self.port, self.user, self.password) = (host, port, user, password)
             (self.maximumClients, self.clientQueueBytes) = (maximumClients, clientQueueBytes)
+            self.sessionTimeoutSeconds = sessionTimeoutSeconds
         }
 
         /// Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost).
@@ -64,6 +73,7 @@ public final class AVCaptureRTSPServer: Sendable {
     public let configuration: Configuration
     private let output = RTPStreamOutput()
     private let clients = RTSPClientCount()
+    private let activity = RTSPClientActivity()
     private let log: @Sendable (String) -> Void
     private let running = Mutex(Running())
     private let session: AVCaptureSession
@@ -88,6 +98,9 @@ public final class AVCaptureRTSPServer: Sendable {
         }
         guard configuration.maximumClients > 0, configuration.clientQueueBytes >= 65536 else {
             throw PreviewError("the RTSP client limit must be at least 1 and the client queue at least 64 KiB")
+        }
+        guard configuration.sessionTimeoutSeconds >= 1 else {
+            throw PreviewError("the RTSP session timeout must be at least 1 second")
         }
         self.configuration = configuration
         self.log = log
@@ -118,7 +131,7 @@ public final class AVCaptureRTSPServer: Sendable {
             var rtp: [any Channel] = []
             var rtcp: [any Channel] = []
             for _ in 0..<2 {
-                let pair = try Self.bindDatagramPair(host: host, group: group)
+                let pair = try Self.bindDatagramPair(host: host, group: group, activity: activity)
                 rtp.append(pair.rtp)
                 rtcp.append(pair.rtcp)
                 ports.append((pair.rtp.localAddress?.port ?? 0, pair.rtcp.localAddress?.port ?? 0))
@@ -126,7 +139,8 @@ public final class AVCaptureRTSPServer: Sendable {
             running.withLock { $0.datagrams = rtp + rtcp }
             let context = RTSPServerContext(
                 output: output, configuration: configuration,
-                datagrams: .init(rtp: rtp, rtcp: rtcp), serverPorts: ports, clients: clients, log: log)
+                datagrams: .init(rtp: rtp, rtcp: rtcp), serverPorts: ports, clients: clients, activity: activity,
+                log: log)
             let listener = try ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 64)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -178,11 +192,15 @@ public final class AVCaptureRTSPServer: Sendable {
 
     /// A UDP port pair for one track: RTP on an even port, RTCP on the next (RFC 3550 §11), both bound to `host`.
     private static func bindDatagramPair(
-        host: String, group: MultiThreadedEventLoopGroup
+        host: String, group: MultiThreadedEventLoopGroup, activity: RTSPClientActivity
     ) throws -> (rtp: any Channel, rtcp: any Channel) {
         let bootstrap = DatagramBootstrap(group: group)
-            // Clients' receiver reports are read and discarded.
-            .channelInitializer { $0.eventLoop.makeSucceededVoidFuture() }
+            // Clients' receiver reports tell only that their sender is alive.
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(RTSPDatagramListener(activity: activity))
+                }
+            }
         for _ in 0..<32 {
             let port = Int.random(in: 25_000..<32_000) * 2
             guard let rtp = try? bootstrap.bind(host: host, port: port).wait() else { continue }

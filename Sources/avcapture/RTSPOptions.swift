@@ -23,6 +23,11 @@ struct RTSPOptions: ParsableArguments {
             "Bytes of stream waiting for one RTSP client before it is dropped as stalled (at least 65536).",
             valueName: "bytes"))
     var rtspClientQueue = 1 << 20
+    @Option(
+        help: ArgumentHelp(
+            "Seconds an RTSP client may send nothing (no request, no RTCP report) before its session ends.",
+            valueName: "seconds"))
+    var rtspSessionTimeout = 60
 
     /// The password given, or the environment's.
     var password: String? { rtspPassword ?? ProcessInfo.processInfo.environment["AVCAPTURE_RTSP_PASSWORD"] }
@@ -42,6 +47,9 @@ struct RTSPOptions: ParsableArguments {
         }
         guard (1...256).contains(rtspMaxClients) else { throw ValidationError("--rtsp-max-clients must be 1 ... 256") }
         guard rtspClientQueue >= 65536 else { throw ValidationError("--rtsp-client-queue must be at least 65536") }
+        guard (1...3600).contains(rtspSessionTimeout) else {
+            throw ValidationError("--rtsp-session-timeout must be 1 ... 3600 seconds")
+        }
     }
 
     /// Starts the RTSP server on `session` when `--rtsp` was given, and prints its address.
@@ -49,7 +57,8 @@ struct RTSPOptions: ParsableArguments {
         guard let rtsp, let (host, port) = ServeCommand.parseListen(rtsp) else { return nil }
         let configuration = AVCaptureRTSPServer.Configuration(
             host: host, port: port, user: rtspUser, password: rtspUser == nil ? nil : password,
-            maximumClients: rtspMaxClients, clientQueueBytes: rtspClientQueue)
+            maximumClients: rtspMaxClients, clientQueueBytes: rtspClientQueue,
+            sessionTimeoutSeconds: rtspSessionTimeout)
         do {
             let server = try AVCaptureRTSPServer(
                 session: session, configuration: configuration, log: { Terminal.error("avcapture serve: \($0)") })

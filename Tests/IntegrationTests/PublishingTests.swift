@@ -30,7 +30,7 @@ private func accepts(_ port: Int) -> Bool {
 
 
 /// nginx with libnginx-mod-rtmp, in the foreground, serving application `live` on 127.0.0.1:`port`.
-private final class RTMPServer {
+final class RTMPServer {
     static let nginx = "/usr/sbin/nginx"
     static let module = "/usr/lib/nginx/modules/ngx_rtmp_module.so"
     static var isInstalled: Bool {

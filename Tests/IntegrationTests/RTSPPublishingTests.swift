@@ -7,9 +7,10 @@ import Foundation
 import Testing
 import TestSupport
 
-/// GStreamer's gst-rtsp-server in record mode (Debian's python3 GI bindings), taking ANNOUNCE/RECORD at /live over
-/// interleaved TCP and writing the H.264 and AAC it is sent into an MPEG-TS file. Arguments: the port, the file, and
-/// optionally a user and password it then requires (RTSP Digest).
+/// GStreamer's gst-rtsp-server in record mode (Debian's python3 GI bindings), taking ANNOUNCE/RECORD over
+/// interleaved TCP at each mount it is given and writing the H.264 and AAC it is sent into that mount's MPEG-TS file,
+/// which ffprobe reads. Arguments: the port, optionally `--digest USER PASSWORD` (then required), then `MOUNT=FILE`
+/// pairs (`/live=/tmp/x.ts`).
 /// (Not `ffmpeg -rtsp_flags listen`: copying what it receives, ffmpeg 5.1 fails on the packets before the first RTCP
 /// sender report, which carry no timestamp.)
 private let recordServerScript = #"""
@@ -19,37 +20,42 @@ private let recordServerScript = #"""
     gi.require_version("GstRtspServer", "1.0")
     from gi.repository import Gst, GstRtsp, GstRtspServer, GLib
     Gst.init(None)
-    port, path = sys.argv[1], sys.argv[2]
+    arguments = sys.argv[2:]
     server = GstRtspServer.RTSPServer()
     server.set_address("127.0.0.1")
-    server.set_service(port)
-    factory = GstRtspServer.RTSPMediaFactory()
-    factory.set_transport_mode(GstRtspServer.RTSPTransportMode.RECORD)
-    factory.set_protocols(GstRtsp.RTSPLowerTrans.TCP)
-    factory.set_launch(
-        "( rtph264depay name=depay0 ! h264parse config-interval=-1 ! "
-        "video/x-h264,stream-format=byte-stream,alignment=au ! queue ! mpegtsmux name=mux ! filesink location=%s "
-        "rtpmp4gdepay name=depay1 ! aacparse ! queue ! mux. )" % path)
-    if len(sys.argv) > 4:
+    server.set_service(sys.argv[1])
+    permissions = None
+    if arguments[:1] == ["--digest"]:
         # Digest only: a publisher must answer the challenge with the user and password of its URL.
         auth = GstRtspServer.RTSPAuth()
         auth.set_supported_methods(GstRtsp.RTSPAuthMethod.DIGEST)
         token = GstRtspServer.RTSPToken()
         token.set_string("media.factory.role", "publisher")
-        auth.add_digest(sys.argv[3], sys.argv[4], token)
+        auth.add_digest(arguments[1], arguments[2], token)
         server.set_auth(auth)
         permissions = GstRtspServer.RTSPPermissions()
         permissions.add_permission_for_role("publisher", "media.factory.access", True)
         permissions.add_permission_for_role("publisher", "media.factory.construct", True)
-        factory.set_permissions(permissions)
-    server.get_mount_points().add_factory("/live", factory)
+        arguments = arguments[3:]
+    for mount in arguments:
+        name, path = mount.split("=", 1)
+        factory = GstRtspServer.RTSPMediaFactory()
+        factory.set_transport_mode(GstRtspServer.RTSPTransportMode.RECORD)
+        factory.set_protocols(GstRtsp.RTSPLowerTrans.TCP)
+        factory.set_launch(
+            "( rtph264depay name=depay0 ! h264parse config-interval=-1 ! "
+            "video/x-h264,stream-format=byte-stream,alignment=au ! queue ! mpegtsmux name=mux ! filesink location=%s "
+            "rtpmp4gdepay name=depay1 ! aacparse ! queue ! mux. )" % path)
+        if permissions is not None:
+            factory.set_permissions(permissions)
+        server.get_mount_points().add_factory(name, factory)
     server.attach(None)
     GLib.MainLoop().run()
     """#
 
-/// gst-rtsp-server in record mode on 127.0.0.1:`port`, writing what it is sent into `file` (MPEG-TS), requiring
-/// `credentials` if given.
-private final class RTSPRecordServer {
+/// gst-rtsp-server in record mode on 127.0.0.1:`port`, writing what each mount is sent into its file (MPEG-TS),
+/// requiring `credentials` if given.
+final class RTSPRecordServer {
     static let python = "/usr/bin/python3"
     /// Whether Debian's python3 has the GI bindings of gst-rtsp-server (gir1.2-gst-rtsp-server-1.0, python3-gi).
     static var isInstalled: Bool {
@@ -61,15 +67,24 @@ private final class RTSPRecordServer {
     }
 
     let port: Int
-    let file: URL
+    /// Mount path → the file its stream is written to.
+    let mounts: [String: URL]
     private let process = Process()
 
-    init(port: Int, file: URL, credentials: (user: String, password: String)? = nil) throws {
-        (self.port, self.file) = (port, file)
-        let script = file.deletingLastPathComponent().appendingPathComponent("rtsp-record-server.py")
+    /// One mount, `/live`, writing `file`.
+    convenience init(port: Int, file: URL, credentials: (user: String, password: String)? = nil) throws {
+        try self.init(port: port, mounts: ["/live": file], credentials: credentials)
+    }
+
+    init(port: Int, mounts: [String: URL], credentials: (user: String, password: String)? = nil) throws {
+        (self.port, self.mounts) = (port, mounts)
+        let directory = try #require(mounts.values.first).deletingLastPathComponent()
+        let script = directory.appendingPathComponent("rtsp-record-server.py")
         try recordServerScript.write(to: script, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: Self.python)
-        process.arguments = [script.path, String(port), file.path] + (credentials.map { [$0.user, $0.password] } ?? [])
+        process.arguments =
+            [script.path, String(port)] + (credentials.map { ["--digest", $0.user, $0.password] } ?? [])
+            + mounts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.path)" }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -86,7 +101,14 @@ private final class RTSPRecordServer {
         }
     }
 
-    var bytes: Int { (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0 }
+    /// The bytes written for the first mount (the only one, for a server of one).
+    var bytes: Int { bytes(of: mounts.keys.sorted()[0]) }
+
+    /// The bytes written so far for `mount`.
+    func bytes(of mount: String) -> Int {
+        guard let file = mounts[mount] else { return 0 }
+        return (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
+    }
 
     /// Kills the server at once, as a crash would.
     func kill() {
@@ -95,12 +117,11 @@ private final class RTSPRecordServer {
         process.waitUntilExit()
     }
 
-
     deinit { kill() }
 }
 
 /// The codecs ffprobe reads in `file`, as "codec,type" strings.
-private func codecs(_ file: URL) throws -> [String] {
+func recordedCodecs(_ file: URL) throws -> [String] {
     try MediaTool.ffprobe.run([
         "-v", "error", "-show_entries", "stream=codec_name,codec_type", "-of", "csv=p=0", file.path,
     ]).outputText.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -149,7 +170,7 @@ struct RTSPPublishingTests {
         #expect(printed.contains("1 reconnection;") && printed.contains("stopped: interrupted"), "\(printed)")
         server.kill()
         for name in ["first.ts", "second.ts"] {
-            let found = try codecs(directory.appendingPathComponent(name))
+            let found = try recordedCodecs(directory.appendingPathComponent(name))
             #expect(found.contains("h264,video") && found.contains("aac,audio"), "\(name): \(found)")
         }
         let frames = try decodedFrameIndices(directory.appendingPathComponent("local.mov"))
@@ -179,7 +200,7 @@ struct RTSPPublishingTests {
         #expect(!accepted.standardError.contains("failed"), "\(accepted.standardError)")
         #expect(waitUntil(timeout: 10, every: 0.05) { server.bytes > 20_000 }, "nothing arrived")
         server.kill()
-        let found = try codecs(directory.appendingPathComponent("received.ts"))
+        let found = try recordedCodecs(directory.appendingPathComponent("received.ts"))
         #expect(found.contains("h264,video") && found.contains("aac,audio"), "\(found)")
     }
 }

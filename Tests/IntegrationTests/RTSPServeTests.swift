@@ -1,7 +1,6 @@
 // `avcapture serve --rtsp` (AVCaptureRTSPServer) read by real RTSP clients on loopback: FFmpeg over TCP
 // (interleaved) and over UDP and GStreamer's rtspsrc, at the same time; the frames they decode carry the virtual
-// camera's frame indices, in order, and the flash frames meet the virtual microphone's beeps (within a frame for
-// FFmpeg; within 0.1 s for GStreamer, whose lip-sync here is an open issue). Digest
+// camera's frame indices, in order, and the flash frames meet the virtual microphone's beeps within a frame. Digest
 // credentials are refused when missing or wrong and taken when right; a client that stops reading is dropped while
 // another goes on; malformed requests get a 4xx and leave the stream alone.
 
@@ -163,15 +162,10 @@ struct RTSPServeTests {
             // Seconds of stream at 30 fps; a loaded machine may drop some at capture, never most.
             #expect(pulled.frameCount >= 60, "\(name): \(pulled.frameCount) frames")
             #expect(!pulled.offsets.isEmpty, "\(name): no flash frame met a beep")
-            // FFmpeg holds every offset within a frame. GStreamer's rtpbin shifts a track when it first lines the
-            // tracks up by their sender reports (seen within the first two seconds), and then holds an offset that
-            // varies from run to run (0.3 to 86 ms seen, the larger on a loaded machine): not yet within a frame,
-            // so it is held to 0.1 s here, an open issue (docs/renderers-and-cli.md).
-            let isGStreamer = name == "gstreamer"
-            let settled = isGStreamer ? Array(pulled.offsets.dropFirst(2)) : pulled.offsets
-            let bound = isGStreamer ? 0.1 : Self.frame
+            // Every client, GStreamer's rtpbin included, holds every offset within a frame from the first flash:
+            // a client starts live at a key frame, so no burst of old packets skews its timing (RTPStreamFanout).
             #expect(
-                !settled.isEmpty && settled.allSatisfy { abs($0) <= bound },
+                !pulled.offsets.isEmpty && pulled.offsets.allSatisfy { abs($0) <= Self.frame },
                 "\(name): A/V offsets \(pulled.offsets)")
         }
         #expect(server.stop() == 0)

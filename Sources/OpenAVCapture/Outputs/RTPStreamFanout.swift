@@ -16,24 +16,49 @@ package struct RTPStreamPacket: Sendable {
     package var timestamp: UInt32 { bytes[4..<8].reduce(0) { $0 << 8 | UInt32($1) } }
 }
 
-/// A client of an ``RTPStreamOutput``: it gets every packet from the moment it subscribes.
+/// Where one track of the stream starts for a joining client: its first RTP packet's sequence number and the RTP
+/// time of the key frame it starts at (RFC 2326 §12.33, `RTP-Info`).
 ///
-/// Threading: `receive` is called on the output's encoding queue, inside the output's lock, so it must not block or
-/// call back into the output: it queues the packets (bounded) and returns.
+/// Threading: a value; `Sendable`.
+package struct RTPTrackStart: Sendable, Equatable {
+    package let track: Int
+    package let sequenceNumber: UInt16
+    package let rtpTimestamp: UInt32
+}
+
+/// A client of an ``RTPStreamOutput``: its stream starts at the next video key frame after it subscribes
+/// (``start(_:tracks:)``), and it gets every packet from there on (``receive(_:)``).
+///
+/// Threading: `start` and `receive` are called on the output's encoding queue, inside the output's lock, so they
+/// must not block or call back into the output: they queue the packets (bounded) and return.
 package protocol RTPStreamSubscriber: AnyObject, Sendable {
+    /// The client's first packets: a sender report per track, then the key frame; `tracks` says where each starts.
+    func start(_ packets: [RTPStreamPacket], tracks: [RTPTrackStart])
     func receive(_ packets: [RTPStreamPacket])
     /// The stream is over (its server stopped); called outside the output's lock.
     func streamEnded()
 }
 
-/// The clients of a served stream, the packets a joining client starts with (the sender reports, then everything
-/// since the last video key frame: at most one group of pictures, bounded in bytes), and the RTCP sender reports
-/// (RFC 3550 §6.4.1) that let a client line the tracks up on one clock.
+/// The clients of a served stream, and the RTCP sender reports (RFC 3550 §6.4.1) that let a client line the tracks
+/// up on one clock.
+///
+/// A joining client waits for the next video key frame (its output asks the encoder for one at once) and starts
+/// there: sender reports for every track, then the key frame, then everything live. It is never sent packets from
+/// before it joined: a burst of old packets arriving at once is what a receiver that times packets by their arrival
+/// (GStreamer's rtpjitterbuffer) takes for network delay, and it spends seconds unlearning it, a different number
+/// for each track, which shows as the sound drifting against the picture.
 ///
 /// Threading: a value; kept in the output's mutex.
 struct RTPStreamFanout {
-    /// The backlog is given up (a joining client then waits for the next key frame) beyond this: 8 MiB.
-    static let backlogLimitBytes = 8 << 20
+    /// What one call of ``add(_:track:captureTime:rtpTimestamp:clockRate:isVideoKeyFrame:now:)`` hands out.
+    struct Delivery {
+        /// For the clients already playing: the packets (and a sender report when one is due).
+        var live: [RTPStreamPacket] = []
+        /// Clients starting at this key frame, with what they start with.
+        var joining: [any RTPStreamSubscriber] = []
+        var start: [RTPStreamPacket] = []
+        var tracks: [RTPTrackStart] = []
+    }
 
     /// What the sender reports of one track say.
     struct TrackClock {
@@ -46,11 +71,13 @@ struct RTPStreamFanout {
         var octetCount: UInt32 = 0
         var hasSent = false
         var lastReportTime = -Double.infinity
+        /// The sequence number of the track's last RTP packet.
+        var lastSequenceNumber: UInt16 = 0
     }
 
     private(set) var subscribers: [ObjectIdentifier: any RTPStreamSubscriber] = [:]
-    private(set) var backlog: [RTPStreamPacket] = []
-    private var backlogBytes = 0
+    /// Clients waiting for the next video key frame.
+    private(set) var joining: [ObjectIdentifier: any RTPStreamSubscriber] = [:]
     private var tracks: [TrackClock]
     /// Wall-clock seconds since 1970 minus host-clock seconds: NTP time of a capture time.
     private let wallClockOffset: Double
@@ -60,31 +87,36 @@ struct RTPStreamFanout {
         self.wallClockOffset = wallClockOffset
     }
 
-    /// Adds a client; returns what it starts with (sender reports, then the backlog), in order.
-    mutating func subscribe(_ subscriber: any RTPStreamSubscriber, now: Double) -> [RTPStreamPacket] {
-        subscribers[ObjectIdentifier(subscriber)] = subscriber
-        return tracks.indices.compactMap { senderReport(track: $0, now: now) } + backlog
+    /// Adds a client, which starts at the next video key frame.
+    mutating func subscribe(_ subscriber: any RTPStreamSubscriber) {
+        joining[ObjectIdentifier(subscriber)] = subscriber
     }
 
     /// Takes every client out.
     mutating func removeAll() -> [any RTPStreamSubscriber] {
-        defer { subscribers = [:] }
-        return Array(subscribers.values)
+        defer { (subscribers, joining) = ([:], [:]) }
+        return Array(subscribers.values) + Array(joining.values)
     }
 
     mutating func unsubscribe(_ subscriber: any RTPStreamSubscriber) {
         subscribers.removeValue(forKey: ObjectIdentifier(subscriber))
+        joining.removeValue(forKey: ObjectIdentifier(subscriber))
     }
 
-    /// The RTP packets of one encoded packet captured at `captureTime`: kept for joiners, and returned with a sender
-    /// report when the track's last is a second old, for the clients.
+    /// Clients playing or about to.
+    var count: Int { subscribers.count + joining.count }
+
+    /// The RTP packets of one encoded packet captured at `captureTime`, for the clients playing (with a sender report
+    /// when the track's last is a second old), and, at a video key frame, for the clients joining.
     /// `rtpTimestamp` is the RTP time of `captureTime` (not read from the packets: the muxer may send a packet
     /// gathered from earlier frames).
     mutating func add(
         _ packets: [[UInt8]], track: Int, captureTime: Double, rtpTimestamp: UInt32?, clockRate: Int32,
         isVideoKeyFrame: Bool, now: Double
-    ) -> [RTPStreamPacket] {
-        guard let first = packets.first, first.count >= 12 else { return [] }
+    ) -> Delivery {
+        guard let first = packets.first, first.count >= 12, let last = packets.last, last.count >= 12 else {
+            return Delivery()
+        }
         var clock = tracks[track]
         clock.ssrc = first[8..<12].reduce(0) { $0 << 8 | UInt32($1) }
         if let rtpTimestamp {
@@ -95,26 +127,36 @@ struct RTPStreamFanout {
         clock.packetCount &+= UInt32(packets.count)
         clock.octetCount &+= UInt32(truncatingIfNeeded: packets.reduce(0) { $0 + $1.count - 12 })
         clock.hasSent = clock.hasSent || rtpTimestamp != nil
+        let firstSequenceNumber = UInt16(first[2]) << 8 | UInt16(first[3])
+        clock.lastSequenceNumber = UInt16(last[2]) << 8 | UInt16(last[3])
         tracks[track] = clock
         let media = packets.map { RTPStreamPacket(track: track, isControl: false, bytes: $0) }
-        if isVideoKeyFrame {
-            backlog.removeAll(keepingCapacity: true)
-            backlogBytes = 0
-        }
-        let bytes = packets.reduce(0) { $0 + $1.count }
-        if isVideoKeyFrame || !backlog.isEmpty, backlogBytes + bytes <= Self.backlogLimitBytes {
-            backlog += media
-            backlogBytes += bytes
-        } else {
-            backlog.removeAll()
-            backlogBytes = 0
-        }
-        var out: [RTPStreamPacket] = []
+        var delivery = Delivery()
         if captureTime - tracks[track].lastReportTime >= 1, let report = senderReport(track: track, now: now) {
             tracks[track].lastReportTime = captureTime
-            out.append(report)
+            delivery.live.append(report)
         }
-        return out + media
+        delivery.live += media
+        if isVideoKeyFrame, !joining.isEmpty, let rtpTimestamp {
+            delivery.joining = Array(joining.values)
+            for (key, subscriber) in joining { subscribers[key] = subscriber }
+            joining = [:]
+            delivery.start = tracks.indices.compactMap { senderReport(track: $0, now: now) } + media
+            delivery.tracks = tracks.indices.compactMap { index in
+                if index == track {
+                    return RTPTrackStart(
+                        track: index, sequenceNumber: firstSequenceNumber, rtpTimestamp: rtpTimestamp)
+                }
+                // The other track starts with its next packet, at the RTP time of the key frame.
+                let other = tracks[index]
+                guard other.hasSent else { return nil }
+                let elapsed = Int64(((captureTime - other.captureTime) * other.clockRate).rounded())
+                return RTPTrackStart(
+                    track: index, sequenceNumber: other.lastSequenceNumber &+ 1,
+                    rtpTimestamp: other.rtpTimestamp &+ UInt32(truncatingIfNeeded: elapsed))
+            }
+        }
+        return delivery
     }
 
     /// The canonical name every track's reports carry: one name is what tells a client (GStreamer's rtpbin) that

@@ -9,8 +9,8 @@ import Synchronization
 /// face is `AVCaptureRTSPServer` in OpenAVCaptureWeb.
 ///
 /// The stream starts at the first video key frame once both encoders exist; its SDP (``sessionDescription``) then
-/// carries the parameter sets (`sprop-parameter-sets`) and the AAC configuration. A subscriber starts with a sender
-/// report per track and the packets since the last key frame, so it can decode at once.
+/// carries the parameter sets (`sprop-parameter-sets`) and the AAC configuration. A subscriber starts at the next
+/// key frame, which its subscribing asks the encoder for (the next picture), with a sender report per track.
 ///
 /// Threading: thread safe. Buffers are posted from the capture thread to the output's serial queue without
 /// waiting; subscribers are called on that queue (see ``RTPStreamSubscriber``).
@@ -20,6 +20,8 @@ package final class RTPStreamOutput: AVCaptureOutput, @unchecked Sendable {
         var sessionDescription: String?
         var failure: String?
         var trackCount = 0
+        /// The video encoder, to ask for a key frame when a subscriber joins.
+        var keyFrames: SharedVideoEncoder?
     }
 
     private enum Work: @unchecked Sendable {
@@ -55,11 +57,16 @@ package final class RTPStreamOutput: AVCaptureOutput, @unchecked Sendable {
     /// The tracks, once the stream started.
     package var trackCount: Int { shared.withLock { $0.trackCount } }
 
-    /// Adds a subscriber; returns the packets it starts with, or nil before the stream starts. Later packets go to
-    /// its ``RTPStreamSubscriber/receive(_:)``.
-    package func subscribe(_ subscriber: any RTPStreamSubscriber) -> [RTPStreamPacket]? {
-        let now = CMClock.hostTimeClock.time.seconds
-        return shared.withLock { $0.fanout?.subscribe(subscriber, now: now) }
+    /// Adds a subscriber, and asks the encoder to make the next picture a key frame, where the subscriber starts
+    /// (``RTPStreamSubscriber/start(_:tracks:)``). False before the stream starts.
+    package func subscribe(_ subscriber: any RTPStreamSubscriber) -> Bool {
+        let keyFrames = shared.withLock { state -> SharedVideoEncoder? in
+            guard state.fanout != nil else { return nil }
+            state.fanout?.subscribe(subscriber)
+            return state.keyFrames
+        }
+        keyFrames?.requestKeyFrame()
+        return keyFrames != nil
     }
 
     package func unsubscribe(_ subscriber: any RTPStreamSubscriber) {
@@ -72,7 +79,7 @@ package final class RTPStreamOutput: AVCaptureOutput, @unchecked Sendable {
         for subscriber in ended { subscriber.streamEnded() }
     }
 
-    package var subscriberCount: Int { shared.withLock { $0.fanout?.subscribers.count ?? 0 } }
+    package var subscriberCount: Int { shared.withLock { $0.fanout?.count ?? 0 } }
 
     // MARK: Encoding, on `queue`
 
@@ -118,10 +125,12 @@ package final class RTPStreamOutput: AVCaptureOutput, @unchecked Sendable {
         let description = RTPPacketizer.sessionDescription(
             [videoPacketizer] + (audioPacketizer.map { [$0] } ?? []), name: "OpenAVCapture live")
         let offset = Date().timeIntervalSince1970 - CMClock.hostTimeClock.time.seconds
+        let keyFrames = encoder.sharedVideo
         shared.withLock {
             $0.fanout = RTPStreamFanout(trackCount: audioPacketizer == nil ? 1 : 2, wallClockOffset: offset)
             $0.sessionDescription = description
             $0.trackCount = audioPacketizer == nil ? 1 : 2
+            $0.keyFrames = keyFrames
             if description == nil { $0.failure = "FFmpeg could not describe the stream as SDP (av_sdp_create)" }
         }
     }
@@ -136,10 +145,14 @@ package final class RTPStreamOutput: AVCaptureOutput, @unchecked Sendable {
         shared.withLock { state in
             guard var fanout = state.fanout else { return }
             state.fanout = nil
-            let out = fanout.add(
+            let delivery = fanout.add(
                 rtp, track: isVideo ? 0 : 1, captureTime: captureTime, rtpTimestamp: rtpTimestamp,
                 clockRate: packetizer.clockRate, isVideoKeyFrame: isVideo && packet.isKeyFrame, now: now)
-            for subscriber in fanout.subscribers.values { subscriber.receive(out) }
+            let joining = Set(delivery.joining.map(ObjectIdentifier.init))
+            for (key, subscriber) in fanout.subscribers where !joining.contains(key) {
+                subscriber.receive(delivery.live)
+            }
+            for subscriber in delivery.joining { subscriber.start(delivery.start, tracks: delivery.tracks) }
             state.fanout = fanout
         }
     }

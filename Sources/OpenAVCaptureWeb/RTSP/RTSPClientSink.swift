@@ -23,21 +23,31 @@ final class RTSPClientSink: RTPStreamSubscriber, Sendable {
     private let remoteAddress: SocketAddress?
     private let queuedBytes = Atomic<Int>(0)
     private let dropped = Atomic<Bool>(false)
+    private let onStart: @Sendable ([RTPTrackStart]) -> Void
     private let onDrop: @Sendable (String) -> Void
 
+    /// `onStart` is told where each track starts, on the encoder's queue, before the first packets are written (the
+    /// PLAY answer it sends goes first when it hands its write to the connection's event loop at once).
     init(
         connection: any Channel, transports: [Int: RTSPTransport], datagrams: DatagramPorts?, limitBytes: Int,
-        onDrop: @escaping @Sendable (String) -> Void
+        onStart: @escaping @Sendable ([RTPTrackStart]) -> Void, onDrop: @escaping @Sendable (String) -> Void
     ) {
         self.connection = connection
         self.transports = transports
         self.datagrams = datagrams
         self.limitBytes = limitBytes
+        self.onStart = onStart
         self.onDrop = onDrop
         remoteAddress = connection.remoteAddress
     }
 
     var isDropped: Bool { dropped.load(ordering: .relaxed) }
+
+    func start(_ packets: [RTPStreamPacket], tracks: [RTPTrackStart]) {
+        guard !isDropped else { return }
+        onStart(tracks)
+        receive(packets)
+    }
 
     func receive(_ packets: [RTPStreamPacket]) {
         guard !isDropped, !packets.isEmpty else { return }

@@ -10,11 +10,13 @@ struct RTSPServerContext: Sendable {
     let datagrams: RTSPClientSink.DatagramPorts
     let serverPorts: [(rtp: Int, rtcp: Int)]
     let clients: RTSPClientCount
+    let activity: RTSPClientActivity
     let log: @Sendable (String) -> Void
 }
 
 /// One RTSP connection: its requests parsed as they arrive and answered in order; one session (RFC 2326 §3), which
-/// lives as long as the connection. Bad bytes get a 4xx naming the fault, then the connection closes; nothing else
+/// lives as long as the connection, and ends (the connection closed) once the client has been unheard for the
+/// session timeout: no bytes on the connection, no datagram from its UDP ports. Bad bytes get a 4xx naming the fault, then the connection closes; nothing else
 /// on the server is touched.
 ///
 /// Threading: confined to the connection's event loop (NIO calls it there).
@@ -29,6 +31,11 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private var transports: [Int: RTSPTransport] = [:]
     private var sink: RTSPClientSink?
     private var describeAttempts = 0
+    /// When the client last sent anything on the connection.
+    private var lastHeard = NIODeadline.now()
+    /// The addresses a UDP client's receiver reports come from, while it plays.
+    private var datagramSources: [String] = []
+    private var livenessCheck: RepeatedTask?
 
     init(server: RTSPServerContext) {
         self.server = server
@@ -39,7 +46,24 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        let timeout = TimeAmount.seconds(Int64(server.configuration.sessionTimeoutSeconds))
+        // Checked four times per timeout, so a silent client goes at most a quarter of it late.
+        let quarter = TimeAmount.nanoseconds(timeout.nanoseconds / 4)
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        livenessCheck = context.eventLoop.scheduleRepeatedTask(initialDelay: quarter, delay: quarter) { _ in
+            let (handler, context) = bound.value
+            handler.endIfSilent(for: timeout, context: context)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        livenessCheck?.cancel()
+        livenessCheck = nil
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        lastHeard = .now()
         var bytes = unwrapInboundIn(data)
         parser.append(bytes.readBytes(length: bytes.readableBytes) ?? [])
         do {
@@ -63,11 +87,27 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        livenessCheck?.cancel()
+        livenessCheck = nil
         stopPlaying()
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    /// Closes the connection when neither it nor the client's UDP ports have been heard from for `timeout`.
+    private func endIfSilent(for timeout: TimeAmount, context: ChannelHandlerContext) {
+        var last = lastHeard
+        if let heard = server.activity.latest(of: datagramSources), heard > last { last = heard }
+        guard NIODeadline.now() - last > timeout else { return }
+        let seconds = server.configuration.sessionTimeoutSeconds
+        server.log(
+            "RTSP: dropped \(context.remoteAddress?.description ?? "a client"): nothing heard for \(seconds) s"
+                + " (no request, no RTCP receiver report), its session timed out")
+        livenessCheck?.cancel()
+        livenessCheck = nil
         context.close(promise: nil)
     }
 
@@ -115,7 +155,7 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             response.status = 501
         }
         if !transports.isEmpty, response.status == 200 {
-            response.fields.append(("Session", "\(sessionID);timeout=60"))
+            response.fields.append(("Session", sessionField))
         }
         send(response, context: context)
     }
@@ -176,32 +216,50 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             }
             let address = context.remoteAddress?.description ?? "a client"
             let log = server.log
+            // The answer waits for the key frame the client starts at (asked of the encoder now: the next picture),
+            // so that its RTP-Info names each track's first packet; the packets follow it on the connection.
+            let bound = NIOLoopBound((self, context, request, response), eventLoop: context.eventLoop)
+            let eventLoop = context.eventLoop
             let sink = RTSPClientSink(
                 connection: context.channel, transports: transports, datagrams: server.datagrams,
-                limitBytes: server.configuration.clientQueueBytes
-            ) { log("RTSP: dropped \(address): \($0)") }
-            guard let backlog = server.output.subscribe(sink) else {
+                limitBytes: server.configuration.clientQueueBytes,
+                onStart: { tracks in
+                    eventLoop.execute {
+                        let (handler, context, request, response) = bound.value
+                        handler.answerPlay(request, response: response, starts: tracks, context: context)
+                    }
+                }, onDrop: { log("RTSP: dropped \(address): \($0)") })
+            guard server.output.subscribe(sink) else {
                 server.clients.release()
                 response.status = 503
                 return send(response, context: context)
             }
             self.sink = sink
-            let info = transports.keys.sorted().compactMap { track -> String? in
-                guard let first = backlog.first(where: { $0.track == track && !$0.isControl }) else { return nil }
-                let base = RTSPPath(request.uri)?.base ?? ""
-                return "url=\(base)/streamid=\(track);seq=\(first.sequenceNumber);rtptime=\(first.timestamp)"
-            }
-            if !info.isEmpty { response.fields.append(("RTP-Info", info.joined(separator: ","))) }
-            response.fields.append(("Range", "npt=now-"))
-            response.fields.append(("Session", "\(sessionID);timeout=60"))
-            send(response, context: context)
-            // The response first, then the packets a joining client starts with; live packets queue behind.
-            sink.receive(backlog)
+            datagramSources = Self.datagramSources(of: transports, at: context.remoteAddress)
+            server.activity.register(datagramSources)
             return
         }
-        response.fields.append(("Session", "\(sessionID);timeout=60"))
+        response.fields.append(("Session", sessionField))
         send(response, context: context)
     }
+
+    /// The answer to the PLAY that made the client's sink, once its stream starts at `starts`.
+    private func answerPlay(
+        _ request: RTSPRequest, response: RTSPResponse, starts: [RTPTrackStart], context: ChannelHandlerContext
+    ) {
+        guard sink != nil, context.channel.isActive else { return }
+        var response = response
+        let base = RTSPPath(request.uri)?.base ?? ""
+        let info = starts.filter { transports[$0.track] != nil }.map { start in
+            "url=\(base)/streamid=\(start.track);seq=\(start.sequenceNumber);rtptime=\(start.rtpTimestamp)"
+        }
+        if !info.isEmpty { response.fields.append(("RTP-Info", info.joined(separator: ","))) }
+        response.fields.append(("Range", "npt=now-"))
+        response.fields.append(("Session", sessionField))
+        send(response, context: context)
+    }
+
+    private var sessionField: String { "\(sessionID);timeout=\(server.configuration.sessionTimeoutSeconds)" }
 
     private func checkSession(_ request: RTSPRequest, into response: inout RTSPResponse) -> Bool {
         guard let session = request.header("Session")?.split(separator: ";").first.map({ $0.trimmingSpaces }),
@@ -216,8 +274,19 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
     private func stopPlaying() {
         guard let sink else { return }
         self.sink = nil
+        server.activity.unregister(datagramSources)
+        datagramSources = []
         server.output.unsubscribe(sink)
         server.clients.release()
+    }
+
+    /// The RTP and RTCP addresses of a UDP client's tracks: where its receiver reports come from.
+    private static func datagramSources(of transports: [Int: RTSPTransport], at address: SocketAddress?) -> [String] {
+        guard let host = address?.ipAddress else { return [] }
+        return transports.values.flatMap { transport -> [String] in
+            guard case .udp(let rtp, let rtcp) = transport else { return [] }
+            return [RTSPClientActivity.key(host: host, port: rtp), RTSPClientActivity.key(host: host, port: rtcp)]
+        }
     }
 
     private func send(_ response: RTSPResponse, context: ChannelHandlerContext) {
