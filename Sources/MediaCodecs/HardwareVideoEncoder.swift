@@ -36,6 +36,11 @@ package enum HardwareVideoEncoder: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether this FFmpeg was built with `self`'s H.264 encoder (Debian's has both; a distribution's may not).
+    package var isInThisFFmpeg: Bool {
+        encoderName(for: .h264).map { avcodec_find_encoder_by_name($0) != nil } ?? false
+    }
+
     package var description: String {
         switch self {
         case .vaapi(let device): "VA-API on \(device)"

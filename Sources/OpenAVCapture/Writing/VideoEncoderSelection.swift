@@ -1,6 +1,5 @@
 // VideoEncoderSelection: the encoder a video track gets, hardware or software, by its encoder specification.
 
-import CFFmpeg
 import CaptureDrivers
 import Foundation
 import Logging
@@ -87,7 +86,7 @@ package enum VideoEncoderSelection {
             let nodes = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/dri")) ?? []
             candidates += nodes.filter { $0.hasPrefix("renderD") }.sorted().map { .vaapi(device: "/dev/dri/\($0)") }
         }
-        if avcodec_find_encoder_by_name("h264_nvenc") != nil { candidates.append(.nvenc) }
+        if HardwareVideoEncoder.nvenc.isInThisFFmpeg { candidates.append(.nvenc) }
         return candidates
     }
 
