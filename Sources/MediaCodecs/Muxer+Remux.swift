@@ -104,27 +104,87 @@ extension Muxer {
         let header = avformat_write_header(writer, &dictionary)
         guard header >= 0 else { throw .ffmpegIO(header, while: "\(operation) (header)") }
         var copiedPackets = 0
+        let held = HeldPackets(streams: Int(reader.pointee.nb_streams))
+        func write(_ outgoing: UnsafeMutablePointer<AVPacket>) throws(MediaCodecsError) {
+            let index = Int(outgoing.pointee.stream_index)
+            guard let from = reader.pointee.streams[index], let to = writer.pointee.streams[index] else { return }
+            av_packet_rescale_ts(outgoing, from.pointee.time_base, to.pointee.time_base)
+            outgoing.pointee.pos = -1
+            let written = av_interleaved_write_frame(writer, outgoing)
+            guard written >= 0 else { throw .ffmpegIO(written, while: "\(operation) (writing)") }
+            copiedPackets += 1
+            StorageSeam.rewriteDidWritePacket?(path, copiedPackets)
+        }
         while true {
             let status = av_read_frame(reader, packet)
             if status == CFFmpeg_AVERROR_EOF() { break }
             if status == CFFmpeg_AVERROR_EAGAIN() { continue }
             guard status >= 0 else { throw .ffmpeg(status, while: "\(operation) (reading)") }
-            let index = Int(packet.pointee.stream_index)
-            guard let from = reader.pointee.streams[index], let to = writer.pointee.streams[index] else {
-                av_packet_unref(packet)
-                continue
+            guard let previous = held.exchange(packet) else { continue }
+            defer { av_packet_unref(previous) }
+            try write(previous)
+        }
+        for index in 0..<Int(reader.pointee.nb_streams) {
+            guard let last = held.remaining(index) else { continue }
+            defer { av_packet_unref(last) }
+            if last.pointee.duration <= 0, let end = streamEnds[index], let from = source.pointee.streams[index],
+                let to = reader.pointee.streams[index]
+            {
+                let ends = av_rescale_q(end, from.pointee.time_base, to.pointee.time_base)
+                last.pointee.duration = max(0, ends - last.pointee.pts)
             }
-            av_packet_rescale_ts(packet, from.pointee.time_base, to.pointee.time_base)
-            packet.pointee.pos = -1
-            let written = av_interleaved_write_frame(writer, packet)
-            av_packet_unref(packet)
-            guard written >= 0 else { throw .ffmpegIO(written, while: "\(operation) (writing)") }
-            copiedPackets += 1
-            StorageSeam.rewriteDidWritePacket?(path, copiedPackets)
+            try write(last)
         }
         let trailer = av_write_trailer(writer)
         guard trailer >= 0 else { throw .ffmpegIO(trailer, while: "\(operation) (trailer)") }
         let closed = avio_closep(&writer.pointee.pb)
         guard closed >= 0 else { throw .ffmpegIO(closed, while: "\(operation) (closing)") }
+    }
+}
+
+/// One packet held back per stream while the rewrite copies a fragmented movie. libavformat's demuxer hands the
+/// fragments' packets back without durations, and a packet of duration 0 ends its track where it starts: the
+/// last frame or AAC packet fell outside the finished movie's edit list. Each packet is written once the next one
+/// of its stream says where it ends; the last takes the end the muxer recorded when it wrote it.
+private final class HeldPackets {
+    private var packets: [UnsafeMutablePointer<AVPacket>?]
+    private var isHeld: [Bool]
+    private var scratch: UnsafeMutablePointer<AVPacket>? = av_packet_alloc()
+
+    init(streams: Int) {
+        packets = (0..<streams).map { _ in av_packet_alloc() }
+        isHeld = Array(repeating: false, count: streams)
+    }
+
+    deinit {
+        for index in packets.indices { av_packet_free(&packets[index]) }
+        av_packet_free(&scratch)
+    }
+
+    /// Holds `incoming`'s packet and puts in `incoming` the one of its stream held before it, its duration set
+    /// from the new one's decode time where it had none. Returns `incoming` when it holds a packet to write: nil
+    /// for a stream's first packet.
+    func exchange(_ incoming: UnsafeMutablePointer<AVPacket>) -> UnsafeMutablePointer<AVPacket>? {
+        let index = Int(incoming.pointee.stream_index)
+        guard packets.indices.contains(index), let slot = packets[index], let scratch else { return incoming }
+        guard isHeld[index] else {
+            av_packet_move_ref(slot, incoming)
+            isHeld[index] = true
+            return nil
+        }
+        if slot.pointee.duration <= 0, incoming.pointee.dts > slot.pointee.dts {
+            slot.pointee.duration = incoming.pointee.dts - slot.pointee.dts
+        }
+        av_packet_move_ref(scratch, slot)
+        av_packet_move_ref(slot, incoming)
+        av_packet_move_ref(incoming, scratch)
+        return incoming
+    }
+
+    /// The packet still held for stream `index` at the end, if any.
+    func remaining(_ index: Int) -> UnsafeMutablePointer<AVPacket>? {
+        guard isHeld.indices.contains(index), isHeld[index], let slot = packets[index] else { return nil }
+        isHeld[index] = false
+        return slot
     }
 }

@@ -183,6 +183,9 @@ package final class Muxer {
     /// Where the last complete fragment ends in the file (0 before the first cut): what ``abandon()`` keeps.
     private var completeFragmentsEnd: Int64 = 0
     var sizeBound = FileSizeBound()
+    /// Where each stream's last packet ends (presentation time plus duration, in the stream's time base): the
+    /// rewrite gives the last packet its duration from it, which the fragmented file's demuxer does not hand back.
+    private(set) var streamEnds: [Int: Int64] = [:]
     /// The transform of each stream, re-applied in the remux.
     var transforms: [Int: TrackTransform] = [:]
     /// The display size of each stream that has one (`AVAssetWriterInput.naturalSize`), written at ``finish()``.
@@ -378,6 +381,7 @@ package final class Muxer {
         packet.pointee.pts = pts
         packet.pointee.dts = dts
         packet.pointee.duration = encoded.duration.ffmpegTimestamp(in: timeBase) ?? 0
+        streamEnds[stream] = max(streamEnds[stream] ?? .min, pts + packet.pointee.duration)
         packet.pointee.flags = encoded.isKeyFrame ? AV_PKT_FLAG_KEY : 0
         packet.pointee.stream_index = Int32(stream)
         let status = av_interleaved_write_frame(context, packet)

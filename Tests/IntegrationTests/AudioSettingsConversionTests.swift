@@ -124,12 +124,10 @@ struct AudioSettingsConversionTests {
     let tonePeakDBFS = -30.0
 
     /// How far the file's length may be from the recorded duration. PCM: to the sample, plus the last output
-    /// sample's rounding. AAC: one frame (1024 samples) and a millisecond, because every AAC recording, converted or
-    /// not, is written today with its last packet's duration 0 in `stts` and its edit list in whole milliseconds
-    /// (48 kHz for 1 s reads as 47 088 samples); see docs/recording.md.
+    /// sample's rounding. AAC: the movie's edit list, which is in whole milliseconds, plus that rounding. (Until the
+    /// rewrite of the fragmented movie kept the last packet's duration, AAC files came out up to a frame short.)
     func tolerance(_ asked: Case) -> Double {
-        asked.formatID == kAudioFormatMPEG4AAC
-            ? 1024.0 / Double(asked.sampleRate) + 0.001 : 2.0 / Double(asked.sampleRate)
+        asked.formatID == kAudioFormatMPEG4AAC ? 0.001 + 2.0 / Double(asked.sampleRate) : 2.0 / Double(asked.sampleRate)
     }
 
     /// ffprobe's rate, channels and length of `url`'s sound, the tone's pitch, and its level in every channel.
