@@ -15,8 +15,9 @@ import OpenCoreMedia
 /// holds, at the nominal rate) and asks libswresample to absorb the difference over the next second
 /// (`swr_set_compensation`, the soft compensation of FFmpeg's `aresample=async`): frames are stretched or squeezed
 /// by at most ``maximumCorrection`` (1 %), with no click and no pitch change anyone can hear at 200 ppm. A jump of
-/// more than ``largestCorrectedGap`` (a stalled device, a stream restarted) is not stretched: the output moves to the
-/// new time, as the encoder then sees a gap or a jump it handles itself. Until the difference first reaches
+/// more than ``largestCorrectedGap`` (a stalled device, a stream restarted), or the place of a buffer that never came
+/// (an output that was behind dropped it), is not stretched: the output moves to the new time, as the encoder then
+/// sees a gap or a jump it handles itself (it fills a gap with silence). Until the difference first reaches
 /// ``engagingDifference`` (2 ms) the sound passes through untouched, so a source whose clock agrees with its
 /// timestamps is written sample for sample; ``flush()`` gives what the resampler holds at the end.
 ///
@@ -128,7 +129,12 @@ package final class AudioClockFollower {
         if anchor.isNumeric {
             let reached = anchor + CMTime(value: emitted + held, timescale: CMTimeScale(rate))
             let difference = time - reached
-            if difference > Self.largestCorrectedGap || difference < .zero - Self.largestCorrectedGap {
+            // A lost buffer is not drift: stretching the sound around it would leave the file short by it until
+            // the 1 % correction caught up. The output moves to the buffer's time, and the encoder fills the
+            // buffer's place with silence, as it does for a longer jump.
+            if difference > Self.largestCorrectedGap || difference < .zero - Self.largestCorrectedGap
+                || (difference > Self.engagingDifference && buffersWereLost(before: time))
+            {
                 anchor = time - CMTime(value: emitted + held, timescale: CMTimeScale(rate))
                 runStart = time
                 runFrames = 0
@@ -162,13 +168,20 @@ package final class AudioClockFollower {
     /// no longer cover the span, and the measured drift would take the loss for a slow clock. Lost buffers leave a
     /// gap of a whole buffer; a clock that is off moves a buffer by at most ``maximumCorrection`` of its length.
     private func countInRun(_ time: CMTime) {
-        let expectedSeconds = Double(lastFrames) / Double(format.sampleRate)
-        if (time - lastTime).seconds > 1.5 * expectedSeconds {
+        if buffersWereLost(before: time) {
             runStart = time
             runFrames = 0
         } else {
             runFrames += lastFrames
         }
+    }
+
+    /// Whether a buffer between the last one and the one at `time` never came: the gap is half a buffer longer
+    /// than the last buffer lasted.
+    private func buffersWereLost(before time: CMTime) -> Bool {
+        guard lastTime.isNumeric else { return false }
+        let expectedSeconds = Double(lastFrames) / Double(format.sampleRate)
+        return (time - lastTime).seconds > 1.5 * expectedSeconds
     }
 
     /// The frames libswresample still holds, as a last buffer (nil when it holds none, or never resampled).

@@ -36,4 +36,32 @@ import Testing
         let measured = try #require(follower.measuredDriftPPM, "no drift measured")
         #expect(abs(measured - ppm) < 1, "measured \(measured) ppm of \(ppm), buffers \(lost) lost")
     }
+
+    @Test("A lost buffer leaves its place in the output's times, for silence, instead of being stretched away",
+        arguments: [0.0, 200.0])
+    func lostBufferLeavesAGap(ppm: Double) throws {
+        let follower = try AudioClockFollower(Self.format.audioStreamBasicDescription)
+        let lost = Set([620, 640, 641, 660])
+        var outputs: [CMSampleBuffer] = []
+        // 700 buffers: at 200 ppm the follower is resampling (engaged after 10 s) when the buffers are lost.
+        for index in 0..<700 where !lost.contains(index) {
+            if let output = try follower.follow(Self.buffer(index, ppm: ppm)) { outputs.append(output) }
+        }
+        if let tail = try follower.flush() { outputs.append(tail) }
+        let last = try #require(outputs.last)
+        let end = last.presentationTimeStamp + CMTime(value: Int64(last.numSamples), timescale: 48_000)
+        // The output's last frame ends where the input's did, though four buffers' frames never came: their
+        // places are gaps between output buffers (which the encoder fills with silence).
+        let inputEnd = try Self.buffer(700, ppm: ppm).presentationTimeStamp
+        #expect(abs((end - inputEnd).seconds) < 0.003, "ends \((end - inputEnd).seconds) s from the input")
+        var gaps = 0.0
+        for (previous, next) in zip(outputs, outputs.dropFirst()) {
+            let previousEnd = previous.presentationTimeStamp
+                + CMTime(value: Int64(previous.numSamples), timescale: 48_000)
+            let gap = (next.presentationTimeStamp - previousEnd).seconds
+            if gap > 0.002 { gaps += gap }
+        }
+        let lostSeconds = Double(lost.count * Self.framesPerBuffer) / 48_000
+        #expect(abs(gaps - lostSeconds) < 0.003, "gaps of \(gaps) s for \(lostSeconds) s lost")
+    }
 }
