@@ -195,7 +195,8 @@ struct AVAssetWriterSegmentTests {
             _ = AVAssetWriter(contentType: .image)
         }
         await #expect(processExitsWith: .failure) {
-            let url = URL(fileURLWithPath: "/tmp/flush-\(getpid()).mp4")
+            // A name of its own: with a leftover file of a reused process id, `try!` would trap for that instead.
+            let url = URL(fileURLWithPath: NSTemporaryDirectory() + "flush-\(UUID().uuidString).mp4")
             let writer = try! AVAssetWriter(outputURL: url, fileType: .mp4)
             writer.flushSegment()
         }

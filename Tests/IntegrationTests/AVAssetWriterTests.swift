@@ -482,7 +482,8 @@ struct AVAssetWriterTests {
     @Test("append before startSession traps")
     func appendBeforeSessionTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let url = URL(fileURLWithPath: NSTemporaryDirectory() + "append-before-session-\(getpid()).mov")
+            // A name of its own: the child traps before removing its file, and process ids come round again.
+            let url = URL(fileURLWithPath: NSTemporaryDirectory() + "append-before-session-\(UUID().uuidString).mov")
             let writer = try AVAssetWriter(outputURL: url, fileType: .mov)
             let input = AVAssetWriterInput(
                 mediaType: .video,
@@ -502,7 +503,7 @@ struct AVAssetWriterTests {
     @Test("add after startWriting traps")
     func addAfterStartTraps() async {
         await #expect(processExitsWith: .failure) {
-            let url = URL(fileURLWithPath: NSTemporaryDirectory() + "add-after-start-\(getpid()).m4a")
+            let url = URL(fileURLWithPath: NSTemporaryDirectory() + "add-after-start-\(UUID().uuidString).m4a")
             let writer = try AVAssetWriter(outputURL: url, fileType: .m4a)
             let settings: [String: Any] = [
                 AVFormatIDKey: kAudioFormatMPEG4AAC, AVSampleRateKey: 48_000, AVNumberOfChannelsKey: 2,
