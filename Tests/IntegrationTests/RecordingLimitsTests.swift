@@ -7,17 +7,18 @@ import OpenAVCaptureTesting
 import Testing
 import TestSupport
 
-/// A 640x480 30 fps Motion JPEG clip of moving noise (4 s), made once per process with ffmpeg: a webcam's stream.
+/// A 30 fps Motion JPEG clip of moving noise (4 s, 640x480 unless asked smaller), made once per process and size with
+/// ffmpeg: a webcam's stream.
 /// Encoded, it spends whatever bit rate it is given, as a busy camera's picture does; the virtual camera's picture
 /// compresses to a fraction of a megabit whatever the setting. (Not H.264: a camera's H.264 goes into the movie as
 /// it comes, at the camera's own rate.)
-func noisyClip() throws -> URL {
+func noisyClip(width: Int = 640, height: Int = 480) throws -> URL {
     let directory = NSTemporaryDirectory() + "recording-limits-\(getpid())"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    let url = URL(fileURLWithPath: directory + "/noise-640x480.mov")
+    let url = URL(fileURLWithPath: directory + "/noise-\(width)x\(height).mov")
     if FileManager.default.fileExists(atPath: url.path) { return url }
     let result = try MediaTool.ffmpeg.run([
-        "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x480:rate=30,noise=alls=40:allf=t+u",
+        "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(width)x\(height):rate=30,noise=alls=40:allf=t+u",
         "-t", "4", "-c:v", "mjpeg", "-q:v", "3", "-pix_fmt", "yuvj422p", url.path + ".part.mov",
     ])
     try #require(result.status == 0, "ffmpeg could not make the clip: \(result.error)")
@@ -41,9 +42,9 @@ func fileSize(_ url: URL) -> Int64? {
 /// fast as it decodes: the output drops the frames the encoder cannot take, and the frames after a gap are larger.
 func recordNoise(
     _ output: AVCaptureMovieFileOutput, bitRate: Int, to url: URL, clock: VirtualDeviceClockMode = .freeRunning,
-    timeout: TimeInterval = 120
+    timeout: TimeInterval = 120, width: Int = 640, height: Int = 480
 ) throws -> MovieRecordingDelegate {
-    let movie = try MovieFileDevice(url: try noisyClip(), loop: true, clock: clock)
+    let movie = try MovieFileDevice(url: try noisyClip(width: width, height: height), loop: true, clock: clock)
     let session = AVCaptureSession()
     session.beginConfiguration()
     session.sessionPreset = .inputPriority
@@ -83,11 +84,14 @@ struct RecordingLimitsTests {
         output.maxRecordedFileSize = limit
         // At 10 Mb/s a frame is 40 kB, a large share of the 10 % margin: in real time no frame is dropped, so none
         // grows to cover a gap. At 0.5 Mb/s frames are small whatever happens, and free running saves 80 s.
-        // The wait only bounds a failure: three times the media the limit holds (80 s at 0.5 Mb/s to 5 MB, which a
-        // loaded machine's debug build encodes slower than real time), and never under two minutes.
+        // Noise at 320x240 still takes 0.5 Mb/s, and is a quarter of the work: 5 MB is 80 s of media, which took
+        // 156 s at 640x480 on a loaded machine. The wait only bounds a failure: three times the media the limit holds
+        // and never under two minutes.
+        let isLow = bitRate <= 1_000_000
         let delegate = try recordNoise(
-            output, bitRate: bitRate, to: url, clock: bitRate > 1_000_000 ? .realTime : .freeRunning,
-            timeout: max(120, 3 * Double(limit) * 8 / Double(bitRate)))
+            output, bitRate: bitRate, to: url, clock: isLow ? .freeRunning : .realTime,
+            timeout: max(120, 3 * Double(limit) * 8 / Double(bitRate)), width: isLow ? 320 : 640,
+            height: isLow ? 240 : 480)
         #expect(delegate.avError?.code == .maximumFileSizeReached, "\(String(describing: delegate.error))")
         #expect(delegate.successfullyFinished == true)
         let size = try #require(fileSize(url))
