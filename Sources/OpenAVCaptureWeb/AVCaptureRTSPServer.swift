@@ -154,7 +154,8 @@ public final class AVCaptureRTSPServer: Sendable {
                 // (RTSPClientSink), counted by NIO without a promise per write.
                 .childChannelOption(
                     .writeBufferWaterMark,
-                    value: .init(low: configuration.clientQueueBytes / 2, high: configuration.clientQueueBytes))
+                    value: .init(low: configuration.clientQueueBytes / 2, high: configuration.clientQueueBytes)
+                )
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {

@@ -2,8 +2,9 @@
 // so its RTP-Info and first sender reports time both tracks (a client told nothing of the sound before its packets
 // takes the first packet for the sound's origin, then moves it: the offset FFmpeg over UDP kept).
 
-@testable import OpenAVCapture
 import Testing
+
+@testable import OpenAVCapture
 
 @Suite("RTPStreamFanout: a joining client starts with every track timed")
 struct RTPStreamFanoutTests {
