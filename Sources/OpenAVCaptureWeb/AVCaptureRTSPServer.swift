@@ -130,8 +130,11 @@ public final class AVCaptureRTSPServer: Sendable {
             var ports: [(rtp: Int, rtcp: Int)] = []
             var rtp: [any Channel] = []
             var rtcp: [any Channel] = []
+            // Every UDP port on one event loop: a client's report and packets, written there in one task, leave in
+            // the order they were written, whatever port each goes from.
+            let datagramLoop = group.next()
             for _ in 0..<2 {
-                let pair = try Self.bindDatagramPair(host: host, group: group, activity: activity)
+                let pair = try Self.bindDatagramPair(host: host, loop: datagramLoop, activity: activity)
                 rtp.append(pair.rtp)
                 rtcp.append(pair.rtcp)
                 ports.append((pair.rtp.localAddress?.port ?? 0, pair.rtcp.localAddress?.port ?? 0))
@@ -139,14 +142,20 @@ public final class AVCaptureRTSPServer: Sendable {
             running.withLock { $0.datagrams = rtp + rtcp }
             let context = RTSPServerContext(
                 output: output, configuration: configuration,
-                datagrams: .init(rtp: rtp, rtcp: rtcp), serverPorts: ports, clients: clients, activity: activity,
-                log: log)
+                datagrams: .init(rtp: rtp, rtcp: rtcp), shared: RTSPSharedPackets(), serverPorts: ports,
+                clients: clients, activity: activity, log: log)
             let listener = try ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 64)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 // A small send buffer: a client that stops reading fills it and then its bounded queue within
                 // seconds, instead of hiding megabytes of old stream in the kernel.
                 .childChannelOption(.socketOption(.so_sndbuf), value: 128 * 1024)
+                // A client's bound: past `clientQueueBytes` unsent, its connection turns unwritable and it is dropped
+                // (RTSPClientSink), counted by NIO without a promise per write.
+                .childChannelOption(
+                    .writeBufferWaterMark,
+                    value: .init(low: configuration.clientQueueBytes / 2, high: configuration.clientQueueBytes)
+                )
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
@@ -192,9 +201,9 @@ public final class AVCaptureRTSPServer: Sendable {
 
     /// A UDP port pair for one track: RTP on an even port, RTCP on the next (RFC 3550 §11), both bound to `host`.
     private static func bindDatagramPair(
-        host: String, group: MultiThreadedEventLoopGroup, activity: RTSPClientActivity
+        host: String, loop: any EventLoop, activity: RTSPClientActivity
     ) throws -> (rtp: any Channel, rtcp: any Channel) {
-        let bootstrap = DatagramBootstrap(group: group)
+        let bootstrap = DatagramBootstrap(group: loop)
             // Clients' receiver reports tell only that their sender is alive.
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

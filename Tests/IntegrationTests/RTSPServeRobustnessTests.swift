@@ -83,6 +83,10 @@ struct RTSPServeRobustnessTests {
             waitUntil(timeout: 10, every: 0.1) { preview.parts > partsAtDrop },
             "the preview stopped after the client was dropped (\(partsBeforeStall), \(partsAtDrop)): \(server.log)")
         let partsAfterDrop = preview.parts
+        // Where the recording lost frames, if it did, in the output's own counts (read before it stops):
+        // OutOfBuffers (the camera's buffers all held by an encoder behind), FrameWasLate (the camera's thread ran
+        // late), or nothing counted (lost where nothing counts, which would be ours to find).
+        let drops = recordingDrops(port: webPort)
         #expect(post("/record", port: webPort) == 200)
         let movieLine = try #require(server.server.tool.line(startingWith: "movie "), "\(server.log)")
         preview.stop()
@@ -97,12 +101,30 @@ struct RTSPServeRobustnessTests {
         let indices = try decodedFrameIndices(movie)
         print(
             "RTSP stalled TCP client: ffmpeg \(pulled.frameCount) frames; preview \(partsAfterDrop) pictures;"
-                + " recording \(indices.count) frames")
+                + " recording \(indices.count) frames, drops by reason \(drops)")
         #expect(indices.compactMap { $0 }.count > 30, "the recording holds \(indices.count) frames")
-        #expect(indexSteps(indices).isEmpty, "frames missing from the recording: \(indexSteps(indices))")
+        #expect(
+            indexSteps(indices).isEmpty,
+            "frames missing from the recording: \(indexSteps(indices)); its drops by reason: \(drops)")
         #expect(server.log.contains("127.0.0.1:\(stalled.localPort): it did not take"), "\(server.log)")
         withExtendedLifetime(stalled) {}
     }
+}
+
+/// The page's recording's dropped frames by reason, from the server's `/metrics`
+/// (`avcapture_frames_dropped_total{output="AVCaptureMovieFileOutput",reason=…}`), those above zero.
+private func recordingDrops(port: Int) -> [String: Int] {
+    let scraped = rawHTTP(
+        port: port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", whole: true)
+    var drops: [String: Int] = [:]
+    for line in scraped.text.split(separator: "\n")
+    where line.hasPrefix("avcapture_frames_dropped_total{output=\"AVCaptureMovieFileOutput\"") {
+        guard let reason = line.split(separator: "\"").dropFirst(3).first,
+            let count = line.split(separator: " ").last.flatMap({ Double($0) }), count > 0
+        else { continue }
+        drops[String(reason)] = Int(count)
+    }
+    return drops
 }
 
 /// `POST path` with an empty JSON body; the status.

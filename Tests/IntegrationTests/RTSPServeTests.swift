@@ -162,13 +162,11 @@ struct RTSPServeTests {
             // Seconds of stream at 30 fps; a loaded machine may drop some at capture, never most.
             #expect(pulled.frameCount >= 60, "\(name): \(pulled.frameCount) frames")
             #expect(!pulled.offsets.isEmpty, "\(name): no flash frame met a beep")
-            // GStreamer's rtpbin and ffmpeg over TCP hold every offset within a frame from the first flash: a client
-            // starts live at a key frame, so no burst of old packets skews its timing (RTPStreamFanout). ffmpeg over
-            // UDP is held to 0.1 s: one CI run on a fresh clone saw it start 58.7 ms off and stay there (its other
-            // runs were within 1 ms); the cause is not found yet.
-            let bound = name == "ffmpeg udp" ? 0.1 : Self.frame
+            // Every client holds every offset within a frame from the first flash: a client starts live at a key
+            // frame, so no burst of old packets skews its timing, and only once both tracks have sent, so its
+            // RTP-Info and first sender reports time both (RTPStreamFanout).
             #expect(
-                !pulled.offsets.isEmpty && pulled.offsets.allSatisfy { abs($0) <= bound },
+                !pulled.offsets.isEmpty && pulled.offsets.allSatisfy { abs($0) <= Self.frame },
                 "\(name): A/V offsets \(pulled.offsets)")
         }
         #expect(server.stop() == 0)

@@ -3,7 +3,7 @@ import Foundation
 /// One RTP or RTCP packet of a served stream, the same bytes for every client.
 ///
 /// Threading: a value; `Sendable`.
-package struct RTPStreamPacket: Sendable {
+package struct RTPStreamPacket: Sendable, Equatable {
     /// The stream's index in the SDP (0 video, 1 audio when there is sound).
     package let track: Int
     /// RTCP (a sender report) rather than RTP media.
@@ -79,6 +79,8 @@ struct RTPStreamFanout {
     /// Clients waiting for the next video key frame.
     private(set) var joining: [ObjectIdentifier: any RTPStreamSubscriber] = [:]
     private var tracks: [TrackClock]
+    /// The capture time of the first key frame a joining client let pass because a track had not sent yet.
+    private var joiningSince: Double?
     /// Wall-clock seconds since 1970 minus host-clock seconds: NTP time of a capture time.
     private let wallClockOffset: Double
 
@@ -137,7 +139,7 @@ struct RTPStreamFanout {
             delivery.live.append(report)
         }
         delivery.live += media
-        if isVideoKeyFrame, !joining.isEmpty, let rtpTimestamp {
+        if isVideoKeyFrame, !joining.isEmpty, let rtpTimestamp, startsEveryTrack(at: captureTime) {
             delivery.joining = Array(joining.values)
             for (key, subscriber) in joining { subscribers[key] = subscriber }
             joining = [:]
@@ -157,6 +159,27 @@ struct RTPStreamFanout {
             }
         }
         return delivery
+    }
+
+    /// Whether joining clients start at the key frame captured at `captureTime`: once every track has sent, so that
+    /// their `RTP-Info` and first sender reports time every track. A client told nothing of a track before its
+    /// packets (FFmpeg) takes the first packet's timestamp for that track's origin and moves it to the sender
+    /// report's time when one comes; over UDP, where a report and a packet race on different ports, that move left
+    /// the sound a few dozen milliseconds off the picture for the whole session. The sound starts a little after the
+    /// picture (its encoder gathers 1,024 samples), so only a client joining as the stream starts waits, for the
+    /// next key frame; past two seconds of waiting (a track that never sends) it starts without.
+    private mutating func startsEveryTrack(at captureTime: Double) -> Bool {
+        if tracks.allSatisfy(\.hasSent) {
+            joiningSince = nil
+            return true
+        }
+        guard let since = joiningSince else {
+            joiningSince = captureTime
+            return false
+        }
+        guard captureTime - since >= 2 else { return false }
+        joiningSince = nil
+        return true
     }
 
     /// The canonical name every track's reports carry: one name is what tells a client (GStreamer's rtpbin) that

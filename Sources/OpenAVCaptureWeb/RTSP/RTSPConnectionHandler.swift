@@ -8,6 +8,7 @@ struct RTSPServerContext: Sendable {
     let output: RTPStreamOutput
     let configuration: AVCaptureRTSPServer.Configuration
     let datagrams: RTSPClientSink.DatagramPorts
+    let shared: RTSPSharedPackets
     let serverPorts: [(rtp: Int, rtcp: Int)]
     let clients: RTSPClientCount
     let activity: RTSPClientActivity
@@ -221,8 +222,8 @@ final class RTSPConnectionHandler: ChannelInboundHandler {
             let bound = NIOLoopBound((self, context, request, response), eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
             let sink = RTSPClientSink(
-                connection: context.channel, transports: transports, datagrams: server.datagrams,
-                limitBytes: server.configuration.clientQueueBytes,
+                connection: context.channel, transports: transports, trackCount: server.output.trackCount,
+                datagrams: server.datagrams, shared: server.shared, limitBytes: server.configuration.clientQueueBytes,
                 onStart: { tracks in
                     eventLoop.execute {
                         let (handler, context, request, response) = bound.value
