@@ -59,7 +59,8 @@ test: deps
 	@$(MAKE) --no-print-directory check-unit
 	@# The host suites in TEST_JOBS processes at once, each running its suites serially: the virtual devices are
 	@# process-wide test instruments (a back, a front and a USB webcam camera, one microphone) that many suites
-	@# reconfigure, so suites of one process must not overlap; two processes each have their own.
+	@# reconfigure, so suites of one process must not overlap; two processes each have their own. The suites of
+	@# Tests/suites-parallel.txt own their devices per test (VirtualDeviceSet) and run in parallel in theirs.
 	$(PYTHON) scripts/test-host --jobs $(TEST_JOBS) "$$($(SWIFT) build --show-bin-path)/OpenAVCapturePackageTests.xctest"
 	@$(MAKE) --no-print-directory test-kernel
 

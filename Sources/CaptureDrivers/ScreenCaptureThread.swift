@@ -56,8 +56,13 @@ final class ScreenCaptureThread: Sendable {
     private let wake: WakeEvent
     private let finished = DispatchSemaphore(value: 0)
     private let threadID = Mutex<pthread_t?>(nil)
+    /// Counts the frame times the thread has looked at the screen, for tests of what a still screen delivers.
+    private let framesConsidered: ScreenFrameCount
 
-    init(wake: WakeEvent) { self.wake = wake }
+    init(wake: WakeEvent, counting framesConsidered: ScreenFrameCount = ScreenFrameCount()) {
+        self.wake = wake
+        self.framesConsidered = framesConsidered
+    }
 
     /// Starts the thread: `grabber` (made for `wake`'s descriptor where it waits itself) grabs each frame with the
     /// settings `settings` gives at that time; `connectionWasLost` runs before a disconnection is reported.
@@ -96,7 +101,11 @@ final class ScreenCaptureThread: Sendable {
             guard waitForFrameTime(deadline, grabber) else { break }
             let now = CMClock.hostNanosecondsNow()
             deadline = now - deadline > duration / 4 ? now + duration : deadline + duration
-            switch grabber.nextFrame(at: now, settings: settings()) {
+            let outcome = grabber.nextFrame(at: now, settings: settings())
+            // Counted after the outcome was handed on (the end of this pass): a test that sees the count knows any
+            // frame of that time has left the thread.
+            defer { framesConsidered.increment() }
+            switch outcome {
             case .unchanged:
                 continue
             case .stopped:
@@ -138,6 +147,20 @@ final class ScreenCaptureThread: Sendable {
     }
 }
 
+/// How many frame times a screen's capture threads have looked at the screen (grabbed, or found unchanged): what a
+/// test waits on instead of a stretch of host time when it checks that a still screen delivers nothing.
+///
+/// Threading: thread safe (an atomic).
+package final class ScreenFrameCount: Sendable {
+    private let count = Atomic<Int>(0)
+
+    package init() {}
+
+    package var value: Int { count.load(ordering: .acquiring) }
+
+    func increment() { count.add(1, ordering: .releasing) }
+}
+
 /// Carries the grabber to its thread, the only one that uses it.
 private struct UncheckedGrabber: @unchecked Sendable {
     let grabber: any ScreenGrabber
@@ -155,6 +178,8 @@ final class ScreenStreaming: Sendable {
     }
 
     private let state: Mutex<State>
+    /// The frame times every capture thread of the screen has looked at, in all.
+    let framesConsidered = ScreenFrameCount()
 
     init(settings: ScreenCaptureSettings) { state = Mutex(State(settings: settings)) }
 
@@ -179,7 +204,7 @@ final class ScreenStreaming: Sendable {
 
     /// Starts a capture thread named `name` over `grabber`, woken by `wake` (the one the grabber was made with).
     func start(name: String, wake: WakeEvent, grabber: sending any ScreenGrabber, sink: @escaping StreamSink) {
-        let thread = ScreenCaptureThread(wake: wake)
+        let thread = ScreenCaptureThread(wake: wake, counting: framesConsidered)
         thread.start(
             name: name, grabber: grabber, settings: { [self] in settings },
             connectionWasLost: { [self] in connectionWasLost() }, sink: sink)

@@ -71,6 +71,8 @@ package protocol ScreenDevice: CaptureBackend, AnyObject {
     var monitor: ScreenMonitor { get }
     /// What the next frames capture.
     var settings: ScreenCaptureSettings { get set }
+    /// The frame times the screen's streams have looked at the screen, in all (grabbed or found unchanged).
+    var framesConsidered: ScreenFrameCount { get }
 }
 
 /// The screen formats and the choice of display server.

@@ -19,8 +19,8 @@ import Foundation
 /// controller.unplug()                // .AVCaptureDeviceWasDisconnected, isConnected false
 /// ```
 ///
-/// The camera is shared by the whole process: restore what a test changes (`restoreDefaults()`), and keep tests
-/// that use one camera from running in parallel. `@Suite(.serialized)` orders only the tests inside one suite, not
+/// The process's camera is shared by the whole process: restore what a test changes (`restoreDefaults()`), and keep
+/// tests that use one camera from running in parallel, or give each test cameras of its own (`VirtualDeviceSet`). `@Suite(.serialized)` orders only the tests inside one suite, not
 /// suites against each other: run such suites with `swift test --no-parallel`, or in a process of their own.
 ///
 /// Threading: thread safe; every member may be called from any thread. Scene changes show from the next frame

@@ -217,8 +217,10 @@ struct VirtualCameraStreamTests {
         slow.close()
         // The capture thread was asleep until the next frame's time: stop() woke it rather than waiting.
         #expect(Double(CMClock.hostNanosecondsNow()) / 1e9 < next.seconds, "stop() waited for the next frame")
-        // Not synchronization: a window in which a late event would show.
-        Thread.sleep(forTimeInterval: 0.1)
+        // No window of time: the capture threads' own exit, after which nothing can deliver a late event.
+        let threads = [recorder.deliveringThread, slow.deliveringThread].compactMap { $0 }
+        #expect(threads.count == 2)
+        #expect(eventually { threads.allSatisfy(\.isFinished) }, "a capture thread outlived stop()")
         #expect(recorder.eventsAfterClose == 0 && slow.eventsAfterClose == 0)
     }
 

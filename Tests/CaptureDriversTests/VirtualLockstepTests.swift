@@ -16,16 +16,21 @@ struct VirtualLockstepTests {
         struct Progress {
             var slow: Int64 = 0
             var largestLead: Int64 = .min
+            /// The furthest position the fast one's advance has returned at.
+            var fastReached: Int64 = .min
             var fastDone = false
         }
         let progress = Mutex(Progress())
         let slow = lockstep.join(at: 0)
         let fast = lockstep.join(at: 0)
         let fastThread = Thread {
-            // 1 ms items up to 2 s of device time; the slow one takes 10 ms items and a little host time for each.
+            // 1 ms items up to 2 s of device time; the slow one takes 10 ms items, each once the fast one is held.
             for position in stride(from: Int64(0), through: 2_000 * millisecond, by: Int(millisecond)) {
                 #expect(lockstep.advance(fast, to: position, isInterrupted: { false }))
-                progress.withLock { $0.largestLead = max($0.largestLead, position - $0.slow) }
+                progress.withLock {
+                    $0.largestLead = max($0.largestLead, position - $0.slow)
+                    $0.fastReached = position
+                }
             }
             lockstep.leave(fast)
             progress.withLock { $0.fastDone = true }
@@ -34,8 +39,10 @@ struct VirtualLockstepTests {
         for position in stride(from: Int64(0), through: 1_000 * millisecond, by: Int(10 * millisecond)) {
             progress.withLock { $0.slow = position }
             #expect(lockstep.advance(slow, to: position, isInterrupted: { false }))
-            // The slow participant's work per item: host time passing is what lets the fast one race ahead.
-            usleep(200)
+            // The slow participant's next item waits until the fast one has raced as far ahead as the lockstep lets
+            // it (its advance to `position + window` returned; the next one waits): no host time is assumed.
+            let limit = position + VirtualLockstep.window
+            #expect(eventually { progress.withLock { $0.fastReached } >= limit }, "the fast one stopped short of \(limit)")
         }
         // The slow one has reached 1 s; the fast one waits at 1.05 s until it leaves.
         #expect(!progress.withLock { $0.fastDone })
@@ -45,8 +52,7 @@ struct VirtualLockstepTests {
         let (lead, done) = progress.withLock { ($0.largestLead, $0.fastDone) }
         #expect(done, "the fast participant never finished once alone")
         #expect(lead <= VirtualLockstep.window, "the fast participant got \(lead) ns ahead")
-        #expect(
-            lead >= VirtualLockstep.window / 2, "the fast participant never used the window: \(lead)")
+        #expect(lead == VirtualLockstep.window, "the fast participant never used the whole window: \(lead)")
     }
 
     @Test("The slowest never waits; a waiting participant stops waiting when it is interrupted")

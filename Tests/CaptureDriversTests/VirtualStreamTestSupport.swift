@@ -51,6 +51,14 @@ enum RecordedEvent: Sendable {
     }
 }
 
+/// A capture thread, kept to ask whether it has exited.
+///
+/// `@unchecked Sendable`: only `Thread.isFinished` is read from other threads, and Foundation makes that safe.
+final class CaptureThreadReference: @unchecked Sendable {
+    let thread: Thread
+    init(_ thread: Thread) { self.thread = thread }
+}
+
 /// A sink that records events, and lets a test wait for them: a mutex guards the list, a semaphore wakes waiters.
 ///
 /// Thread safe. With `holdsSamples`, every sample buffer is kept (so a camera's pool runs dry) until
@@ -61,6 +69,8 @@ final class StreamRecorder: Sendable {
         var held: [CMSampleBuffer] = []
         var isClosed = false
         var eventsAfterClose = 0
+        /// The thread that delivered the last event: the device's capture thread.
+        var deliveringThread: CaptureThreadReference?
     }
 
     private let state = Mutex(State())
@@ -88,8 +98,10 @@ final class StreamRecorder: Sendable {
             case .fault(let fault):
                 recorded = .fault(fault)
             }
+            let thread = CaptureThreadReference(Thread.current)
             state.withLock { state in
                 state.events.append(recorded)
+                state.deliveringThread = thread
                 if state.isClosed { state.eventsAfterClose += 1 }
             }
             arrivals.signal()
@@ -119,6 +131,9 @@ final class StreamRecorder: Sendable {
     }
 
     var eventsAfterClose: Int { state.withLock { $0.eventsAfterClose } }
+
+    /// The thread that delivered the last event (the device's capture thread), nil before any.
+    var deliveringThread: Thread? { state.withLock { $0.deliveringThread?.thread } }
 
     /// Waits until `predicate` holds for the events, up to `timeout` seconds; returns whether it held.
     @discardableResult

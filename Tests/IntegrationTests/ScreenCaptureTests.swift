@@ -76,6 +76,16 @@ private func dataSession(_ input: AVCaptureScreenInput, _ collector: FrameCollec
     return session
 }
 
+/// Waits until the screen's capture thread has looked at the screen `count` more times (frame times it grabbed or
+/// found unchanged) and whatever it delivered has reached `session`'s delegates: a still screen's silence checked
+/// over frame times the capture really took, which a loaded machine cannot shorten, instead of over host time.
+func waitForFrameTimes(_ count: Int, of input: AVCaptureScreenInput, _ session: AVCaptureSession) -> Bool {
+    let target = input.framesConsidered + count
+    let outputs = session.outputs
+    return waitUntil(timeout: 30) { input.framesConsidered >= target }
+        && waitUntil { !outputs.contains(where: \.hasWorkInFlight) }
+}
+
 @Suite("AVCaptureScreenInput on Xvfb", .serialized)
 struct ScreenCaptureTests {
     @Test("Displays come from the X server; a display it lacks gives no input")
@@ -371,20 +381,20 @@ struct ScreenCaptureTests {
         session.startRunning()
         defer { session.stopRunning() }
         try #require(collector.waitFor(1))
-        // Fifteen frame times of a still screen: nothing more. Absence over time is what is checked, so the time
-        // must pass (the X server's screen runs on the host clock).
-        usleep(500_000)
+        // Fifteen frame times of a still screen, each looked at by the capture thread: nothing more.
+        try #require(waitForFrameTimes(15, of: input, session), "the capture thread stopped looking")
         #expect(collector.count == 1)
         // A change outside the crop: still nothing, for fifteen frame times.
         painter.draw([.init(x: 600, y: 400, width: 50, height: 50, color: 0xFF_FFFF)])
-        usleep(500_000)
+        try #require(waitForFrameTimes(15, of: input, session), "the capture thread stopped looking")
         #expect(collector.count == 1)
         // A change inside: one more frame showing it, then quiet again.
         painter.draw([.init(x: 100, y: 100, width: 50, height: 50, color: 0xFF_FFFF)])
         try #require(collector.waitFor(2))
         let changed = try #require(collector.last)
         #expect(rgb(changed, 120, 120) == (255, 255, 255))
-        usleep(500_000)  // Quiet again for fifteen frame times.
+        // Quiet again for fifteen frame times.
+        try #require(waitForFrameTimes(15, of: input, session), "the capture thread stopped looking")
         #expect(collector.count == 2)
         // Without duplicate removal the same still screen streams every frame time.
         input.removesDuplicateFrames = false

@@ -197,11 +197,12 @@ struct WaylandScreenCaptureTests {
         session.startRunning()
         defer { session.stopRunning() }
         try #require(collector.waitFor(1), "no first frame")
-        // A settled screen: whatever the hiding damaged has been delivered once this window has passed.
-        Thread.sleep(forTimeInterval: 0.5)
+        // A settled screen: whatever the hiding damaged has been delivered once fifteen frame times have been
+        // looked at (by the capture thread: a loaded machine cannot shorten them).
+        try #require(waitForFrameTimes(15, of: input, session), "the capture thread stopped looking")
         let settled = collector.count
-        // An idle screen for 15 frame times: no frame may come (real time must pass for that to mean anything).
-        Thread.sleep(forTimeInterval: 0.5)
+        // An idle screen for 15 frame times: no frame may come.
+        try #require(waitForFrameTimes(15, of: input, session), "the capture thread stopped looking")
         #expect(collector.count == settled, "frames of an unchanged screen were delivered")
         try wayland.swaymsg("[app_id=openav-marker] scratchpad show")
         #expect(collector.waitFor(settled + 1), "the window's return brought no frame")

@@ -3,9 +3,11 @@ import OpenAVCapture
 import OpenAVCaptureTesting
 import Synchronization
 import Testing
+import TestSupport
 
 /// The photo output: Apple's delegate order, settings rules, flash against scene light, orientation, sizes.
-@Suite(.serialized) struct AVCapturePhotoOutputTests {
+/// Each test on virtual devices of its own, so the tests run in parallel (`Tests/suites-parallel.txt`).
+@Suite(.ownVirtualDevices) struct AVCapturePhotoOutputTests {
     @Test("The delegate hears willBegin, willCapture, didCapture, didFinishProcessing, didFinishCapture, in order")
     func delegateOrder() throws {
         let output = AVCapturePhotoOutput()

@@ -2,9 +2,11 @@ import Foundation
 import OpenAVCapture
 import Synchronization
 import Testing
+import TestSupport
 
-/// The session on the virtual devices, through Apple's API. Serialized: the virtual devices are shared.
-@Suite(.serialized) struct AVCaptureSessionTests {
+/// The session on the virtual devices, through Apple's API. Each test on virtual devices of its own, so the tests
+/// run in parallel (`Tests/suites-parallel.txt`).
+@Suite(.ownVirtualDevices) struct AVCaptureSessionTests {
     @Test func lifecyclePostsNotificationsAndIsRunningIsObservable() throws {
         let output = AVCaptureVideoDataOutput()
         let session = try makeSession(devices: [VirtualDevices.back], outputs: [output])

@@ -22,6 +22,7 @@ package final class PortalScreen: ScreenDevice {
     package var isAccessible: Bool { true }
 
     private let streaming: ScreenStreaming
+    package var framesConsidered: ScreenFrameCount { streaming.framesConsidered }
 
     /// A device for `stream` of `session`, whose size the portal gave; `order` 0 is the main one.
     package init(session: ScreenCastSession, stream: ScreenCastStream, size: (width: Int32, height: Int32), order: Int)

@@ -60,12 +60,15 @@ final class VirtualCaptureThread: Sendable {
     /// The manual clock the stream is paced by and its place on it, taken before the thread starts and given up
     /// when the body returns, whatever it did.
     let manualTurn: (clock: VirtualManualClock, participant: VirtualManualClock.Participant)?
+    /// The lockstep a free-running stream keeps: its device's (one per device set).
+    let lockstep: VirtualLockstep
     private let requests = Mutex(Requests())
     /// Signalled once when the body has returned; every waiter signals it again, so any number of joins pass.
     private let finished = DispatchSemaphore(value: 0)
 
-    init(name: String, pacedBy clock: VirtualManualClock? = nil) {
+    init(name: String, pacedBy clock: VirtualManualClock? = nil, lockstep: VirtualLockstep = .shared) {
         self.name = name
+        self.lockstep = lockstep
         manualTurn = clock.map { ($0, $0.reserve()) }
     }
 
@@ -189,7 +192,7 @@ struct VirtualStreamPacer {
             }
         }
         // Free-running devices keep together on the virtual clock they share (see `VirtualLockstep`).
-        let lockstep = clockMode == .freeRunning ? VirtualLockstep.shared : nil
+        let lockstep = clockMode == .freeRunning ? thread.lockstep : nil
         let participant = lockstep?.join(at: due(firstIndex))
         defer { if let lockstep, let participant { lockstep.leave(participant) } }
         // A manual clock paces its devices itself (and keeps them in a lockstep of their own); the thread took its
@@ -264,6 +267,7 @@ package final class VirtualDeviceLifecycle: Sendable {
         var isBusy = false
         var clockMode = VirtualClockMode.realTime
         var thread: VirtualCaptureThread?
+        var lockstep = VirtualLockstep.shared
     }
 
     private let state = Mutex(State())
@@ -274,6 +278,13 @@ package final class VirtualDeviceLifecycle: Sendable {
     var clockMode: VirtualClockMode {
         get { state.withLock { $0.clockMode } }
         set { state.withLock { $0.clockMode = newValue } }
+    }
+
+    /// The lockstep the device keeps when free-running: `VirtualLockstep.shared`, or its device set's, so devices of
+    /// different sets never wait for each other. Takes effect at the next `start`.
+    package var lockstep: VirtualLockstep {
+        get { state.withLock { $0.lockstep } }
+        set { state.withLock { $0.lockstep = newValue } }
     }
 
     /// Whether a capture thread is running (started and not yet ended by a stop or a fault).
@@ -294,7 +305,7 @@ package final class VirtualDeviceLifecycle: Sendable {
             guard !state.isBusy else { throw DeviceFault.busy }
             precondition(
                 state.thread.map(\.isFinished) ?? true, "\(name): start() while streaming; call stop() first")
-            let thread = VirtualCaptureThread(name: name, pacedBy: clock)
+            let thread = VirtualCaptureThread(name: name, pacedBy: clock, lockstep: state.lockstep)
             state.thread = thread
             return thread
         }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The built-in virtual devices as a driver: "Virtual Back Camera", "Virtual Front Camera", "Virtual USB Webcam" and
 /// "Virtual Microphone", always present unless a test unplugs them.
 ///
@@ -15,12 +17,17 @@ package final class VirtualDeviceDriver: CaptureDriver {
     package let microphone: VirtualMicrophone
 
     /// A driver with devices of its own that report to `registry` (nil: `DeviceRegistry.shared`); the webcam's
-    /// compressed formats use `compressors` when given.
-    package init(registry: DeviceRegistry? = nil, compressors: VirtualFrameCompressorFactory? = nil) {
+    /// compressed formats use `compressors` when given. Its devices keep `lockstep` when free-running, so a set of
+    /// devices with a lockstep of its own never waits for another set's.
+    package init(
+        registry: DeviceRegistry? = nil, compressors: VirtualFrameCompressorFactory? = nil,
+        lockstep: VirtualLockstep = .shared
+    ) {
         backCamera = VirtualCamera(position: .back, registry: registry)
         frontCamera = VirtualCamera(position: .front, registry: registry)
         usbWebcam = VirtualCamera.usbWebcam(registry: registry, compressors: compressors)
         microphone = VirtualMicrophone(registry: registry)
+        for device in devices { device.lifecycle.lockstep = lockstep }
     }
 
     package var origin: DeviceOrigin { .virtual }
@@ -34,4 +41,31 @@ package final class VirtualDeviceDriver: CaptureDriver {
 
     /// Every virtual device, connected or not, for the test controls.
     package var devices: [any VirtualDevice] { [backCamera, frontCamera, usbWebcam, microphone] }
+}
+
+extension VirtualDeviceDriver {
+    /// A driver with devices of its own and a lockstep of its own, and a registry that lists only it and hears its
+    /// devices' connection events: a test's device set, apart from `DeviceRegistry.shared` and from other sets.
+    /// The registry holds the driver weakly (the devices hold the registry): keep the driver.
+    package static func makeSet() -> (driver: VirtualDeviceDriver, registry: DeviceRegistry) {
+        let listing = WeakVirtualDriver()
+        let registry = DeviceRegistry(drivers: [listing], selection: .all)
+        let driver = VirtualDeviceDriver(registry: registry, lockstep: VirtualLockstep())
+        listing.driver.withLock { $0.value = driver }
+        return (driver, registry)
+    }
+}
+
+/// Lists a set's virtual devices for its registry without keeping them alive (they keep the registry).
+///
+/// Threading: thread safe (a mutex).
+private final class WeakVirtualDriver: CaptureDriver {
+    struct Reference { weak var value: VirtualDeviceDriver? }
+    let driver = Mutex(Reference())
+
+    var origin: DeviceOrigin { .virtual }
+
+    func discoverDevices() -> [any CaptureBackend] {
+        driver.withLock { $0.value }?.discoverDevices() ?? []
+    }
 }

@@ -15,7 +15,8 @@ import OpenCoreMedia
 /// Threading: thread safe. `join`, `advance` and `leave` are called by the capture threads of free-running devices,
 /// each for its own participant.
 package final class VirtualLockstep: @unchecked Sendable {
-    /// The clock every free-running virtual device in the process shares.
+    /// The clock every free-running virtual device of the process's driver shares (a test's device set has its own:
+    /// `VirtualDeviceDriver.makeSet()`).
     package static let shared = VirtualLockstep()
 
     /// How far a device may run ahead of the slowest: 50 ms of device time, more than a microphone's period and

@@ -24,6 +24,7 @@ package final class WaylandScreen: ScreenDevice {
     package var isAccessible: Bool { true }
 
     private let streaming: ScreenStreaming
+    package var framesConsidered: ScreenFrameCount { streaming.framesConsidered }
 
     package init(displayName: String, monitor: ScreenMonitor, scale: Int32, description: String) {
         self.displayName = displayName

@@ -20,6 +20,7 @@ package final class X11Screen: ScreenDevice {
     package var isAccessible: Bool { true }
 
     private let streaming: ScreenStreaming
+    package var framesConsidered: ScreenFrameCount { streaming.framesConsidered }
 
     package init(displayName: String, monitor: ScreenMonitor) {
         self.displayName = displayName

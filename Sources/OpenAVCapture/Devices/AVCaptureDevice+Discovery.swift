@@ -5,18 +5,18 @@ import Synchronization
 extension AVCaptureDevice {
     /// Every device present, real ones first (`OPENAV_DEVICES` decides which are shown).
     @available(*, deprecated, message: "Use AVCaptureDevice.DiscoverySession instead.")
-    public class func devices() -> [AVCaptureDevice] { DeviceDirectory.shared.devices() }
+    public class func devices() -> [AVCaptureDevice] { DeviceDirectory.current.devices() }
 
     /// Every device that produces `mediaType`.
     @available(*, deprecated, message: "Use AVCaptureDevice.DiscoverySession instead.")
     public class func devices(for mediaType: AVMediaType) -> [AVCaptureDevice] {
-        DeviceDirectory.shared.devices().filter { $0.hasMediaType(mediaType) }
+        DeviceDirectory.current.devices().filter { $0.hasMediaType(mediaType) }
     }
 
     /// The default device for a media type: a real one when there is one, otherwise the virtual one (the virtual
     /// back camera for video, the virtual microphone for audio). Nil only when `OPENAV_DEVICES=real` finds none.
     public class func `default`(for mediaType: AVMediaType) -> AVCaptureDevice? {
-        let candidates = DeviceDirectory.shared.devices().filter { $0.hasMediaType(mediaType) }
+        let candidates = DeviceDirectory.current.devices().filter { $0.hasMediaType(mediaType) }
         return candidates.first { $0.backend.identity.origin == .real } ?? candidates.first
     }
 
@@ -32,12 +32,16 @@ extension AVCaptureDevice {
     /// `devices` is key-value observable, as Apple's: `session.observe(\.devices, options: [.new]) { … }` is told
     /// when a matching device is connected or disconnected.
     ///
-    /// Threading: thread safe; `devices` is read anew from the driver registry on each access. Change
+    /// Threading: thread safe; `devices` is read anew from the driver registry on each access (the registry of the
+    /// device set current where the session was made, see OpenAVCaptureTesting's `VirtualDeviceSet`). Change
     /// notifications arrive on the thread that posted the device's connection notification.
     open class DiscoverySession: NSObject, KeyValueObservable, @unchecked Sendable {
         private let deviceTypes: [DeviceType]
         private let mediaType: AVMediaType?
         private let position: Position
+        /// Where the devices come from: the directory current when the session was made (a test's device set, or
+        /// the process's), kept so notifications on other threads read the same one.
+        private let directory = DeviceDirectory.current
         public let keyValueObservers = KeyValueObserverRegistry()
         /// The devices last reported to observers.
         private let reported = Mutex<[AVCaptureDevice]>([])
@@ -77,7 +81,7 @@ extension AVCaptureDevice {
 
         /// The matching devices present now: by the order of `deviceTypes`, then discovery order.
         public var devices: [AVCaptureDevice] {
-            let present = DeviceDirectory.shared.devices()
+            let present = directory.devices()
             return deviceTypes.flatMap { type in
                 present.filter { device in
                     device.deviceType == type && (mediaType.map(device.hasMediaType) ?? true)
@@ -103,7 +107,7 @@ extension AVCaptureDevice {
             case .notDetermined: return .notDetermined
             }
         }
-        let devices = DeviceDirectory.shared.devices().filter { $0.hasMediaType(mediaType) }
+        let devices = DeviceDirectory.current.devices().filter { $0.hasMediaType(mediaType) }
         let real = devices.filter { $0.backend.identity.origin == .real }
         if real.contains(where: { $0.backend.isAccessible }) { return .authorized }
         if !real.isEmpty || !deniedDevices(for: mediaType).isEmpty { return .denied }
@@ -113,12 +117,12 @@ extension AVCaptureDevice {
     /// Why `authorizationStatus(for:)` is `.denied`: what to do for each device this user may not open (the group
     /// to join). Empty when nothing is denied. Ours: Apple asks the user instead.
     public class func authorizationAdvice(for mediaType: AVMediaType) -> [String] {
-        let devices = DeviceDirectory.shared.devices().filter { $0.hasMediaType(mediaType) && !$0.backend.isAccessible }
+        let devices = DeviceDirectory.current.devices().filter { $0.hasMediaType(mediaType) && !$0.backend.isAccessible }
         return devices.compactMap(\.backend.accessAdvice) + deniedDevices(for: mediaType).map(\.advice)
     }
 
     private class func deniedDevices(for mediaType: AVMediaType) -> [InaccessibleDevice] {
-        DeviceDirectory.shared.registry.inaccessibleDevices().filter { device in
+        DeviceDirectory.current.registry.inaccessibleDevices().filter { device in
             switch device.media {
             case .video: mediaType == .video
             case .audio: mediaType == .audio
@@ -168,7 +172,7 @@ extension _AVCaptureDeviceSharedInstance {
     /// directory. Whatever `OPENAV_DEVICES` says, since the caller named the file.
     public init?(uniqueID deviceUniqueID: String) {
         let shared =
-            DeviceDirectory.shared.devices().first { $0.uniqueID == deviceUniqueID }
+            DeviceDirectory.current.devices().first { $0.uniqueID == deviceUniqueID }
             ?? (try? MovieFileDevices.backend(forUniqueID: deviceUniqueID))?.map(DeviceDirectory.shared.device(for:))
         guard let device = shared as? Self else { return nil }
         self = device

@@ -15,12 +15,48 @@ package final class DeviceDirectory: Sendable {
         return DeviceDirectory(registry: .shared)
     }()
 
+    /// The directory a task made current (`withCurrent`), if any: a test's own set of virtual devices.
+    @TaskLocal private static var taskDirectory: DeviceDirectory?
+
+    /// The directory discovery answers from: the task's own (see `withCurrent`), or `shared`. Code that never
+    /// opts in always gets `shared`.
+    package static var current: DeviceDirectory { taskDirectory ?? shared }
+
     package let registry: DeviceRegistry
     private let devicesByID = Mutex<[String: AVCaptureDevice]>([:])
+    /// Keeps the registry's listener from ending before the directory (a directory of a device set is not for the
+    /// process's life).
+    private let listenerToken: Mutex<Int?> = Mutex(nil)
 
     package init(registry: DeviceRegistry) {
         self.registry = registry
-        _ = registry.addListener { [weak self] event in self?.handle(event) }
+        let token = registry.addListener { [weak self] event in self?.handle(event) }
+        listenerToken.withLock { $0 = token }
+    }
+
+    /// A directory of `driver`'s virtual devices alone, reporting to `registry` (which the driver's devices report
+    /// to); the webcam gets the MediaCodecs compressors `shared`'s has.
+    package convenience init(virtualDevices driver: VirtualDeviceDriver, registry: DeviceRegistry) {
+        driver.usbWebcam.installFrameCompressors(VirtualWebcamCompressors.factory)
+        self.init(registry: registry)
+    }
+
+    deinit {
+        if let token = listenerToken.withLock({ $0 }) { registry.removeListener(token) }
+    }
+
+    /// Runs `body` with this directory current for the task and the tasks it creates: discovery
+    /// (`AVCaptureDevice.default`, `DiscoverySession`, `devices(for:)`) answers from it, and sessions made there
+    /// keep it.
+    package func withCurrent<Result>(_ body: () throws -> Result) rethrows -> Result {
+        try Self.$taskDirectory.withValue(self, operation: body)
+    }
+
+    /// The same for an async `body`.
+    package func withCurrent<Result>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> Result
+    ) async rethrows -> Result {
+        try await Self.$taskDirectory.withValue(self, operation: body, isolation: isolation)
     }
 
     /// The devices present now, in discovery order (real first, then virtual).

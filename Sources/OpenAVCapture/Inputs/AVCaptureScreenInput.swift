@@ -61,6 +61,9 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
 
     /// The display the input captures.
     open var displayID: CGDirectDisplayID { storedDisplayID }
+    /// The frame times the display's streams have looked at the screen, in all: what tests wait on to see a
+    /// still screen deliver nothing.
+    package var framesConsidered: Int { screen.framesConsidered.value }
     private let storedDisplayID: CGDirectDisplayID
     private let screen: any ScreenDevice
     private let device: AVCaptureDevice

@@ -44,7 +44,7 @@ extension AVCaptureSession {
 
     func listenForDevices() {
         guard registryToken == nil else { return }
-        registryToken = DeviceRegistry.shared.addListener { [weak self] event in
+        registryToken = deviceDirectory.registry.addListener { [weak self] event in
             guard let self else { return }
             self.eventQueue.async { self.deviceAvailabilityChanged(event.backend) }
         }

@@ -74,6 +74,9 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     var streams: [ObjectIdentifier: ActiveStream] = [:]
     var deviceObservations: [ObjectIdentifier: [NSKeyValueObservation]] = [:]
     var registryToken: Int?
+    /// The devices' directory current when the session was made (a test's device set, or the process's): the
+    /// registry whose connection events end interruptions, kept for the event queue, which has no task.
+    let deviceDirectory = DeviceDirectory.current
     /// Read by capture threads on every buffer; replaced whole on every change.
     /// Each device's routes, in a slot its capture thread's sink holds, so a frame costs no table lookup.
     let routeTables = Mutex<[ObjectIdentifier: RouteTable]>([:])
@@ -86,7 +89,7 @@ open class AVCaptureSession: NSObject, KeyValueObservable, @unchecked Sendable {
     public override init() { super.init() }
 
     deinit {
-        if let registryToken { DeviceRegistry.shared.removeListener(registryToken) }
+        if let registryToken { deviceDirectory.registry.removeListener(registryToken) }
         for stream in streams.values { stream.end() }
     }
 
