@@ -166,10 +166,18 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
             CVPixelBufferGetHeight(image) >= originY + Int(sourceHeight)
         else { return .unanswered(time) }
         let sourceStride = CVPixelBufferGetBytesPerRow(image)
-        ScreenPointerOverlay.scale(
-            from: source + originY * sourceStride + originX * 4, height: Int(sourceHeight), bytesPerRow: sourceStride,
-            into: target, width: outputWidth, height: outputHeight, bytesPerRow: CVPixelBufferGetBytesPerRow(frame),
-            columns: columns)
+        let targetStride = CVPixelBufferGetBytesPerRow(frame)
+        let origin = source + originY * sourceStride + originX * 4
+        if outputWidth == Int(sourceWidth) && outputHeight == Int(sourceHeight) {
+            // Unscaled (the usual case): a row copy each, not a lookup a pixel.
+            for row in 0..<outputHeight {
+                (target + row * targetStride).copyMemory(from: origin + row * sourceStride, byteCount: outputWidth * 4)
+            }
+        } else {
+            ScreenPointerOverlay.scale(
+                from: origin, height: Int(sourceHeight), bytesPerRow: sourceStride, into: target, width: outputWidth,
+                height: outputHeight, bytesPerRow: targetStride, columns: columns)
+        }
         deliveredGeneration = generation
         let timing = CMSampleTimingInfo(duration: frameDuration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
         return .frame(samples.sampleBuffer(imageBuffer: frame, formatDescription: formatDescription, timing: timing))
