@@ -4,143 +4,141 @@
 // mutter's RemoteDesktop API, a virtual pointer); the frames come from mutter over the portal's PipeWire remote,
 // and ffmpeg decodes the recording.
 
-import CaptureDrivers
 import Foundation
 import TestSupport
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// A virtual pointer on mutter's RemoteDesktop API: moves (from the top-left corner) and clicks.
-private final class RemoteDesktopPointer {
-    private static let service = "org.gnome.Mutter.RemoteDesktop"
-    private static let session = "org.gnome.Mutter.RemoteDesktop.Session"
-    private let connection: DBusConnection
-    private let path: String
-
-    init(bus: String) throws {
-        connection = try DBusConnection(address: bus)
-        let create = try DBusMessage.methodCall(
-            destination: Self.service, path: "/org/gnome/Mutter/RemoteDesktop", interface: Self.service,
-            member: "CreateSession")
-        path = try #require(try connection.call(create, timeout: .seconds(5)).string(at: 0))
-        try call("Start")
-    }
-
-    private func call(_ member: String, _ build: (DBusMessage) throws -> Void = { _ in }) throws {
-        let message = try DBusMessage.methodCall(
-            destination: Self.service, path: path, interface: Self.session, member: member)
-        try build(message)
-        _ = try connection.call(message, timeout: .seconds(5))
-    }
-
-    /// Clicks the left button at (`x`, `y`) of the virtual monitor.
-    func click(x: Double, y: Double) throws {
-        // Relative motion only (absolute motion needs a stream of the remote desktop's own): home to the corner.
-        try call("NotifyPointerMotionRelative") { try $0.append(-5000.0); try $0.append(-5000.0) }
-        try call("NotifyPointerMotionRelative") { try $0.append(x); try $0.append(y) }
-        for pressed in [true, false] {
-            try call("NotifyPointerButton") { try $0.append(Int32(0x110)); try $0.append(pressed) }  // BTN_LEFT
-        }
-    }
-
-    deinit { try? call("Stop") }
-}
 
 @Suite(
     "The ScreenCast portal streaming from headless mutter (xdg-desktop-portal-gnome)", .serialized,
     .enabled(
         if: toolPath != nil, "the avcapture binary is not built beside the tests (swift build --build-tests)"))
 struct ScreenCastPortalGnomeTests {
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("scripts/gnome-portal-session").path
+    /// mutter's background near the pointer's place, and how far a pixel may stray from it and still be background
+    /// (the gradient changes slowly; the arrow's black outline and white body are far from it).
+    private static func isBackground(_ pixel: (Int, Int, Int), near reference: (Int, Int, Int)) -> Bool {
+        abs(pixel.0 - reference.0) < 30 && abs(pixel.1 - reference.1) < 30 && abs(pixel.2 - reference.2) < 30
+    }
 
-    @Test("record --screen through the portal: the dialog answered, mutter's picture and cursor in the movie")
+    private static let cursor = (x: Int(GnomePortalSession.shareButton.x), y: Int(GnomePortalSession.shareButton.y))
+
+    @Test("record --screen --cursor through the portal: the dialog answered, mutter's picture and cursor in the movie")
     func recordThroughPortal() throws {
-        guard MediaTool.available(for: "ScreenCastPortalGnomeTests.recordThroughPortal") else { return }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "openav-gnome-\(getpid())-\(UUID().uuidString.prefix(8))")
-        let started = try ToolResult.run(executable: Self.script, ["start", directory.path])
-        defer {
-            _ = try? ToolResult.run(executable: Self.script, ["stop", directory.path])
-            try? FileManager.default.removeItem(at: directory)
-        }
-        if started.status == 77 {
-            print("Skipping ScreenCastPortalGnomeTests.recordThroughPortal: \(started.error)")
-            return
-        }
-        try #require(started.status == 0, "gnome-portal-session failed: \(started.error)")
-        var variables: [String: String] = [:]
-        for line in started.outputText.split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
-            if parts.count == 2 { variables[parts[0]] = parts[1] }
-        }
-        let bus = try #require(variables["DBUS_SESSION_BUS_ADDRESS"])
-        let state = try #require(variables["XDG_STATE_HOME"])
-        let movie = URL(fileURLWithPath: state).appendingPathComponent("portal.mov")
-
-        // avcapture as the session's user: the portal identifies its caller through /proc/PID/root.
-        let recorder = Process()
-        let arguments = [
-            toolPath!, "record", movie.path, "--screen", "--audio", "none", "--duration", "2",
-        ]
-        let environment = [
-            "PATH=/usr/bin:/bin", "HOME=\(state)", "XDG_STATE_HOME=\(state)", "DBUS_SESSION_BUS_ADDRESS=\(bus)",
-            "WAYLAND_DISPLAY=\(variables["WAYLAND_DISPLAY"] ?? "")", "OPENAV_DEVICES=all", "OPENAV_SCREENCAST=portal",
-        ]
-        let user = variables["RUN_AS"] ?? ""
-        if getuid() == 0 && user != "root" {
-            recorder.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            recorder.arguments =
-                ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", "--", "/usr/bin/env", "-i"] + environment
-                + arguments
-        } else {
-            recorder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            recorder.arguments = ["-i"] + environment + arguments
-        }
-        let errors = Pipe()
-        recorder.standardError = errors
-        recorder.standardOutput = FileHandle.nullDevice
-        try recorder.run()
-
-        // The dialog appears once the portal reaches Start; until then the clicks land on the empty desktop.
-        // The row of the one monitor, then Share (xdg-desktop-portal-gnome 43's dialog, centred on 1280x720).
-        let pointer = try RemoteDesktopPointer(bus: bus)
-        let deadline = Date().addingTimeInterval(60)
-        while recorder.isRunning && Date() < deadline {
-            try pointer.click(x: 640, y: 386)
-            try pointer.click(x: 852, y: 232)
-            // Time must pass for the dialog to come up and for the recording to run.
-            Thread.sleep(forTimeInterval: 1)
-        }
-        if recorder.isRunning { recorder.terminate() }
-        recorder.waitUntilExit()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        try #require(recorder.terminationStatus == 0, "avcapture failed: \(stderr)")
-
-        let decoded = try MediaTool.ffmpeg.run([
-            "-nostdin", "-v", "error", "-sseof", "-0.5", "-i", movie.path, "-frames:v", "1", "-f", "rawvideo",
-            "-pix_fmt", "rgb24", "-",
+        guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.recordThroughPortal")
+        else { return }
+        let movie = desktop.state.appendingPathComponent("portal.mov")
+        let recorder = try desktop.recorder([
+            "record", movie.path, "--screen", "--cursor", "--audio", "none", "--duration", "2",
         ])
-        try #require(decoded.status == 0, "\(decoded.error)")
-        let frame = [UInt8](decoded.output)
-        try #require(frame.count == 1280 * 720 * 3, "a 1280x720 frame expected, \(frame.count) bytes")
-        func rgb(_ x: Int, _ y: Int) -> (Int, Int, Int) {
-            let offset = (y * 1280 + x) * 3
-            return (Int(frame[offset]), Int(frame[offset + 1]), Int(frame[offset + 2]))
-        }
+        try desktop.answerDialogs(while: recorder)
+        try #require(recorder.wait() == 0, "avcapture failed: \(recorder.standardError)")
+
+        let frame = try DecodedRGBFrame.last(of: movie, width: 1280, height: 720)
         // mutter's own background: a blue radial gradient, lightest in the middle (R and B swapped would be brown).
-        let centre = rgb(640, 360)
+        let centre = frame.rgb(640, 360)
         #expect(centre.2 > centre.0 + 60 && centre.2 > centre.1 + 20, "centre \(centre)")
-        let corner = rgb(8, 8)
+        let corner = frame.rgb(8, 8)
         #expect(corner.2 + 10 < centre.2, "corner \(corner), centre \(centre)")
         // The dialog has gone (its white list row was at the centre-ground), and the cursor is drawn in where the
         // last click left it (cursor mode embedded): its outline differs from the background.
-        let row = rgb(640, 386)
+        let row = frame.rgb(640, 386)
         #expect(row.2 > row.0 + 40, "the dialog's row still shows: \(row)")
-        let nearCursor = (0..<12).flatMap { dy in (0..<12).map { dx in rgb(852 + dx, 232 + dy) } }
-        #expect(nearCursor.contains { abs($0.2 - centre.2) > 60 }, "no cursor near the last click")
+        let background = frame.rgb(Self.cursor.x - 20, Self.cursor.y + 6)
+        #expect(
+            frame.pointerRegion(x: Self.cursor.x, y: Self.cursor.y).contains {
+                !Self.isBackground($0, near: background)
+            }, "no cursor near the last click")
+    }
+
+    @Test("capturesCursor false: the portal session in cursor mode hidden leaves the pointer out of the movie")
+    func cursorHidden() throws {
+        guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.cursorHidden")
+        else { return }
+        var regions: [Bool: [(Int, Int, Int)]] = [:]
+        var backgrounds: [Bool: (Int, Int, Int)] = [:]
+        // The same pointer, still on the share button after the dialog's last click, recorded with and without.
+        for withCursor in [true, false] {
+            let movie = desktop.state.appendingPathComponent("cursor-\(withCursor).mov")
+            let recorder = try desktop.recorder(
+                ["record", movie.path, "--screen", "--audio", "none", "--duration", "2"]
+                    + (withCursor ? ["--cursor"] : []))
+            // Without a remembered choice the hidden-mode session asks again; the same clicks answer it.
+            try desktop.answerDialogs(while: recorder)
+            try #require(recorder.wait() == 0, "avcapture failed: \(recorder.standardError)")
+            let frame = try DecodedRGBFrame.last(of: movie, width: 1280, height: 720)
+            regions[withCursor] = frame.pointerRegion(x: Self.cursor.x, y: Self.cursor.y)
+            backgrounds[withCursor] = frame.rgb(Self.cursor.x - 20, Self.cursor.y + 6)
+        }
+        let shown = try #require(regions[true]).filter { !Self.isBackground($0, near: backgrounds[true]!) }
+        let hidden = try #require(regions[false]).filter { !Self.isBackground($0, near: backgrounds[false]!) }
+        #expect(shown.count >= 10, "the cursor should show with --cursor: \(shown.count) pixels off the background")
+        #expect(hidden.isEmpty, "the cursor should not show without --cursor: \(hidden)")
+    }
+
+    @Test("The restore token: a second recording gets the remembered screen with no dialog and no input")
+    func restoreWithoutDialog() throws {
+        guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.restoreWithoutDialog")
+        else { return }
+        let first = try desktop.recorder([
+            "record", desktop.state.appendingPathComponent("first.mov").path, "--screen", "--audio", "none",
+            "--duration", "1",
+        ])
+        try desktop.answerDialogs(while: first)
+        try #require(first.wait() == 0, "avcapture failed: \(first.standardError)")
+        // xdg-desktop-portal-gnome 43 ticks "Remember this selection" itself when persist_mode is not 0.
+        let tokenFile = desktop.state.appendingPathComponent("openavcapture/screencast-restore-token")
+        let token = try String(contentsOf: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(UUID(uuidString: token) != nil, "the stored token: \(token)")
+
+        // Nothing answers a dialog now: a dialog would hold Start until the wait below ends it.
+        let movie = desktop.state.appendingPathComponent("second.mov")
+        let second = try desktop.recorder([
+            "record", movie.path, "--screen", "--audio", "none", "--duration", "1", "--crop", "480,240,320,240",
+        ])
+        let status = second.wait(seconds: 60)
+        try #require(status == 0, "the second recording needed an answer (status \(status)): \(second.standardError)")
+        let frame = try DecodedRGBFrame.last(of: movie, width: 320, height: 240)
+        // The middle of mutter's gradient, and no dialog over it.
+        let middle = frame.rgb(160, 120)
+        #expect(middle.2 > middle.0 + 60, "the middle of the crop: \(middle)")
+        // The portal answers a restored session with a token again (xdg-desktop-portal 1.16 keeps the same one).
+        let next = try String(contentsOf: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(UUID(uuidString: next) != nil, "the token after the second recording: \(next)")
+    }
+
+    @Test("mutter killed mid-recording: the recording ends with the disconnect, its file finalized")
+    func compositorKilled() throws {
+        guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.compositorKilled")
+        else { return }
+        let movie = desktop.state.appendingPathComponent("killed.mov")
+        let recorder = try desktop.recorder([
+            "record", movie.path, "--screen", "--audio", "none", "--duration", "120", "--fps", "30",
+        ])
+        try desktop.answerDialogs(while: recorder) { (recorder.lastStatusSeconds ?? 0) >= 1.5 }
+        // A second and a half recorded: the status lines come every half second of real time.
+        try #require(
+            (recorder.lastStatusSeconds ?? 0) >= 1.5, "the recording never got going: \(recorder.standardError)")
+        try desktop.killCompositor()
+        let status = recorder.wait(seconds: 60)
+        let lastShown = try #require(recorder.lastStatusSeconds)
+        #expect(status == 69, "exit \(status), 69 (unavailable) expected: \(recorder.standardError)")
+        #expect(
+            recorder.standardOutput.contains("stopped: the device was disconnected"),
+            "stdout: \(recorder.standardOutput)")
+        #expect(recorder.standardError.contains("the recording ended early"), "\(recorder.standardError)")
+        // The file is whole: ffprobe reads its duration, and every frame decodes.
+        let probe = try MediaTool.ffprobe.run([
+            "-v", "error", "-show_entries", "format=duration", "-of", "default=noprint_wrappers=1:nokey=1", movie.path,
+        ])
+        try #require(probe.status == 0, "ffprobe: \(probe.error)")
+        let duration = try #require(Double(probe.outputText.trimmingCharacters(in: .whitespacesAndNewlines)))
+        // At least what the recorder last said it had recorded (the status line rounds to a tenth; a frame's
+        // rounding aside).
+        #expect(duration + 0.05 + 1.0 / 30 >= lastShown, "the file's \(duration) s, the recorder showed \(lastShown) s")
+        // Each frame at its own time (passthrough): a screen's frames come when they come, and ffmpeg's default
+        // retiming to a constant rate complains of two within one tick of its guessed rate.
+        let decode = try MediaTool.ffmpeg.run([
+            "-nostdin", "-v", "error", "-i", movie.path, "-fps_mode", "passthrough", "-f", "null", "-",
+        ])
+        #expect(decode.status == 0 && decode.error.isEmpty, "ffmpeg decoding the file: \(decode.error)")
     }
 }

@@ -151,6 +151,16 @@ package final class DBusConnection {
         }
     }
 
+    /// A message that has already arrived (reading the socket once without blocking), or nil. Throws when the bus
+    /// is gone.
+    package func pendingMessage() throws(DBusFailure) -> DBusMessage? {
+        if let message = dbus_connection_pop_message(connection) { return DBusMessage(adopting: message) }
+        guard dbus_connection_read_write(connection, 0) != 0 else {
+            throw DBusFailure(name: DBusFailure.disconnectedName, message: "the message bus closed the connection")
+        }
+        return dbus_connection_pop_message(connection).map { DBusMessage(adopting: $0) }
+    }
+
     /// A timeout in libdbus's unit, whole milliseconds rounded up (a positive wait never becomes "don't wait").
     static func milliseconds(_ duration: Duration) -> Int32 {
         let (seconds, attoseconds) = duration.components
@@ -183,6 +193,13 @@ package final class DBusMessage {
         guard let message = dbus_message_new_method_call(destination, path, interface, member) else {
             throw .outOfMemory
         }
+        return DBusMessage(adopting: message)
+    }
+
+    /// A signal `interface.member` from `path` (`dbus_message_new_signal`), for a service of our own (the tests'
+    /// stand-ins for portals).
+    package static func signal(path: String, interface: String, member: String) throws(DBusFailure) -> DBusMessage {
+        guard let message = dbus_message_new_signal(path, interface, member) else { throw .outOfMemory }
         return DBusMessage(adopting: message)
     }
 

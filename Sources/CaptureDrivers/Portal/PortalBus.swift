@@ -31,6 +31,9 @@ final class PortalBus: Sendable {
     private let lock = NSLock()
     nonisolated(unsafe) private let connection: DBusConnection
     nonisolated(unsafe) private var tokens = 0
+    /// Sessions whose `Closed` signal came (paths), and whether the bus connection is lost.
+    nonisolated(unsafe) private var closedSessions: Set<String> = []
+    nonisolated(unsafe) private var disconnected = false
     /// How long a method call may wait for its (immediate) reply.
     let callTimeout: Duration
     /// This connection's unique name: a session belongs to it and ends when it closes.
@@ -100,11 +103,43 @@ final class PortalBus: Sendable {
                     throw .noResponse
                 }
                 // Anything else that arrives (NameAcquired, a session's Closed) is not this request's answer.
+                noteClosed(next)
                 guard next.isSignal(interface: Self.requestInterface, member: "Response"), next.path == path,
                     let code = next.uint32(at: 0)
                 else { continue }
                 return Response(code: code, message: next)
             }
+        }
+    }
+
+    /// Routes `handle`'s `Closed` signal to this connection, for `isClosed(_:)`.
+    func watchClosed(_ handle: String) throws(DBusFailure) {
+        lock.lock()
+        defer { lock.unlock() }
+        try connection.addMatch(Self.closedRule(path: handle))
+    }
+
+    /// Whether the session `handle` got its `Closed` signal or the bus went away, reading what has arrived
+    /// without waiting. While another thread holds the connection (a request waiting for the user), it answers
+    /// false rather than wait: a capture thread asks on every frame time.
+    func isClosed(_ handle: String) -> Bool {
+        guard lock.try() else { return false }
+        defer { lock.unlock() }
+        while !disconnected {
+            do throws(DBusFailure) {
+                guard let message = try connection.pendingMessage() else { break }
+                noteClosed(message)
+            } catch {
+                disconnected = true
+            }
+        }
+        return disconnected || closedSessions.contains(handle)
+    }
+
+    /// Keeps a session's `Closed` signal; called with `lock` held.
+    private func noteClosed(_ message: DBusMessage) {
+        if message.isSignal(interface: Self.sessionInterface, member: "Closed"), let path = message.path {
+            closedSessions.insert(path)
         }
     }
 
@@ -124,6 +159,10 @@ final class PortalBus: Sendable {
 
     static func responseRule(path: String) -> String {
         "type='signal',interface='\(requestInterface)',member='Response',path='\(path)'"
+    }
+
+    static func closedRule(path: String) -> String {
+        "type='signal',interface='\(sessionInterface)',member='Closed',path='\(path)'"
     }
 
     private static func sendClose(_ path: String, interface: String, on connection: DBusConnection) {

@@ -127,9 +127,8 @@ package final class ScreenCastPortal: Sendable {
             ("types", .uint32(request.sources.intersection(availableSourceTypes).rawValue)),
             ("multiple", .boolean(request.allowsMultiple)),
         ]
-        if let cursor = request.cursorMode, version >= 2, availableCursorModes.contains(cursor) {
-            options.append(("cursor_mode", .uint32(cursor.rawValue)))
-        }
+        let cursorMode = request.cursorMode.flatMap { version >= 2 && availableCursorModes.contains($0) ? $0 : nil }
+        if let cursorMode { options.append(("cursor_mode", .uint32(cursorMode.rawValue))) }
         if version >= 4 {
             options.append(("persist_mode", .uint32(request.persistMode)))
             // The portal refuses the whole request over a token that is not a UUID (a damaged file): leave it out.
@@ -148,10 +147,15 @@ package final class ScreenCastPortal: Sendable {
         guard let streams = start.message.screenCastStreams(at: 1), !streams.isEmpty else {
             throw .failed("The ScreenCast portal started a session with no stream in it.")
         }
+        // The portal says a session ended (the user stopped sharing, the compositor went) by its Closed signal.
+        do throws(DBusFailure) { try bus.watchClosed(handle) } catch {
+            throw Self.failure(error, calling: "Start")
+        }
         started = true
         return ScreenCastSession(
             bus: bus, handle: handle, streams: streams,
-            restoreToken: start.message.vardictString(at: 1, key: "restore_token"))
+            restoreToken: start.message.vardictString(at: 1, key: "restore_token"), cursorMode: cursorMode,
+            availableCursorModes: version >= 2 ? availableCursorModes : [])
     }
 
     /// One request: `method` of the ScreenCast interface with `arguments`, then the options with a fresh
@@ -216,14 +220,27 @@ package final class ScreenCastSession: Sendable {
     package let streams: [ScreenCastStream]
     /// What the portal gave to restore this choice (persist mode 1 or 2), or nil.
     package let restoreToken: String?
+    /// The cursor mode the session was asked for, or nil when the portal offered none it could take (its default).
+    package let cursorMode: ScreenCastPortal.CursorModes?
+    /// What the portal offered (`AvailableCursorModes`); empty before version 2.
+    package let availableCursorModes: ScreenCastPortal.CursorModes
     private let bus: PortalBus
 
-    init(bus: PortalBus, handle: String, streams: [ScreenCastStream], restoreToken: String?) {
+    init(
+        bus: PortalBus, handle: String, streams: [ScreenCastStream], restoreToken: String?,
+        cursorMode: ScreenCastPortal.CursorModes?, availableCursorModes: ScreenCastPortal.CursorModes
+    ) {
+        self.availableCursorModes = availableCursorModes
         self.bus = bus
         self.handle = handle
         self.streams = streams
         self.restoreToken = restoreToken
+        self.cursorMode = cursorMode
     }
+
+    /// Whether the portal has ended the session (its `Closed` signal: the user stopped sharing, or the compositor
+    /// or the portal went away), or the bus connection is gone. Reads what has arrived, without waiting.
+    package var isClosed: Bool { bus.isClosed(handle) }
 
     deinit { bus.closeSession(handle) }
 

@@ -1,12 +1,16 @@
 import Foundation
 import OpenCoreMedia
+import Synchronization
 
 /// One stream of a ScreenCast portal session (a monitor or window the user chose) as a capture device: the
 /// portal's PipeWire node, read on the connection `OpenPipeWireRemote` gives, its frames cropped, scaled and paced
 /// by a capture thread as the X11 and wlr-screencopy screens are.
 ///
 /// The session belongs to the device: it stays open while the device exists (the portal ends it with the bus
-/// connection), so a second recording reuses the choice.
+/// connection), so a second recording reuses the choice. A session's cursor mode is fixed when it starts, so a
+/// stream whose `capturesCursor` asks for the other mode (hidden, or embedded) reads a second session made in that
+/// mode, with the stored restore token (the portal asks again only when the user did not let it remember), and
+/// kept for the next start.
 ///
 /// Threading: thread safe. `start`/`stop` are serialized by the caller; the settings are guarded by a mutex.
 package final class PortalScreen: ScreenDevice {
@@ -23,12 +27,21 @@ package final class PortalScreen: ScreenDevice {
 
     private let streaming: ScreenStreaming
     package var framesConsidered: ScreenFrameCount { streaming.framesConsidered }
+    private let order: Int
+    private let environment: [String: String]
+    /// Sessions in the other cursor mode, by the mode's raw value.
+    private let otherModes = Mutex<[UInt32: ScreenCastSession]>([:])
 
-    /// A device for `stream` of `session`, whose size the portal gave; `order` 0 is the main one.
-    package init(session: ScreenCastSession, stream: ScreenCastStream, size: (width: Int32, height: Int32), order: Int)
-    {
+    /// A device for `stream` of `session`, whose size the portal gave; `order` 0 is the main one. `environment`
+    /// finds the portal again for a session in another cursor mode.
+    package init(
+        session: ScreenCastSession, stream: ScreenCastStream, size: (width: Int32, height: Int32), order: Int,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) {
         self.session = session
         self.stream = stream
+        self.order = order
+        self.environment = environment
         let kind = stream.sourceType == 2 ? "window" : "monitor"
         let name = "portal-\(kind)-\(stream.nodeID)"
         monitor = ScreenMonitor(
@@ -51,12 +64,45 @@ package final class PortalScreen: ScreenDevice {
         let configuration = configurationToStart(configuration, caller: "PortalScreen")
         guard case .video(let video) = configuration.format else { preconditionFailure("validated above") }
         stop()
+        // The cursor mode first: a new session may wait for the user's answer.
+        let source = try source(capturingCursor: settings.capturesCursor)
         let wake = try ScreenStreaming.makeWake()
         let grabber = try PortalScreenGrabber(
-            screen: self, outputWidth: video.width, outputHeight: video.height,
-            frameDuration: configuration.frameDuration)
+            screen: self, session: source.session, nodeID: source.stream.nodeID, outputWidth: video.width,
+            outputHeight: video.height, frameDuration: configuration.frameDuration)
         streaming.start(name: "OpenAVCapture.PortalScreen", wake: wake, grabber: grabber, sink: sink)
     }
 
     package func stop() { streaming.stop() }
+
+    /// The session and stream that give the cursor as `capturingCursor` asks: this screen's own when its mode fits
+    /// or the portal offers no other, else one in the other mode (made once, with the restore token).
+    private func source(capturingCursor: Bool) throws(DeviceFault) -> (
+        session: ScreenCastSession, stream: ScreenCastStream
+    ) {
+        let wanted: ScreenCastPortal.CursorModes = capturingCursor ? .embedded : .hidden
+        guard session.cursorMode != wanted, session.availableCursorModes.contains(wanted) else {
+            return (session, stream)
+        }
+        let other = try otherModes.withLock { (sessions) throws(DeviceFault) -> ScreenCastSession in
+            if let known = sessions[wanted.rawValue], !known.isClosed { return known }
+            do throws(ScreenCastPortalError) {
+                let made = try WaylandScreenRoute.session(cursorMode: wanted, environment: environment)
+                sessions[wanted.rawValue] = made
+                return made
+            } catch {
+                throw .explained(
+                    .disconnected,
+                    advice: "The cursor setting needs a new screen sharing session (cursor mode "
+                        + "\(capturingCursor ? "embedded" : "hidden")), and the ScreenCast portal did not give one: "
+                        + "\(error.description)")
+            }
+        }
+        // The same kind of source at the same place in the list: the restored choice gives the streams in order.
+        let alike = other.streams.filter { $0.sourceType == stream.sourceType }
+        guard let match = alike.indices.contains(order) ? alike[order] : alike.first ?? other.streams.first else {
+            throw .explained(.disconnected, advice: "The ScreenCast portal's new session has no stream.")
+        }
+        return (other, match)
+    }
 }

@@ -25,8 +25,9 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
     private let columns: [Int]
     private let samples = CMSampleBufferRecycler(capacity: ScreenCaptureThread.bufferCount + 2)
     private let connection: PipeWireConnection
+    private let session: ScreenCastSession
     private let stream: PipeWireCaptureStream
-    private let newest = NewestFrameBox()
+    private let newest: NewestFrameBox
     private var deliveredGeneration: UInt64 = 0
 
     /// What PipeWire's thread leaves for the capture thread, shared with the stream's sink.
@@ -42,31 +43,50 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
         var fault: DeviceFault?
     }
 
-    init(screen: PortalScreen, outputWidth: Int32, outputHeight: Int32, frameDuration: CMTime) throws(DeviceFault) {
+    /// Reads node `nodeID` of `session` (the screen's own, or its session in the other cursor mode).
+    init(
+        screen: PortalScreen, session: ScreenCastSession, nodeID: UInt32, outputWidth: Int32, outputHeight: Int32,
+        frameDuration: CMTime
+    ) throws(DeviceFault) {
         let descriptor: Int32
         do {
-            descriptor = try screen.session.openPipeWireRemote()
+            descriptor = try session.openPipeWireRemote()
         } catch {
             throw .explained(.disconnected, advice: error.description)
         }
-        // The connection takes the descriptor over, also when it fails.
+        // The connection takes the descriptor over, also when it fails. The node going, or PipeWire closing the
+        // connection, is how a compositor's exit shows: its nodes go with its PipeWire client, and no stream
+        // error comes.
+        let newest = NewestFrameBox()
+        self.newest = newest
         let connection: PipeWireConnection
         do {
-            connection = try PipeWireConnection(fd: descriptor, onEvent: { _ in })
+            connection = try PipeWireConnection(
+                fd: descriptor,
+                onEvent: { event in
+                    switch event {
+                    case .nodeRemoved(let node) where node.id == nodeID:
+                        newest.state.withLock { $0.fault = .disconnected }
+                    case .connectionLost:
+                        newest.state.withLock { $0.fault = .disconnected }
+                    default: break
+                    }
+                })
         } catch {
             throw .explained(
                 .disconnected, advice: "The ScreenCast portal's PipeWire connection did not work (\(error)).")
         }
-        guard let node = connection.nodes.first(where: { $0.id == screen.stream.nodeID }) else {
+        guard let node = connection.nodes.first(where: { $0.id == nodeID }) else {
             throw .explained(
                 .disconnected,
-                advice: "The ScreenCast portal's stream (PipeWire node \(screen.stream.nodeID)) is gone: the sharing "
+                advice: "The ScreenCast portal's stream (PipeWire node \(nodeID)) is gone: the sharing "
                     + "was stopped. Make a new AVCaptureScreenInput to share again.")
         }
         let settings = screen.settings
         self.monitor = screen.monitor
         self.frameDuration = frameDuration
         self.connection = connection
+        self.session = session
         frameNanoseconds = max(1, CMTimeConvertScale(frameDuration, timescale: 1_000_000_000, method: .default).value)
         sourceWidth = min(settings.cropWidth, monitor.width)
         sourceHeight = min(settings.cropHeight, monitor.height)
@@ -83,7 +103,6 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
         } catch {
             throw .io(.invalidArgument)
         }
-        let newest = self.newest
         stream = try PipeWireCaptureStream(
             connection: connection, node: node,
             format: .video(Screens.format(width: monitor.width, height: monitor.height)), frameDuration: frameDuration,
@@ -110,6 +129,15 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
     func nextFrame(at hostNanoseconds: Int64, settings: ScreenCaptureSettings) -> ScreenGrabOutcome {
         let time = CMClock.hostTime(nanoseconds: hostNanoseconds)
         let (image, generation, fault) = newest.state.withLock { ($0.image, $0.generation, $0.fault) }
+        // The portal's Closed signal says the share ended, also where PipeWire tells this stream nothing.
+        if session.isClosed {
+            return .failed(
+                .explained(
+                    .disconnected,
+                    advice: "The desktop stopped sharing the screen (the ScreenCast portal closed the session: the "
+                        + "sharing was stopped, or the compositor exited); make a new AVCaptureScreenInput to share "
+                        + "again."))
+        }
         if let fault {
             return .failed(
                 fault.kind == .disconnected
@@ -138,10 +166,18 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
             CVPixelBufferGetHeight(image) >= originY + Int(sourceHeight)
         else { return .unanswered(time) }
         let sourceStride = CVPixelBufferGetBytesPerRow(image)
-        ScreenPointerOverlay.scale(
-            from: source + originY * sourceStride + originX * 4, height: Int(sourceHeight), bytesPerRow: sourceStride,
-            into: target, width: outputWidth, height: outputHeight, bytesPerRow: CVPixelBufferGetBytesPerRow(frame),
-            columns: columns)
+        let targetStride = CVPixelBufferGetBytesPerRow(frame)
+        let origin = source + originY * sourceStride + originX * 4
+        if outputWidth == Int(sourceWidth) && outputHeight == Int(sourceHeight) {
+            // Unscaled (the usual case): a row copy each, not a lookup a pixel.
+            for row in 0..<outputHeight {
+                (target + row * targetStride).copyMemory(from: origin + row * sourceStride, byteCount: outputWidth * 4)
+            }
+        } else {
+            ScreenPointerOverlay.scale(
+                from: origin, height: Int(sourceHeight), bytesPerRow: sourceStride, into: target, width: outputWidth,
+                height: outputHeight, bytesPerRow: targetStride, columns: columns)
+        }
         deliveredGeneration = generation
         let timing = CMSampleTimingInfo(duration: frameDuration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
         return .frame(samples.sampleBuffer(imageBuffer: frame, formatDescription: formatDescription, timing: timing))

@@ -83,17 +83,28 @@ package enum WaylandScreenRoute {
         var said: Bool
     }
 
-    /// A session through the portal, with the stored restore token, and its streams as screens.
+    /// A new portal session with the cursor `cursorMode` (with the stored restore token, so the portal reuses the
+    /// user's remembered choice without asking), its token stored for the next one.
+    package static func session(
+        cursorMode: ScreenCastPortal.CursorModes, environment: [String: String]
+    ) throws(ScreenCastPortalError) -> ScreenCastSession {
+        let portal = try ScreenCastPortal.open(environment: environment)
+        var request = ScreenCastPortal.SessionRequest()
+        request.cursorMode = cursorMode
+        request.restoreToken = ScreenCastRestoreToken.load(environment: environment)
+        let session = try portal.startSession(request)
+        if let token = session.restoreToken { ScreenCastRestoreToken.save(token, environment: environment) }
+        return session
+    }
+
+    /// A session through the portal (the cursor embedded, Apple's default), and its streams as screens.
     private static func portalScreens(environment: [String: String]) -> Result<[PortalScreen], ScreenCastPortalError> {
         do throws(ScreenCastPortalError) {
-            let portal = try ScreenCastPortal.open(environment: environment)
-            var request = ScreenCastPortal.SessionRequest()
-            request.restoreToken = ScreenCastRestoreToken.load(environment: environment)
-            let session = try portal.startSession(request)
-            if let token = session.restoreToken { ScreenCastRestoreToken.save(token, environment: environment) }
+            let session = try session(cursorMode: .embedded, environment: environment)
             let screens = session.streams.enumerated().compactMap { order, stream -> PortalScreen? in
                 guard let size = stream.size, size.width > 0, size.height > 0 else { return nil }
-                return PortalScreen(session: session, stream: stream, size: size, order: order)
+                return PortalScreen(
+                    session: session, stream: stream, size: size, order: order, environment: environment)
             }
             guard !screens.isEmpty else {
                 throw .failed("The ScreenCast portal's streams carry no size, so their format is unknown.")
