@@ -28,7 +28,8 @@ import Synchronization
 /// the level bar it is given.
 ///
 /// Threading: `run()` creates the window on the calling thread and uses SDL and the controls overlay only there
-/// until it returns (SDL's rule for video). Everything else (`stop()`, `status`, `audioLevel`, markers, statistics, handlers) is thread
+/// until it returns (SDL's rule for video). Everything else (`stop()`, `status`, `audioLevel`, markers,
+/// statistics, handlers) is thread
 /// safe. One window at a time per process (SDL's video subsystem is process-wide).
 public final class PreviewWindow: @unchecked Sendable {
     /// What the user did in the window, in the layer's coordinates.

@@ -3,7 +3,8 @@ import Foundation
 /// The camera app's page: the live picture (MJPEG in an <img>, fitted by CSS object-fit as the layer's gravity
 /// says), tap to focus and double tap to expose with marker boxes that shrink into place as in the seed, reset,
 /// camera switch, flash, torch and zoom, a photo button with a gallery of download links, a record button with a
-/// running timer, the session's capture controls as range inputs (`/controls`), and the microphone's level; `/status` is polled twice a second, so a camera plugged in or out
+/// running timer, the session's capture controls as range inputs (`/controls`), and the microphone's level;
+/// `/status` is polled twice a second, so a camera plugged in or out
 /// shows in the camera count.
 enum CameraAppPage {
     static func html(token: String) -> String {

@@ -37,6 +37,14 @@ extension WebPreviewServer {
         }
     }
 
+    /// The page shows the session's controls while the server runs: tells the session (which tells its controls
+    /// delegate, as Apple's does), and returns what tells it they are hidden again.
+    func engageControls() -> () -> Void {
+        guard let session = layer.session, !session.controls.isEmpty else { return {} }
+        session.userDidEngageControls()
+        return { session.userDidDisengageControls() }
+    }
+
     /// One control as the page reads it.
     static func document(index: Int, _ appearance: CaptureControlAppearance) -> [String: Any] {
         [

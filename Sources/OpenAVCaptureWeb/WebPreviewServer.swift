@@ -131,11 +131,8 @@ public final class WebPreviewServer: Sendable {
             configuration: .init(services: [application], gracefulShutdownSignals: [], logger: application.logger))
         stopRequested.withLock { $0 = group }
         defer { broadcaster.detach() }
-        // The page shows the session's controls while the server runs: Apple's session tells its controls delegate.
-        let session = layer.session
-        let showsControls = !(session?.controls.isEmpty ?? true)
-        if showsControls { session?.userDidEngageControls() }
-        defer { if showsControls { session?.userDidDisengageControls() } }
+        let disengageControls = engageControls()
+        defer { disengageControls() }
         try await withTaskCancellationHandler {
             try await group.run()
         } onCancel: {
