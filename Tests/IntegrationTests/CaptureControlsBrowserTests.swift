@@ -89,6 +89,7 @@ struct CaptureControlsBrowserTests {
         let controls = try #require(report["controls"] as? [[String: Any]])
         let zoom = try #require(controls.first?["value"] as? Double)
         let pageValue = try #require(report["pageValue"] as? Double)
+        print("the page's zoom slider at \(pageValue), the camera's zoom factor read back \(zoom)")
         #expect(zoom > 1.1 && abs(zoom - pageValue) < 1e-3, "the device's zoom \(zoom), the page's \(pageValue)")
         #expect(report["shownText"] as? String == String(format: "%.1fx", zoom))
         #expect(controls[1]["value"] as? Double == 0 && controls[1]["enabled"] as? Bool == true)
