@@ -58,7 +58,9 @@ struct CaptureControlsBrowserTests {
         if let missing = CameraAppBrowserTests.missing {
             return print("Skipping the capture controls in Chromium: \(missing)")
         }
-        let server = try RunningServer(["--video", "back", "--preset", "640x480", "--audio", "none", "--token", Self.token])
+        let server = try RunningServer([
+            "--video", "back", "--preset", "640x480", "--audio", "none", "--token", Self.token,
+        ])
         defer { _ = server.stop() }
         let base = "http://127.0.0.1:\(server.port)/"
 

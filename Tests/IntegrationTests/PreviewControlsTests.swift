@@ -56,7 +56,8 @@ enum ZoomedBars {
     func slidersInTheWindow() throws {
         guard let xvfb = XvfbServer.start(width: 800, height: 480, for: "PreviewControlsTests") else { return }
         guard FileManager.default.isExecutableFile(atPath: ScreenGrab.xwdPath) else {
-            return print("Skipping PreviewControlsTests: \(ScreenGrab.xwdPath) not installed (make test installs x11-apps)")
+            return print(
+                "Skipping PreviewControlsTests: \(ScreenGrab.xwdPath) not installed (make test installs x11-apps)")
         }
         let camera = VirtualDevices.back
         defer {
@@ -83,7 +84,9 @@ enum ZoomedBars {
             try grab.writePNG(to: URL(fileURLWithPath: path).appendingPathComponent("preview-controls.png"))
         }
         let zoomThumb = Self.thumbCentre(in: grab, y: 401, x: 92..<428)
-        #expect(zoomThumb.map { abs($0 - track.left) <= 1.5 } == true, "the zoom thumb at \(String(describing: zoomThumb)), 1x")
+        #expect(
+            zoomThumb.map { abs($0 - track.left) <= 1.5 } == true,
+            "the zoom thumb at \(String(describing: zoomThumb)), 1x")
         let biasThumb = Self.thumbCentre(in: grab, y: 445, x: 92..<428)
         #expect(
             biasThumb.map { abs($0 - (track.left + track.width / 2)) <= 1.5 } == true,
@@ -113,7 +116,9 @@ enum ZoomedBars {
         var last = (thumb: Double?.none, mismatches: [String]())
         let shown = waitUntil(timeout: 10) {
             guard let grab = try? ScreenGrab.take(display: xvfb.displayName) else { return false }
-            last = (Self.thumbCentre(in: grab, y: 401, x: 92..<428), ZoomedBars.mismatches(in: picture(grab), zoom: zoom))
+            last = (
+                Self.thumbCentre(in: grab, y: 401, x: 92..<428), ZoomedBars.mismatches(in: picture(grab), zoom: zoom)
+            )
             return last.mismatches.isEmpty && last.thumb.map { abs($0 - 121) <= 1.5 } == true
         }
         #expect(shown, "at \(zoom)x the thumb at \(String(describing: last.thumb)), bars off: \(last.mismatches)")
@@ -122,10 +127,14 @@ enum ZoomedBars {
         let biasStep = (camera.maxExposureTargetBias - camera.minExposureTargetBias) / 20
         try xvfb.xdotool("key", "Down")
         try xvfb.xdotool("key", "Right")
-        #expect(waitUntil(timeout: 10) { abs(camera.exposureTargetBias - biasStep) < 0.001 }, "\(camera.exposureTargetBias)")
+        #expect(
+            waitUntil(timeout: 10) { abs(camera.exposureTargetBias - biasStep) < 0.001 }, "\(camera.exposureTargetBias)"
+        )
         try xvfb.xdotool("key", "Left")
         try xvfb.xdotool("key", "Left")
-        #expect(waitUntil(timeout: 10) { abs(camera.exposureTargetBias + biasStep) < 0.001 }, "\(camera.exposureTargetBias)")
+        #expect(
+            waitUntil(timeout: 10) { abs(camera.exposureTargetBias + biasStep) < 0.001 }, "\(camera.exposureTargetBias)"
+        )
         // The zoom was left where the drag put it.
         #expect(camera.videoZoomFactor == CGFloat(zoom))
     }

@@ -65,6 +65,8 @@ import Testing
     static func send(to device: Int32, type: UInt16, code: UInt16, value: Int32) throws {
         let bytes = CaptureEventInteractionTests.event(type: type, code: code, value: value)
         let written = bytes.withUnsafeBytes { write(device, $0.baseAddress, $0.count) }
-        try #require(written == bytes.count, "uinput took \(written) of \(bytes.count) bytes: \(String(cString: strerror(errno)))")
+        try #require(
+            written == bytes.count,
+            "uinput took \(written) of \(bytes.count) bytes: \(String(cString: strerror(errno)))")
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import OpenAVCapture
-@testable import OpenAVCaptureUI
 import Synchronization
 import Testing
+
+@testable import OpenAVCaptureUI
 
 /// The preview window's controls overlay without a window: where the rows go, and what presses, drags and arrow
 /// keys do to the controls (through their actions, which Apple's sliders call with a person's values).
@@ -49,7 +50,8 @@ final class OverlayFixture: NSObject, AVCaptureSessionControlsDelegate, @uncheck
         #expect(rows[1].thumbX == 100 && rows[1].appearance.valueText == "A")
         #expect(ControlOverlay.panel(around: rows) == CGRect(x: 92, y: 364, width: 336, height: 104))
         // Too narrow a picture for a usable track: nothing is drawn rather than a sliver.
-        #expect(ControlOverlay.rows(for: fixture.session.controls, in: CGRect(x: 0, y: 0, width: 60, height: 200)).isEmpty)
+        #expect(
+            ControlOverlay.rows(for: fixture.session.controls, in: CGRect(x: 0, y: 0, width: 60, height: 200)).isEmpty)
     }
 
     @Test("A press sets the value under the pointer, a drag follows it, a release ends it; others are not taken")

@@ -14,10 +14,13 @@ public struct CaptureControlAppearance: Sendable, Equatable {
         case picker
     }
 
+    /// A slider or a picker.
     public var kind: Kind
     /// The name shown beside the control.
     public var title: String
+    /// The value at the control's start (a picker's first index).
     public var minimum: Double
+    /// The value at the control's end (a picker's last index).
     public var maximum: Double
     /// The distance between allowed values, or nil when any value in range is allowed.
     public var step: Double?
@@ -28,6 +31,7 @@ public struct CaptureControlAppearance: Sendable, Equatable {
     /// Whether a person's change counts (enabled, and the session has a controls delegate).
     public var isEnabled: Bool
 
+    /// An appearance with these parts; a `maximum` below `minimum` is taken as `minimum`.
     public init(
         kind: Kind, title: String, minimum: Double, maximum: Double, step: Double?, value: Double,
         valueText: String, isEnabled: Bool
