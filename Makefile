@@ -102,6 +102,7 @@ VM_TIMEOUT ?= 1500
 # emulator plugs in, loaded up front so that they are there when the device appears.
 SOUND_AND_USB_MODULES := --module snd-aloop --module vhci-hcd --module uvcvideo --module snd-usb-audio
 VM_MODULES := --module vivid $(SOUND_AND_USB_MODULES)
+# The first boot also loads uinput: CaptureEventKernelTests makes a key device with it.
 # Serial: the kernel suites share one vivid (and one snd-aloop), as the virtual devices are shared on the host.
 KERNEL_TESTS := .build/debug/OpenAVCapturePackageTests.xctest --testing-library swift-testing --no-parallel
 # kernel-vm exits 77 where the VM cannot run (setup impossible, or no boot): a skip, not a failure.
@@ -113,7 +114,7 @@ test-kernel:
 	$(MAKE) --no-print-directory usb-webcam-emulator >/dev/null || echo "test-kernel: the USB webcam emulator did not build; its suite skips"; \
 	vm() { t0=$$(date +%s); $(KERNEL_VM) --env OPENAV_DEVICES=all --timeout $(VM_TIMEOUT) "$$@"; s=$$?; \
 		echo "test-kernel: boot finished in $$(( $$(date +%s) - t0 )) s, status $$s"; return $$s; }; \
-	vm $(VM_MODULES) -- $(KERNEL_TESTS) --filter KernelTests --skip HotPlugKernelTests --skip 'Multiplanar.*KernelTests' \
+	vm $(VM_MODULES) --module uinput -- $(KERNEL_TESTS) --filter KernelTests --skip HotPlugKernelTests --skip 'Multiplanar.*KernelTests' \
 		--skip MultiCamKernelTests --skip VicodecKernelTests; first=$$?; \
 	if [ $$first = 77 ]; then echo "test-kernel: skipped: the VM does not boot here (kernel-vm's reason above)"; exit 0; fi; \
 	vm $(VM_MODULES) -- $(KERNEL_TESTS) --filter HotPlugKernelTests; second=$$?; \

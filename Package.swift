@@ -203,7 +203,9 @@ let package = Package(
             dependencies: ["CaptureGraph", "CaptureDrivers", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
             swiftSettings: strictSwift),
         .testTarget(
-            name: "OpenAVCaptureTests", dependencies: ["OpenAVCapture", "OpenAVCaptureTesting", "TestSupport"],
+            name: "OpenAVCaptureTests",
+            // CLinuxMedia: the uinput key device CaptureEventKernelTests makes.
+            dependencies: ["OpenAVCapture", "OpenAVCaptureTesting", "TestSupport", "CLinuxMedia"],
             swiftSettings: strictSwift),
         .testTarget(
             name: "OpenAVCaptureUITests", dependencies: ["OpenAVCaptureUI", "OpenAVCapture"], swiftSettings: strictSwift),

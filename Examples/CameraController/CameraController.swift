@@ -39,6 +39,9 @@ public final class CameraController: NSObject, @unchecked Sendable {
     private var photoDelegates: [Int64: PhotoCaptureDelegate] = [:]
     private let lock = NSLock()
     private var exposureObservation: NSKeyValueObservation?
+    /// The system sliders `addSystemControls()` put in the session, moved to the new camera by a switch.
+    private var systemControls: [AnyObject] = []
+    private let controlsQueue = DispatchQueue(label: "CameraController.controls")
 
     /// A controller of `session`: a plain `AVCaptureSession`, or an `AVCaptureMultiCamSession` to which a
     /// picture-in-picture app adds its other cameras (the controller's camera, microphone and outputs are connected
@@ -123,7 +126,11 @@ public final class CameraController: NSObject, @unchecked Sendable {
             captureSession.addInput(current)
         }
         captureSession.commitConfiguration()
-        return activeVideoInput === videoInput
+        let switched = activeVideoInput === videoInput
+        #if os(Linux) || os(iOS)
+            if switched, #available(iOS 18.0, *), !lock.withLock({ systemControls.isEmpty }) { addSystemControls() }
+        #endif
+        return switched
     }
 
     // MARK: Focus and exposure
@@ -230,6 +237,30 @@ public final class CameraController: NSObject, @unchecked Sendable {
         return log(device.videoZoomFactor) / log(maxZoomFactor)
     }
 
+    // MARK: Capture controls
+
+    #if os(Linux) || os(iOS)
+        /// Shows the system zoom and exposure sliders for the camera among the session's controls (iOS 18's
+        /// Camera Control; the preview window and the web page draw them here), with the controller as the controls
+        /// delegate. A later `switchCameras()` moves them to the new camera.
+        @available(iOS 18.0, *)
+        public func addSystemControls() {
+            guard captureSession.supportsControls, let device = activeCamera else { return }
+            captureSession.beginConfiguration()
+            for case let control as AVCaptureControl in lock.withLock({ systemControls }) {
+                captureSession.removeControl(control)
+            }
+            let controls: [AVCaptureControl] = [
+                AVCaptureSystemZoomSlider(device: device), AVCaptureSystemExposureBiasSlider(device: device),
+            ]
+            let added = controls.filter { captureSession.canAddControl($0) }
+            for control in added { captureSession.addControl(control) }
+            captureSession.commitConfiguration()
+            lock.withLock { systemControls = added }
+            captureSession.setControlsDelegate(self, queue: controlsQueue)
+        }
+    #endif
+
     // MARK: Stills
 
     /// Takes a photo in `captureOrientation` with the flash mode set, and writes it to `mediaDirectory`.
@@ -305,6 +336,17 @@ extension CameraController: AVCaptureFileOutputRecordingDelegate {
         }
     }
 }
+
+#if os(Linux) || os(iOS)
+    /// The controls need a delegate to become active; the app has nothing to hide or show around them.
+    @available(iOS 18.0, *)
+    extension CameraController: AVCaptureSessionControlsDelegate {
+        public func sessionControlsDidBecomeActive(_ session: AVCaptureSession) {}
+        public func sessionControlsWillEnterFullscreenAppearance(_ session: AVCaptureSession) {}
+        public func sessionControlsWillExitFullscreenAppearance(_ session: AVCaptureSession) {}
+        public func sessionControlsDidBecomeInactive(_ session: AVCaptureSession) {}
+    }
+#endif
 
 /// One photo's delegate: writes the file and reports, then is released.
 private final class PhotoCaptureDelegate: NSObject, AVCapturePhotoCaptureDelegate, @unchecked Sendable {

@@ -1,6 +1,7 @@
 #include "CLinuxMedia.h"
 
 #include <linux/netlink.h>
+#include <linux/uinput.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -90,4 +91,23 @@ long CLinuxMedia_recv(int descriptor, void *buffer, unsigned long length) {
 
 int CLinuxMedia_disable_transparent_huge_pages(void) {
     return prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+}
+
+int CLinuxMedia_uinput_create_keyboard(int fd, const char *name, const unsigned short *keys, int count) {
+    if (ioctl(fd, UI_SET_EVBIT, EV_KEY) < 0) return -1;
+    for (int index = 0; index < count; index++) {
+        if (ioctl(fd, UI_SET_KEYBIT, (int)keys[index]) < 0) return -1;
+    }
+    struct uinput_setup setup;
+    memset(&setup, 0, sizeof setup);
+    setup.id.bustype = BUS_VIRTUAL;
+    setup.id.vendor = 0x1d6b; /* the Linux Foundation's USB vendor ID, as the kernel's own virtual devices use */
+    setup.id.product = 0x0104;
+    strncpy(setup.name, name, UINPUT_MAX_NAME_SIZE - 1);
+    if (ioctl(fd, UI_DEV_SETUP, &setup) < 0) return -1;
+    return ioctl(fd, UI_DEV_CREATE);
+}
+
+int CLinuxMedia_uinput_destroy(int fd) {
+    return ioctl(fd, UI_DEV_DESTROY);
 }

@@ -19,11 +19,17 @@ import Synchronization
 /// to its camera (`AVCaptureConnection(inputPort:videoPreviewLayer:)`), as AVMultiCamPiP's second layer is; the
 /// window gives each its `frame` by `insetLayout` and draws it over the main layer's picture, on a white border.
 ///
-/// Clicks and keys go to the handlers, in layer coordinates; the window draws nothing else but the markers and
+/// The session's controls (`AVCaptureSession.controls`: Apple's system zoom and exposure sliders, an app's own
+/// sliders and pickers) are drawn as sliders over the bottom-left of the picture (``ControlOverlay``); a press or a
+/// drag on one, or the arrow keys, set it through the control, and the window tells the session the controls are
+/// engaged while it shows them (`userDidEngageControls()`, `userDidDisengageControls()`).
+///
+/// Other clicks and keys go to the handlers, in layer coordinates; the window draws nothing else but the markers and
 /// the level bar it is given.
 ///
-/// Threading: `run()` creates the window on the calling thread and uses SDL only there until it returns (SDL's
-/// rule for video). Everything else (`stop()`, `status`, `audioLevel`, markers, statistics, handlers) is thread
+/// Threading: `run()` creates the window on the calling thread and uses SDL and the controls overlay only there
+/// until it returns (SDL's rule for video). Everything else (`stop()`, `status`, `audioLevel`, markers,
+/// statistics, handlers) is thread
 /// safe. One window at a time per process (SDL's video subsystem is process-wide).
 public final class PreviewWindow: @unchecked Sendable {
     /// What the user did in the window, in the layer's coordinates.
@@ -92,6 +98,8 @@ public final class PreviewWindow: @unchecked Sendable {
     private let initialSize: CGSize
     private let position: CGPoint?
     private let shared = Mutex(Shared())
+    /// Which control is chosen and dragged: used on the window's thread only.
+    private let overlay = ControlOverlay()
     private let firstFrame = DispatchSemaphore(value: 0)
 
     /// A window of `size` points showing `layer`, and `insets` over it placed by `insetLayout`; `position` places
@@ -189,6 +197,8 @@ public final class PreviewWindow: @unchecked Sendable {
         }
         var current: CMSampleBuffer?
         updateBounds(window)
+        var controlsEngaged = false
+        defer { if controlsEngaged { session.userDidDisengageControls() } }
 
         var event = SDL_Event()
         var needsDraw = true
@@ -216,6 +226,11 @@ public final class PreviewWindow: @unchecked Sendable {
             if shared.withLock({ $0.statusShown != status }) {
                 SDL_SetWindowTitle(window, status.isEmpty ? title : "\(title) — \(status)")
                 shared.withLock { $0.statusShown = status }
+            }
+            if !controlsEngaged, !session.controls.isEmpty {
+                // A person sees the controls from now on: Apple's session tells its controls delegate so.
+                session.userDidEngageControls()
+                controlsEngaged = true
             }
             if needsDraw {
                 placeInsets(pictures)
@@ -247,9 +262,18 @@ public final class PreviewWindow: @unchecked Sendable {
             }
             return .redraw
         case SDL_MOUSEBUTTONDOWN.rawValue where event.button.button == UInt8(SDL_BUTTON_LEFT):
-            handler?(.click(CGPoint(x: Int(event.button.x), y: Int(event.button.y)), count: Int(event.button.clicks)))
+            let point = CGPoint(x: Int(event.button.x), y: Int(event.button.y))
+            if !overlay.press(at: point, rows: controlRows()) {
+                handler?(.click(point, count: Int(event.button.clicks)))
+            }
             return .redraw
+        case SDL_MOUSEMOTION.rawValue where event.motion.state & CSDL2_leftButtonMask != 0:
+            let moved = overlay.drag(to: CGPoint(x: Int(event.motion.x), y: Int(event.motion.y)), rows: controlRows())
+            return moved ? .redraw : .nothing
+        case SDL_MOUSEBUTTONUP.rawValue where event.button.button == UInt8(SDL_BUTTON_LEFT):
+            return overlay.release() ? .redraw : .nothing
         case SDL_KEYDOWN.rawValue:
+            if let arrow = Self.arrow(event.key.keysym), overlay.key(arrow, rows: controlRows()) { return .redraw }
             if let name = Self.keyName(event.key.keysym) { handler?(.key(name)) }
             return .redraw
         default:
@@ -267,6 +291,24 @@ public final class PreviewWindow: @unchecked Sendable {
         var y: Int32 = 0
         SDL_GetWindowPosition(window, &x, &y)
         shared.withLock { $0.windowPosition = (Int(x), Int(y)) }
+    }
+
+    private static func arrow(_ keysym: SDL_Keysym) -> ControlOverlay.Arrow? {
+        switch keysym.sym {
+        case Int32(SDLK_UP.rawValue): .up
+        case Int32(SDLK_DOWN.rawValue): .down
+        case Int32(SDLK_LEFT.rawValue): .left
+        case Int32(SDLK_RIGHT.rawValue): .right
+        default: nil
+        }
+    }
+
+    /// The session's controls laid out over the picture as it is on the screen now (the whole window while the
+    /// picture's place is unknown).
+    private func controlRows() -> [ControlOverlay.Row] {
+        guard let controls = layer.session?.controls, !controls.isEmpty else { return [] }
+        let picture = layer.geometry.videoRect.intersection(layer.bounds)
+        return ControlOverlay.rows(for: controls, in: picture.isEmpty ? layer.bounds : picture)
     }
 
     private static func keyName(_ keysym: SDL_Keysym) -> String? {
@@ -313,6 +355,7 @@ public final class PreviewWindow: @unchecked Sendable {
                 h: Float(marker.rect.height))
             SDL_RenderDrawRectF(renderer, &box)
         }
+        ControlOverlayDrawing.draw(controlRows(), selected: overlay.selected, renderer: renderer)
         let level = shared.withLock { $0.audioLevel }
         if level > 0 {
             let bounds = layer.bounds

@@ -3,7 +3,8 @@ import Foundation
 /// The camera app's page: the live picture (MJPEG in an <img>, fitted by CSS object-fit as the layer's gravity
 /// says), tap to focus and double tap to expose with marker boxes that shrink into place as in the seed, reset,
 /// camera switch, flash, torch and zoom, a photo button with a gallery of download links, a record button with a
-/// running timer, and the microphone's level; `/status` is polled twice a second, so a camera plugged in or out
+/// running timer, the session's capture controls as range inputs (`/controls`), and the microphone's level;
+/// `/status` is polled twice a second, so a camera plugged in or out
 /// shows in the camera count.
 enum CameraAppPage {
     static func html(token: String) -> String {
@@ -32,6 +33,8 @@ enum CameraAppPage {
           button, select { font: inherit; padding: 6px 10px; }
           #record.on { background: #c00; color: #fff; }
           #meter { width: 120px; height: 10px; background: #333; } #level { height: 100%; width: 0; background: #3c5; }
+          #capture-controls { display: flex; flex-wrap: wrap; gap: 12px; padding: 0 8px; }
+          .capture-control input { width: 200px; vertical-align: middle; } .capture-control .value { color: #fc0; }
           #gallery { display: flex; gap: 6px; padding: 8px; flex-wrap: wrap; }
           #gallery img { height: 64px; } #gallery a, #hls { color: #9cf; }
         </style></head>
@@ -48,6 +51,7 @@ enum CameraAppPage {
           <span id="meter"><div id="level"></div></span> <span id="stats"></span>
           <a id="hls" hidden>HLS stream</a>
         </div>
+        <div id="capture-controls"></div>
         <div id="gallery"></div>
         <script>
         const token = TOKEN_LITERAL;
@@ -109,7 +113,54 @@ enum CameraAppPage {
             }
           } catch (e) {}
         }
+        // The session's controls (Apple's AVCaptureControl: system zoom and exposure sliders, the app's own), one
+        // range input each, rebuilt when the list changes (a camera switch), their values followed while not held.
+        let shownControls = "";
+        // One request per control at a time, the newest value sent last, so a drag ends where the hand stopped.
+        const controlSends = {};
+        function sendControl(index, value, shown) {
+          const s = controlSends[index] || (controlSends[index] = { busy: false, next: null });
+          s.next = value;
+          if (s.busy) return;
+          s.busy = true;
+          (async () => {
+            while (s.next !== null) {
+              const v = s.next; s.next = null;
+              const answer = await post("controls/" + index, { value: v });
+              if (answer) shown.textContent = answer.control.text;
+            }
+            s.busy = false;
+          })();
+        }
+        async function refreshControls() {
+          try {
+            const r = await fetch("controls" + q); if (!r.ok) return;
+            const list = (await r.json()).controls;
+            const shape = list.map((c) => [c.index, c.title, c.min, c.max].join(":")).join("/");
+            if (shape !== shownControls) {
+              shownControls = shape;
+              $("capture-controls").replaceChildren(...list.map((c) => {
+                const label = document.createElement("label"), input = document.createElement("input");
+                const value = document.createElement("span");
+                label.className = "capture-control"; value.className = "value";
+                input.type = "range"; input.id = "control-" + c.index; input.dataset.index = c.index;
+                input.min = c.min; input.max = c.max;
+                input.step = c.step == null ? (c.max - c.min) / 100 : c.step;
+                input.oninput = () => sendControl(c.index, parseFloat(input.value), value);
+                label.append(c.title + " ", input, " ", value);
+                return label;
+              }));
+            }
+            for (const c of list) {
+              const input = $("control-" + c.index); if (!input) continue;
+              input.disabled = !c.enabled;
+              if (document.activeElement !== input) input.value = c.value;
+              input.parentElement.querySelector(".value").textContent = c.text;
+            }
+          } catch (e) {}
+        }
         setInterval(refresh, 500); refresh();
+        setInterval(refreshControls, 500); refreshControls();
         </script></body></html>
         """
 }

@@ -10,7 +10,8 @@ import Synchronization
 
 /// The camera app in a browser: an HTTP server that serves the page at `/`, streams the preview layer's video as
 /// MJPEG (`/stream`), turns the page's taps into device points with the layer's own conversion, runs the app's
-/// actions, and serves the photos and movies from its media directory.
+/// actions, shows the session's controls (`GET /controls`, `POST /controls/N`: ``addControlRoutes(to:)``), and
+/// serves the photos and movies from its media directory.
 ///
 /// Safe by default: it listens on loopback; any other address needs a token, and then every request must carry it
 /// (`Authorization: Bearer`, the cookie the page sets on its first visit, or `?token=`), and TLS (``TLSFiles``)
@@ -59,7 +60,7 @@ public final class WebPreviewServer: Sendable {
     }
 
     public let configuration: Configuration
-    private let layer: AVCaptureVideoPreviewLayer
+    let layer: AVCaptureVideoPreviewLayer
     private let actions: any WebCameraActions
     private let log: @Sendable (String) -> Void
     private let broadcaster: MJPEGBroadcaster
@@ -130,6 +131,8 @@ public final class WebPreviewServer: Sendable {
             configuration: .init(services: [application], gracefulShutdownSignals: [], logger: application.logger))
         stopRequested.withLock { $0 = group }
         defer { broadcaster.detach() }
+        let disengageControls = engageControls()
+        defer { disengageControls() }
         try await withTaskCancellationHandler {
             try await group.run()
         } onCancel: {
@@ -194,6 +197,7 @@ public final class WebPreviewServer: Sendable {
                 })
         }
         router.get("status") { [self] _, _ -> Response in try json(statusDocument()) }
+        addControlRoutes(to: router)
         router.post("focus") { [self] request, _ -> Response in
             let point = try await devicePoint(request)
             actions.focus(atDevicePoint: point)
@@ -314,14 +318,14 @@ public final class WebPreviewServer: Sendable {
         }
     }
 
-    private func object(_ request: Request) async throws -> [String: Any] {
+    func object(_ request: Request) async throws -> [String: Any] {
         let buffer = try await body(request)
         guard let object = try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView)) as? [String: Any]
         else { throw HTTPError(.badRequest, message: "the body is not a JSON object") }
         return object
     }
 
-    private func json(_ object: [String: Any]) throws -> Response {
+    func json(_ object: [String: Any]) throws -> Response {
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         return Response(
             status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],

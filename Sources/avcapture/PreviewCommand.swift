@@ -12,7 +12,9 @@ struct PreviewCommand: ParsableCommand {
         discussion: """
             Click to focus at a point, double-click to expose for it, R to reset both, F to cycle the flash mode, \
             T the torch, + and - to zoom (ramped), Space for a photo, Enter to start or stop recording, Esc or Q \
-            to quit. Photos and movies go in the working directory, named by date. The window's title shows the \
+            to quit. The camera's zoom and exposure sliders (the session's capture controls) are drawn at the \
+            bottom left of the picture: drag one, or choose one with Up and Down and move it with Left and Right. \
+            Photos and movies go in the working directory, named by date. The window's title shows the \
             frame rate, dropped frames and the microphone's level; each action is also printed, one line each. \
             Several --video options show the first camera in the window and the others over it, picture in \
             picture (each a quarter of the window's width by default, bottom right, see --inset-corner and \
@@ -62,6 +64,8 @@ struct PreviewCommand: ParsableCommand {
                     controller.captureSession.removeInput(input)
                 }
             }
+            // The system zoom and exposure sliders, shown over the picture (preview) or as range inputs (serve).
+            controller.addSystemControls()
             let layer = AVCaptureVideoPreviewLayer(session: controller.captureSession)
             layer.videoGravity = gravity.videoGravity
             let insets = try multiCam.map {

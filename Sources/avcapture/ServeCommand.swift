@@ -105,6 +105,8 @@ struct ServeCommand: ParsableCommand {
                     controller.captureSession.removeInput(input)
                 }
             }
+            // The system zoom and exposure sliders, shown over the picture (preview) or as range inputs (serve).
+            controller.addSystemControls()
             let live = try hls ? addLiveStream(to: controller.captureSession) : nil
             defer { if let live { try? FileManager.default.removeItem(at: live.directory) } }
             let layer = AVCaptureVideoPreviewLayer(session: controller.captureSession)

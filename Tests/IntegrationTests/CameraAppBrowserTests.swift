@@ -10,7 +10,7 @@ import Testing
 
 /// What every browser script starts with: the imports, and a headless Chromium with a 1000x800 window at one device
 /// pixel per CSS pixel as `driver`, or exit status 3 (the test then skips, saying why) when it cannot start.
-private let browserPrelude = #"""
+let browserPrelude = #"""
     import json, sys, time, urllib.request
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service

@@ -98,6 +98,54 @@ import Testing
         #expect(camera.videoZoomFactor == camera.maxAvailableVideoZoomFactor)
     }
 
+    @Test("What renderers show: titles, scales and value texts; a change on that scale goes through the control")
+    func appearances() throws {
+        let camera = VirtualDevices.back
+        defer {
+            try? camera.lockForConfiguration()
+            camera.videoZoomFactor = 1
+            camera.setExposureTargetBias(0, completionHandler: nil)
+            camera.unlockForConfiguration()
+        }
+        let session = try makeSession(devices: [camera], outputs: [])
+        let zoom = AVCaptureSystemZoomSlider(device: camera)
+        let bias = AVCaptureSystemExposureBiasSlider(device: camera)
+        let speed = AVCaptureSlider("Speed", symbolName: "hare", values: [0.5, 1, 2])
+        speed.localizedValueFormat = "%@ times"
+        let level = AVCaptureSlider("Level", symbolName: "dial.low", in: 0...1)
+        level.localizedValueFormat = "%.2f"
+        level.value = 0.25
+        let picker = AVCaptureIndexPicker("Look", symbolName: "camera.filters", localizedIndexTitles: ["Vivid", "Mono"])
+        for control in [zoom, bias, speed, level, picker] as [AVCaptureControl] { session.addControl(control) }
+        #expect(zoom.appearance?.isEnabled == false, "no controls delegate yet: shown, but not live")
+        let delegate = ControlsDelegate()
+        session.setControlsDelegate(delegate, queue: DispatchQueue(label: "controls"))
+
+        let zoomShown = try #require(zoom.appearance)
+        #expect(zoomShown.title == "Zoom" && zoomShown.kind == .slider && zoomShown.isEnabled)
+        #expect(zoomShown.minimum == 1 && zoomShown.maximum == Double(camera.maxAvailableVideoZoomFactor))
+        #expect(zoomShown.valueText == "1.0x" && zoomShown.fraction == 0 && zoomShown.step == nil)
+        zoom.userDidSetAppearanceValue(zoomShown.value(atFraction: 0.2))
+        #expect(abs(camera.videoZoomFactor - (1 + 0.2 * (camera.maxAvailableVideoZoomFactor - 1))) < 1e-9)
+        #expect(zoom.appearance?.valueText == String(format: "%.1fx", camera.videoZoomFactor))
+
+        bias.userDidSetAppearanceValue(0.7)
+        #expect(camera.exposureTargetBias == 0.7 && bias.appearance?.valueText == "+0.7 EV")
+        #expect(bias.appearance?.title == "Exposure")
+        #expect(abs((bias.appearance?.fraction ?? 0) - (0.7 + 8) / 16) < 1e-6)
+
+        #expect(speed.appearance?.valueText == "0.5 times" && speed.appearance?.maximum == 2)
+        speed.userDidSetAppearanceValue(1.4)
+        #expect(speed.value == 1 && speed.appearance?.valueText == "1 times")
+        #expect(level.appearance?.valueText == "0.25")
+        #expect(abs((level.appearance?.value(movedBy: 1) ?? 0) - 0.3) < 1e-9, "a twentieth of the range up")
+        #expect(picker.appearance?.kind == .picker && picker.appearance?.step == 1)
+        picker.userDidSetAppearanceValue(0.8)
+        #expect(picker.selectedIndex == 1 && picker.appearance?.valueText == "Mono")
+        picker.userDidSetAppearanceValue(.nan)
+        #expect(picker.selectedIndex == 1)
+    }
+
     @Test("The system exposure bias slider sets the camera's target bias within its range")
     func systemExposureBiasSlider() throws {
         let camera = VirtualDevices.back

@@ -85,4 +85,15 @@ long CLinuxMedia_recv(int descriptor, void *buffer, unsigned long length);
 /// madvise(MADV_HUGEPAGE) its libraries ask for. Returns 0 or -1 (errno set).
 int CLinuxMedia_disable_transparent_huge_pages(void);
 
+// MARK: uinput: a key device of the test's own (the kernel's /dev/uinput, CONFIG_INPUT_UINPUT)
+
+/// Makes `fd` (an open /dev/uinput) a keyboard named `name` (BUS_VIRTUAL) with the `count` key codes of `keys`:
+/// UI_SET_EVBIT EV_KEY, UI_SET_KEYBIT for each key, UI_DEV_SETUP and UI_DEV_CREATE, whose request codes are _IOW
+/// macros Swift cannot import. Its events are then written to `fd` as struct input_event. Returns 0, or -1 with
+/// errno set by the ioctl that failed.
+int CLinuxMedia_uinput_create_keyboard(int fd, const char *name, const unsigned short *keys, int count);
+
+/// UI_DEV_DESTROY: removes the device `fd` made (closing `fd` does too). Returns what ioctl returns.
+int CLinuxMedia_uinput_destroy(int fd);
+
 #endif

@@ -3,8 +3,9 @@ import Synchronization
 
 /// A control a person uses to change a capture setting: a slider or a picker that the session shows beside its
 /// preview. Apple shows them on the iPhone's Camera Control button; here the renderers show them (the preview window
-/// of OpenAVCaptureUI and the web camera app of OpenAVCaptureWeb, once they draw them) and a person's change reaches
-/// the control through our `userDid…` methods, which is what those renderers call.
+/// of OpenAVCaptureUI draws them over the picture, the web camera app of OpenAVCaptureWeb as range inputs, both from
+/// our ``CaptureControlAppearance``) and a person's change reaches the control through our `userDid…` methods,
+/// which is what those renderers call.
 ///
 /// Add controls with `AVCaptureSession.addControl(_:)`; a control belongs to at most one session. A disabled
 /// control, or one not in a session, ignores a person's changes.
@@ -39,6 +40,12 @@ open class AVCaptureControl: NSObject, @unchecked Sendable {
 
     /// The devices the control drives (the system sliders'); a session accepts it only with them as inputs.
     var drivenDevices: [AVCaptureDevice] { [] }
+
+    /// What renderers show; each kind of control overrides it (nil: not shown).
+    func makeAppearance() -> CaptureControlAppearance? { nil }
+
+    /// A person's change on the appearance's scale; each kind of control overrides it.
+    func applyAppearanceValue(_ value: Double) {}
 }
 
 private struct ControlOwner: @unchecked Sendable {

@@ -73,4 +73,18 @@ open class AVCaptureIndexPicker: AVCaptureControl, @unchecked Sendable {
         state.withLock { $0.selected = index }
         action.fire(index)
     }
+
+    override func makeAppearance() -> CaptureControlAppearance? {
+        let index = selectedIndex
+        let titles = localizedIndexTitles
+        return CaptureControlAppearance(
+            kind: .picker, title: localizedTitle, minimum: 0, maximum: Double(max(0, titles.count - 1)), step: 1,
+            value: Double(index), valueText: titles.indices.contains(index) ? titles[index] : "",
+            isEnabled: acceptsUserChanges)
+    }
+
+    override func applyAppearanceValue(_ value: Double) {
+        guard value.isFinite, abs(value) < Double(Int.max) else { return }
+        userDidSelectIndex(Int(value.rounded()))
+    }
 }

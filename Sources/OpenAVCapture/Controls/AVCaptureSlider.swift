@@ -100,6 +100,28 @@ open class AVCaptureSlider: AVCaptureControl, @unchecked Sendable {
         }
     }
 
+    override func makeAppearance() -> CaptureControlAppearance? {
+        let bounds = valueBounds
+        var step: Double?
+        if case .range(_, let rangeStep) = allowed, let rangeStep { step = Double(rangeStep) }
+        let (value, format) = state.withLock { ($0.value, $0.valueFormat) }
+        return CaptureControlAppearance(
+            kind: .slider, title: localizedTitle, minimum: Double(bounds.lowerBound),
+            maximum: Double(bounds.upperBound), step: step, value: Double(value),
+            valueText: Self.text(of: value, format: format), isEnabled: acceptsUserChanges)
+    }
+
+    override func applyAppearanceValue(_ value: Double) { userDidSetValue(Float(value)) }
+
+    /// The value through `localizedValueFormat`: its `%@` replaced by the number, or a printf format (`%.1f`) given
+    /// the number; the plain number without one.
+    static func text(of value: Float, format: String?) -> String {
+        let number = CaptureControlAppearance.shortNumber(Double(value))
+        guard let format, format.contains("%") else { return number }
+        if format.contains("%@") { return format.replacingOccurrences(of: "%@", with: number) }
+        return String(format: format, Double(value))
+    }
+
     /// The allowed value nearest `value`.
     private func nearestAllowed(_ value: Float) -> Float {
         switch allowed {

@@ -44,6 +44,17 @@ open class AVCaptureSystemZoomSlider: AVCaptureControl, @unchecked Sendable {
         device.unlockForConfiguration()
         action?(clamped)
     }
+
+    /// Titled "Zoom", the factor shown as "2.5x" (as Apple's zoom control shows it).
+    override func makeAppearance() -> CaptureControlAppearance? {
+        let bounds = valueBounds
+        let factor = Double(value)
+        return CaptureControlAppearance(
+            kind: .slider, title: "Zoom", minimum: Double(bounds.lowerBound), maximum: Double(bounds.upperBound),
+            step: nil, value: factor, valueText: String(format: "%.1fx", factor), isEnabled: acceptsUserChanges)
+    }
+
+    override func applyAppearanceValue(_ value: Double) { userDidSetValue(CGFloat(value)) }
 }
 
 /// The system's exposure bias slider for a camera: a person's change sets the device's exposure target bias
@@ -87,4 +98,15 @@ open class AVCaptureSystemExposureBiasSlider: AVCaptureControl, @unchecked Senda
         device.unlockForConfiguration()
         action?(clamped)
     }
+
+    /// Titled "Exposure", the bias shown as "+0.7 EV".
+    override func makeAppearance() -> CaptureControlAppearance? {
+        let bounds = valueBounds
+        let bias = Double(value)
+        return CaptureControlAppearance(
+            kind: .slider, title: "Exposure", minimum: Double(bounds.lowerBound), maximum: Double(bounds.upperBound),
+            step: nil, value: bias, valueText: String(format: "%+.1f EV", bias), isEnabled: acceptsUserChanges)
+    }
+
+    override func applyAppearanceValue(_ value: Double) { userDidSetValue(Float(value)) }
 }
