@@ -32,6 +32,11 @@ package protocol CaptureSink: AnyObject, Sendable {
     /// the device takes it, the frame is not decoded at all.
     func takesCompressedVideo(_ format: CMFormatDescription) -> Bool
 
+    /// Whether the sink would use a video frame now (an output recording, a delegate set): when no enabled route of
+    /// an MJPEG camera would, its frames are not decoded at all, only to be thrown away (a 720p frame's decode is
+    /// milliseconds of CPU, and far more under emulation, taken from the other cameras).
+    var wantsVideoFrames: Bool { get }
+
     /// Whether the sink may be given a decoder's own 4:2:0 planar pictures (which the decoder predicts later
     /// pictures from) instead of copies: it only reads what it takes and lets no drawing code see it.
     var takesLentPictures: Bool { get }

@@ -30,7 +30,7 @@ package final class SampleRouter: @unchecked Sendable {
             // Sinks that write the device's compressed frames as they are get them first; a frame every sink took
             // that way is not decoded.
             let offer = offerCompressed(sampleBuffer, to: routes)
-            if offer.everyoneTookIt {
+            if offer.everyoneTookIt || !anyoneWantsDecoded(sampleBuffer, from: routes, besides: offer.takers) {
                 decodeStage.skip(sampleBuffer)
                 return
             }
@@ -90,6 +90,19 @@ package final class SampleRouter: @unchecked Sendable {
         }
         offer.everyoneTookIt = !offer.takers.isEmpty && offer.takers.count == enabled
         return offer
+    }
+
+    /// Whether a JPEG frame's decoded picture would be used by an enabled route other than `takers` (which had it as
+    /// it is). Only JPEG is left undecoded: every frame stands alone, so the first one wanted decodes at once, where
+    /// an H.264 or HEVC decoder kept idle would make a recording starting later wait for the next key frame.
+    /// Anything else: yes.
+    private func anyoneWantsDecoded(
+        _ sampleBuffer: CMSampleBuffer, from routes: [any CaptureSink], besides takers: [ObjectIdentifier]
+    ) -> Bool {
+        guard sampleBuffer.imageBuffer == nil, let format = sampleBuffer.formatDescription, format.mediaType == .video,
+            format.mediaSubType == .jpeg
+        else { return true }
+        return routes.contains { $0.isEnabled && $0.wantsVideoFrames && !takers.contains(ObjectIdentifier($0)) }
     }
 
     /// Hands one buffer to every enabled route but the `skipped` ones, each frame in the format its sink takes.

@@ -142,21 +142,36 @@ import Testing
         #expect(bytes.first == UInt8(truncatingIfNeeded: sequence))
     }
 
-    @Test func heldBuffersStarveTheKernelAndShowAsOutOfBuffers() throws {
+    @Test func heldFramesAreCopiedUntilTheSparesRunOutThenTheKernelStarves() throws {
         let kernel = webcam()
         let camera = try makeCamera(kernel)
         let recorder = V4L2Recorder(holdsSamples: true)
         try camera.start(try configuration(camera, 640, 480, Self.yuyv), sink: recorder.sink)
-        // Four buffers held: the kernel has none left, so the frames it then produces are lost; they show as drops
-        // for want of buffers once a frame arrives after the gap.
-        #expect(recorder.wait(forFrames: 4))
-        #expect(eventually { kernel.sequencesProduced >= 10 })
-        #expect(recorder.frameCount == 4)
+        // Every frame held: the kernel's buffers are lent until it would keep fewer than its reserve, then frames
+        // are copies (the buffer goes straight back) until the consumer holds every copy too; the last two buffers
+        // are lent, and then the kernel has none: the frames it produces are lost.
+        let reserve = V4L2SpareFrames.kernelReserve
+        let held = 4 + V4L2SpareFrames.copyLimit
+        #expect(recorder.wait(forFrames: held))
+        #expect(eventually { kernel.sequencesProduced >= held + 6 })
+        #expect(recorder.frameCount == held)
+        let buffers = Set((0..<4).compactMap { kernel.bufferAddress($0).map { UInt(bitPattern: $0) } })
+        var lent: [UInt64] = []
+        for case .frame(let sequence, _, _, let address, let bytes) in recorder.events {
+            #expect(bytes.first == UInt8(truncatingIfNeeded: sequence), "frame \(sequence) has the kernel's bytes")
+            if let address, buffers.contains(address) { lent.append(sequence) }
+        }
+        // Lent: the first frames, while the kernel kept its reserve, and the last, once the copies were all held.
+        let expected = Array(0..<UInt64(4 - reserve)) + Array(UInt64(held - reserve)..<UInt64(held))
+        #expect(lent == expected, "frames in the kernel's memory: \(lent)")
+        let lost = recorder.events.filter { if case .dropped = $0 { true } else { false } }
+        #expect(lost.isEmpty, "nothing lost while copies last")
+
         recorder.release()
         #expect(
             recorder.wait { events in
                 events.contains { if case .dropped(_, _, .outOfBuffers) = $0 { true } else { false } }
-                    && events.count(where: \.isFrame) > 6
+                    && events.count(where: \.isFrame) > held + 2
             })
         camera.stop()
         let sequences = recorder.events.compactMap { event -> UInt64? in

@@ -19,6 +19,8 @@ private final class RecordingSink: CaptureSink, @unchecked Sendable {
     }
     let log = Mutex(Log())
     let enabled = Atomic<Bool>(true)
+    /// Whether the sink would use a frame now (an idle movie file output would not).
+    let wants = Atomic<Bool>(true)
     let demand: VideoFormatDemand?
     let takesCompressed: Bool
     let readsOnly: Bool
@@ -37,6 +39,7 @@ private final class RecordingSink: CaptureSink, @unchecked Sendable {
     var isEnabled: Bool { enabled.load(ordering: .relaxed) }
     var videoDemand: VideoFormatDemand? { demand }
     var takesLentPictures: Bool { readsOnly }
+    var wantsVideoFrames: Bool { wants.load(ordering: .relaxed) }
     func takesCompressedVideo(_ format: CMFormatDescription) -> Bool { takesCompressed }
     func receive(_ sampleBuffer: CMSampleBuffer) { log.withLock { $0.received.append(sampleBuffer) } }
     func receiveDrop(presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?) {
@@ -101,6 +104,32 @@ struct SampleRouterTests {
         both.handle(.output(packets[1], sequence: 1))
         #expect(writer.received.count == 2 && writer.received[1].imageBuffer == nil)
         #expect(viewer.received.count == 1)
+    }
+
+    @Test("a compressed frame no enabled sink would use is not decoded; once one would, it is")
+    func noDecodeForNobody() throws {
+        let packets = try compressedVideo(.jpeg, frames: 2)
+        // A damaged frame shows whether the decoder saw it: decoding it fails, which every sink hears as a drop.
+        let timing = CMSampleTimingInfo(
+            duration: .invalid, presentationTimeStamp: CMTime(value: 9, timescale: 30), decodeTimeStamp: .invalid)
+        let damaged = try CMSampleBuffer(
+            dataBuffer: CMBlockBuffer(copying: Data(repeating: 0x5A, count: 512)),
+            formatDescription: packets[0].formatDescription, numSamples: 1, sampleTimings: [timing],
+            sampleSizes: [512])
+        let idle = RecordingSink()
+        idle.wants.store(false, ordering: .relaxed)
+        let router = router([idle])
+        router.handle(.output(packets[0], sequence: 0))
+        router.handle(.output(damaged, sequence: 1))
+        #expect(idle.received.isEmpty, "no decoded frame for a sink that would not use it")
+        #expect(idle.log.withLock { $0.drops.isEmpty }, "the damaged frame was not decoded either")
+
+        // The sink starts recording: the next frames are decoded for it, the damaged one a drop.
+        idle.wants.store(true, ordering: .relaxed)
+        router.handle(.output(damaged, sequence: 2))
+        router.handle(.output(packets[1], sequence: 3))
+        #expect(idle.log.withLock { $0.drops.map(\.reason) } == [.discontinuity])
+        #expect(idle.received.count == 1 && idle.received.first?.imageBuffer != nil)
     }
 
     @Test("drops reach the enabled sinks in the first route's format; a fault reaches the session")

@@ -80,9 +80,9 @@ final class MultiCamKernelTests {
 
         let session = AVCaptureMultiCamSession()
         let movies = cameras.map { _ in AVCaptureMovieFileOutput() }
-        // Video data outputs on the vivid cameras only, whose NV12 needs no decoding: the webcam's MJPEG decoded
-        // for one holds the camera's buffers for as long as the VM's emulated CPU takes (hundreds of milliseconds
-        // under a loaded host), and its movie then lost all but 3 frames of 223 ("OutOfBuffers"; seen 2026-11-29).
+        // Video data outputs on the vivid cameras only, whose NV12 needs no decoding: the webcam's movie takes its
+        // MJPEG as it comes, and a data output would have every frame decoded, at about 100 ms a 720p frame under
+        // the VM's emulation, on the webcam's capture thread.
         let frames = vivids.map { _ in AVCaptureVideoDataOutput() }
         let times = vivids.map { _ in FrameTimes() }
         session.beginConfiguration()
@@ -114,6 +114,7 @@ final class MultiCamKernelTests {
         let urls = try (1...cameras.count).map { try scratchURL("multicam-\($0).mov", suite: "openav-multicam") }
         let delegates = cameras.map { _ in MovieRecordingDelegate() }
         let start = CMClockGetTime(.hostTimeClock)
+        let (cpuBefore, wallBefore) = (processCPUSeconds(), Date())
         for (movie, (url, delegate)) in zip(movies, zip(urls, delegates)) {
             movie.startRecording(to: url, recordingDelegate: delegate)
         }
@@ -121,17 +122,27 @@ final class MultiCamKernelTests {
         _ = waitUntil(timeout: 120, every: 0.05) { movies.allSatisfy { $0.recordedDuration.seconds >= 2 } }
         movies.forEach { $0.stopRecording() }
         #expect(delegates.allSatisfy { $0.waitForFinish(timeout: 60) })
+        // How busy the process was: near the VM's core count means the emulated CPU, not the buffers, set the pace.
+        print(
+            "multi-camera recording: process CPU "
+                + String(
+                    format: "%.2f s in %.2f s on %d cores", processCPUSeconds() - cpuBefore,
+                    Date().timeIntervalSince(wallBefore), ProcessInfo.processInfo.activeProcessorCount))
 
         // One clock: the first frame each vivid camera delivered after the recordings started, on the host clock,
         // within one frame interval (the slower camera's) of each other. Two instances of one driver, but each its
         // own device, node, buffers and capture thread: frames stamped on a clock of their own would be seconds apart.
-        for (camera, frames) in zip(vivids, times) {
-            let all = frames.all.map(\.seconds)
+        for (index, camera) in vivids.enumerated() {
+            let all = times[index].all.map(\.seconds)
+            let delivery = frames[index].deliveryStatistics
             print(
                 "multi-camera frames of \(camera.localizedName): \(all.count), "
                     + String(
                         format: "first %.3f s, last %.3f s, recordings started at %.3f s", all.first ?? -1,
-                        all.last ?? -1, start.seconds))
+                        all.last ?? -1, start.seconds) + ", \(delivery)")
+            // The data output keeps up (it only notes times): a camera that ran out of buffers while the movies
+            // fell behind would show here too.
+            #expect(delivery.droppedOutOfBuffers == 0, "\(camera.localizedName): \(delivery)")
         }
         let firsts = try times.map { camera in try #require(camera.all.first { $0 >= start }).seconds }
         let interval = 1 / (rates.prefix(2).min() ?? 1)
@@ -166,11 +177,18 @@ final class MultiCamKernelTests {
             #expect(
                 fields["width"] == "\(sizes[index].width)" && fields["height"] == "\(sizes[index].height)", "\(name)")
             #expect(duration >= 1.9, "\(name): \(duration) s")
-            // Every frame of the recorded stretch: only where the VM keeps up (see USBWebcamKernelTests).
+            // What can be required of a VM whose emulated CPU may not keep up with three cameras: no camera ran out
+            // of buffers (consumers holding its few mapped buffers get copies instead; a frame lost for want of
+            // buffers would be lost to every output of the camera), and every frame the recording took is in the
+            // file. Frames the encoder had no time for are dropped as late, by the file alone, and only reported.
+            let statistics = movies[index].recordingStatistics
+            let expected = Int((duration * rates[index]).rounded())
+            print(
+                "multi-camera recording \(name): \(count) of about \(expected) frames in \(duration) s, "
+                    + "\(statistics.droppedVideoFrames["FrameWasLate"] ?? 0) late")
             #expect(count > 0, "\(name): no frame decodes")
-            withKnownIssue("under a loaded host the VM cannot keep up with three cameras", isIntermittent: true) {
-                #expect(abs(Double(count) - duration * rates[index]) <= 2, "\(name): \(count) frames in \(duration) s")
-            }
+            #expect(statistics.droppedVideoFrames["OutOfBuffers"] == nil, "\(name): \(statistics.droppedVideoFrames)")
+            #expect(count == statistics.videoFramesWritten, "\(name): \(count) frames in the file, \(statistics)")
             // Every frame decodes: ffprobe counted them by decoding them, and said nothing on its error output.
             let errors = spawnOutput(
                 "ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames", url.path],

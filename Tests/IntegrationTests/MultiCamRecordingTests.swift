@@ -76,13 +76,18 @@ struct MultiCamRecordingTests {
         }
         var firstIndices: [UInt32] = []
         var counts: [Int] = []
-        for (url, delegate) in zip(rig.urls, rig.delegates) {
+        for (url, (delegate, output)) in zip(rig.urls, zip(rig.delegates, rig.outputs)) {
             #expect(delegate.error == nil, "\(url.lastPathComponent): \(String(describing: delegate.error))")
             let probe = try FFprobeReport(url)
             #expect(probe.stream("audio") != nil, "\(url.lastPathComponent) has the microphone")
             #expect(try ffmpegDecodeErrors(url).isEmpty)
             let indices = try decodedFrameIndices(url)
             #expect(indexSteps(indices).isEmpty, "\(url.lastPathComponent): frames missing or repeated")
+            // What the kernel test requires of real cameras, held here too: no camera ran out of buffers, and every
+            // frame the recording took reached the file.
+            let statistics = output.recordingStatistics
+            #expect(statistics.droppedVideoFrames["OutOfBuffers"] == nil, "\(statistics)")
+            #expect(indices.count == statistics.videoFramesWritten, "\(url.lastPathComponent): \(statistics)")
             // The first frame's index, from the first readable one (a whole second's flash frame carries none).
             let (position, index) = try #require(indices.enumerated().first { $0.element != nil })
             firstIndices.append(index! - UInt32(position))

@@ -750,7 +750,7 @@ private final class USBRecordingDelegate: NSObject, AVCaptureFileOutputRecording
 }
 
 /// CPU seconds the process has used (every thread).
-private func processCPUSeconds() -> Double {
+func processCPUSeconds() -> Double {
     var now = timespec()
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9

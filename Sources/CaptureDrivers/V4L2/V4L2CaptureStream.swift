@@ -28,9 +28,11 @@ struct V4L2StartFailure: Error {
 /// one capture thread: `poll` on the node and on a wake-up event, `DQBUF`, wrap, hand to the sink, and `QBUF` every
 /// buffer its consumers have let go. Raw frames are pixel buffers wrapping the mapped memory (from a
 /// `CVPixelBufferRecycler`, so nothing is allocated per frame); compressed frames are block buffers around it.
-/// A buffer goes back to the kernel only when released, so consumers holding every buffer starve the kernel: the
-/// frames it then skips are reported as `.outOfBuffers`; gaps in the kernel's sequence numbers while it had buffers
-/// are `.discontinuity`.
+/// A buffer goes back to the kernel only when released; when consumers hold so many that the kernel would be left
+/// short, raw frames are handed out as copies instead (`V4L2SpareFrames`), so one slow output does not starve the
+/// camera for the others. Consumers holding every buffer and every copy starve the kernel: the frames it then skips
+/// are reported as `.outOfBuffers`; gaps in the kernel's sequence numbers while it had buffers are
+/// `.discontinuity`.
 ///
 /// Threading: `run` is the capture thread's body; `requestStop` and `join` are for other threads.
 final class V4L2CaptureStream: @unchecked Sendable {
@@ -47,6 +49,8 @@ final class V4L2CaptureStream: @unchecked Sendable {
     private let width: Int
     private let height: Int
     private let pixelBuffers: CVPixelBufferRecycler?
+    /// Copies of raw frames for when the kernel runs short (nil for compressed frames, which their consumers copy).
+    private let spares: V4L2SpareFrames?
     private let formatDescription: CMFormatDescription
     private let frameDuration: CMTime
     private let sink: StreamSink
@@ -94,6 +98,7 @@ final class V4L2CaptureStream: @unchecked Sendable {
         let subType = pixelFormat.mediaSubType(fullRange: fullRange) ?? 0
         if pixelFormat.isCompressed {
             pixelBuffers = nil
+            spares = nil
         } else {
             do {
                 let images = try buffers.wrapPixelBuffers(
@@ -102,6 +107,7 @@ final class V4L2CaptureStream: @unchecked Sendable {
                 // Set once: the buffers are reused in place and keep their attachments.
                 for image in images { chosen.colorimetry.attach(to: image) }
                 pixelBuffers = CVPixelBufferRecycler(images)
+                spares = images.first.flatMap(V4L2SpareFrames.init(like:))
             } catch {
                 throw V4L2StartFailure(step: .wrap, errno: .invalidArgument)
             }
@@ -274,6 +280,9 @@ final class V4L2CaptureStream: @unchecked Sendable {
             guard index < buffers.count, state.queued[index] else { continue }
             state.queued[index] = false
             state.queuedCount -= 1
+            // What consumers let go of since the last look goes back first: the kernel's count decides whether
+            // this frame is lent or copied.
+            try requeueReturned(&state, samples)
             deliver(buffer, &state, samples)
         }
     }
@@ -304,7 +313,10 @@ final class V4L2CaptureStream: @unchecked Sendable {
         }
         let timing = CMSampleTimingInfo(duration: frameDuration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
         if let pixelBuffers, buffer.startsAtPlaneStarts {
-            let image = pixelBuffers.handOut(index)
+            let lent = pixelBuffers.handOut(index)
+            // The kernel short of buffers: a copy goes out, and the buffer goes back at the next look.
+            let copy = state.queuedCount < V4L2SpareFrames.kernelReserve ? spares?.copy(lent) : nil
+            let image = copy ?? lent
             let sample = samples.sampleBuffer(imageBuffer: image, formatDescription: formatDescription, timing: timing)
             sink(.output(sample, sequence: sequence))
         } else if pixelBuffers != nil {
@@ -390,27 +402,5 @@ private struct CaptureState {
         extended &+= UInt64(kernel &- lastKernelSequence)
         lastKernelSequence = kernel
         return extended
-    }
-}
-
-/// An eventfd the capture thread polls beside the device, so `stop` wakes it at once. Not a device call, so it
-/// does not go through `SystemCalls`.
-///
-/// Threading: thread safe.
-final class WakeEvent: Sendable {
-    let descriptor: Int32
-
-    init() throws(Errno) {
-        let descriptor = CLinuxMedia_eventfd()
-        guard descriptor >= 0 else { throw Errno(rawValue: errno) }
-        self.descriptor = descriptor
-    }
-
-    deinit { _ = Glibc.close(descriptor) }
-
-    /// Makes the descriptor readable.
-    func signal() {
-        var one: UInt64 = 1
-        _ = write(descriptor, &one, MemoryLayout<UInt64>.size)
     }
 }

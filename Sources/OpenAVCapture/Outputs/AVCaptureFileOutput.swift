@@ -421,6 +421,11 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
         return encoderDemand(for: connection)
     }
 
+    /// Frames are used while recording, or while a file output delegate watches (`receive` drops the others).
+    override package func wantsVideoFrames(from connection: AVCaptureConnection) -> Bool {
+        isActive.load(ordering: .relaxed) || hasFileDelegate.load(ordering: .relaxed)
+    }
+
     /// Frames go to the encoder only, unless a file output delegate is shown them; the H.264 and HEVC encoders
     /// take 4:2:0 planar as it is.
     override package func takesLentPictures(from connection: AVCaptureConnection) -> Bool {

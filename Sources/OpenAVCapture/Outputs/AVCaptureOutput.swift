@@ -68,8 +68,8 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
     /// The session the output belongs to, if any.
     package var session: AVCaptureSession? { sessionReference.withLock { $0.session } }
 
-    /// Subclasses call it after changing anything `videoDemand`, `takesCompressedVideo` or `takesLentPictures`
-    /// read (settings, delegates, recording state): the routes ask again at their next frame.
+    /// Subclasses call it after changing anything `videoDemand`, `takesCompressedVideo`, `takesLentPictures` or
+    /// `wantsVideoFrames` read (settings, delegates, recording state): the routes ask again at their next frame.
     package func demandsChanged() { demandGeneration.bump() }
 
     // MARK: The graph's hooks, overridden by each output
@@ -100,6 +100,10 @@ open class AVCaptureOutput: NSObject, @unchecked Sendable {
     package func takesCompressedVideo(_ format: CMFormatDescription, from connection: AVCaptureConnection) -> Bool {
         false
     }
+
+    /// Whether the output would use a video frame of `connection` now; when no output of a compressed camera would,
+    /// its frames are not decoded. Read on the capture thread, again after `demandsChanged()`. Must not block.
+    package func wantsVideoFrames(from connection: AVCaptureConnection) -> Bool { true }
 
     /// Whether the output may be given a decoder's own 4:2:0 planar pictures from `connection`, which the decoder
     /// predicts later pictures from, instead of copies: it only reads the frames it takes (an encoder's input), lets

@@ -202,6 +202,9 @@ open class AVCapturePreEventFileOutput: AVCaptureFileOutput, @unchecked Sendable
         -> Bool
     { false }
 
+    /// Every frame, recording or not: the ring holds the seconds before a trigger.
+    override package func wantsVideoFrames(from connection: AVCaptureConnection) -> Bool { true }
+
     override package func receiveDrop(
         presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection
     ) {}

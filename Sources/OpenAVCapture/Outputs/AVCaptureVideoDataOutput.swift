@@ -279,6 +279,11 @@ open class AVCaptureVideoDataOutput: AVCaptureOutput, @unchecked Sendable {
         }
     }
 
+    /// Frames are used while a delegate is set or a `sampleBuffers` sequence is iterated.
+    override package func wantsVideoFrames(from connection: AVCaptureConnection) -> Bool {
+        settings.withLock { $0.mailboxes != nil } || streams.isActive
+    }
+
     /// The pixel format and size the settings ask for (every available format when none is asked, so a device
     /// format outside `availableVideoPixelFormatTypes` is converted to `'420v'`), before the connection's rotation;
     /// nil while nobody takes frames, or when the pipeline must do the conversion itself (packed 4:2:2 turned).

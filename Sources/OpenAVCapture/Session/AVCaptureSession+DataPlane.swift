@@ -42,6 +42,7 @@ final class ConnectionSink: CaptureSink {
         var connectionGeneration: UInt64
         var videoDemand: VideoFormatDemand?
         var takesLentPictures: Bool
+        var wantsVideoFrames: Bool
         /// The last compressed format asked about, and the answer.
         var compressed: (format: CMFormatDescription, takes: Bool)?
     }
@@ -73,6 +74,9 @@ final class ConnectionSink: CaptureSink {
         }
     }
 
+    /// A route without an output (a preview layer's, whose pictures come through a data output) uses no frame.
+    var wantsVideoFrames: Bool { withCurrentAnswers { $0.wantsVideoFrames } }
+
     /// A route without an output reads nothing: it does not keep the decoder from lending its pictures.
     var takesLentPictures: Bool { withCurrentAnswers { $0.takesLentPictures } }
 
@@ -97,7 +101,8 @@ final class ConnectionSink: CaptureSink {
             var fresh = Answers(
                 outputGeneration: outputGeneration, connectionGeneration: connectionGeneration,
                 videoDemand: output?.videoDemand(for: connection),
-                takesLentPictures: output?.takesLentPictures(from: connection) ?? true)
+                takesLentPictures: output?.takesLentPictures(from: connection) ?? true,
+                wantsVideoFrames: output?.wantsVideoFrames(from: connection) ?? false)
             defer { stored = fresh }
             return body(&fresh)
         }
