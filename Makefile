@@ -91,8 +91,8 @@ doc-check:
 ## the libraries are simply there): one boot for everything but hot-plug and multi-planar, one for hot-plug (it
 ## unloads vivid), one with two vivid instances loaded multi-planar (`n_devs=2 multiplanar=2,2`, as SoC and ISP
 ## drivers are) and the USB/IP modules, for the Multiplanar*KernelTests and MultiCamKernelTests (two vivid cameras
-## and the USB webcam emulator in one multi-camera session), and one with vicodec (built by vicodec-module) for
-## VicodecKernelTests. The first run installs the VM (QEMU, the kernel, virtme-ng; about two minutes). Skips, saying
+## and the USB webcam emulator in one multi-camera session), with vicodec (built by vicodec-module) inserted too
+## for VicodecKernelTests (a boot of its own cost a minute more). The first run installs the VM (QEMU, the kernel, virtme-ng; about two minutes). Skips, saying
 ## why, only where the VM cannot run (no root to install it, no kernel, a VM that does not boot).
 KERNEL_VM := scripts/kernel-vm
 # Seconds a boot may take: the first runs every kernel suite, the USB webcam's included (about 15 minutes here under
@@ -118,18 +118,19 @@ test-kernel:
 		--skip MultiCamKernelTests --skip VicodecKernelTests; first=$$?; \
 	if [ $$first = 77 ]; then echo "test-kernel: skipped: the VM does not boot here (kernel-vm's reason above)"; exit 0; fi; \
 	vm $(VM_MODULES) -- $(KERNEL_TESTS) --filter HotPlugKernelTests; second=$$?; \
-	vm --module "vivid n_devs=2 multiplanar=2,2" $(SOUND_AND_USB_MODULES) -- $(KERNEL_TESTS) \
-		--filter 'Multiplanar.*KernelTests|MultiCamKernelTests'; third=$$?; \
-	fourth=0; scripts/vicodec-module $(dir $(VICODEC_MODULE)); built=$$?; \
+	codec=; suites='Multiplanar.*KernelTests|MultiCamKernelTests'; vicodec=0; \
+	scripts/vicodec-module $(dir $(VICODEC_MODULE)); built=$$?; \
 	if [ $$built = 77 ]; then echo "test-kernel: VicodecKernelTests skipped: vicodec cannot be built here (the reason above)"; \
-	elif [ $$built != 0 ]; then fourth=$$built; \
-	else vm --module $(CURDIR)/$(VICODEC_MODULE) -- $(KERNEL_TESTS) --filter VicodecKernelTests; fourth=$$?; fi; \
-	[ $$first = 0 ] && [ $$second = 0 ] && [ $$third = 0 ] && [ $$fourth = 0 ]
+	elif [ $$built != 0 ]; then vicodec=$$built; \
+	else codec="--module $(CURDIR)/$(VICODEC_MODULE)"; suites="$$suites|VicodecKernelTests"; fi; \
+	vm --module "vivid n_devs=2 multiplanar=2,2" $(SOUND_AND_USB_MODULES) $$codec -- $(KERNEL_TESTS) \
+		--filter "$$suites"; third=$$?; \
+	[ $$first = 0 ] && [ $$second = 0 ] && [ $$third = 0 ] && [ $$vicodec = 0 ]
 
 ## vicodec-module: the kernel's virtual stateful codec (vicodec, FWHT), which Debian's kernel does not ship, built
 ## out of tree for the kernel the VM boots into .build/vicodec-module (scripts/vicodec-module: it installs that
 ## kernel's headers and linux-source with apt first; with v4l2-mem2mem.ko, which Debian's 6.1 lacks too). Exits 77,
-## saying why, where it cannot be built. test-kernel boots a fourth time with it for VicodecKernelTests.
+## saying why, where it cannot be built. test-kernel's third boot inserts it for VicodecKernelTests.
 VICODEC_MODULE := .build/vicodec-module/vicodec.ko
 vicodec-module:
 	@scripts/vicodec-module $(dir $(VICODEC_MODULE))
