@@ -16,10 +16,11 @@ import OpenCoreMedia
 /// (`swr_set_compensation`, the soft compensation of FFmpeg's `aresample=async`): frames are stretched or squeezed
 /// by at most ``maximumCorrection`` (1 %), with no click and no pitch change anyone can hear at 200 ppm. A jump of
 /// more than ``largestCorrectedGap`` (a stalled device, a stream restarted), or the place of a buffer that never came
-/// (an output that was behind dropped it), is not stretched: the output moves to the new time, as the encoder then
-/// sees a gap or a jump it handles itself (it fills a gap with silence). Until the difference first reaches
-/// ``engagingDifference`` (2 ms) the sound passes through untouched, so a source whose clock agrees with its
-/// timestamps is written sample for sample; ``flush()`` gives what the resampler holds at the end.
+/// (an output that was behind dropped it, and said so with ``bufferWasLost()``), is not stretched: the output moves
+/// to the new time, as the encoder then sees a gap or a jump it handles itself (it fills a gap with silence). Until
+/// the difference first reaches ``engagingDifference`` (2 ms) the sound passes through untouched, so a source whose
+/// clock agrees with its timestamps is written sample for sample; ``flush()`` gives what the resampler holds at the
+/// end.
 ///
 /// ``measuredDriftPPM`` is the device's measured clock error: frames received against the time they covered, over
 /// the run since the last jump or lost buffer (at least 2 s).
@@ -54,6 +55,8 @@ package final class AudioClockFollower {
     private var lastFrames: Int64 = 0
     /// Whether the resampler is in the path (see ``engagingDifference``); it stays there once it is.
     private var isEngaged = false
+    /// Whether buffers were lost before the next one (see ``bufferWasLost()``).
+    private var lossPending = false
 
     /// A follower for sound in `description` (interleaved linear PCM).
     ///
@@ -131,9 +134,13 @@ package final class AudioClockFollower {
             let difference = time - reached
             // A lost buffer is not drift: stretching the sound around it would leave the file short by it until
             // the 1 % correction caught up. The output moves to the buffer's time, and the encoder fills the
-            // buffer's place with silence, as it does for a longer jump.
+            // buffer's place with silence, as it does for a longer jump. Only a loss the caller saw counts: a
+            // buffer stamped late by a device's jitter looks the same, and jumping to it would put the sound late
+            // by the jitter until the correction brought it back.
+            let followsLoss = lossPending
+            lossPending = false
             if difference > Self.largestCorrectedGap || difference < .zero - Self.largestCorrectedGap
-                || (difference > Self.engagingDifference && buffersWereLost(before: time))
+                || (followsLoss && difference > Self.engagingDifference)
             {
                 anchor = time - CMTime(value: emitted + held, timescale: CMTimeScale(rate))
                 runStart = time
@@ -183,6 +190,10 @@ package final class AudioClockFollower {
         let expectedSeconds = Double(lastFrames) / Double(format.sampleRate)
         return (time - lastTime).seconds > 1.5 * expectedSeconds
     }
+
+    /// Says that one or more buffers never reached the follower (an output that was behind dropped them): the next
+    /// buffer's place, if it is later than the output has got to, is a gap for silence rather than drift.
+    package func bufferWasLost() { lossPending = true }
 
     /// The frames libswresample still holds, as a last buffer (nil when it holds none, or never resampled).
     package func flush() throws(MediaCodecsError) -> CMSampleBuffer? {

@@ -45,6 +45,8 @@ import Testing
         var outputs: [CMSampleBuffer] = []
         // 700 buffers: at 200 ppm the follower is resampling (engaged after 10 s) when the buffers are lost.
         for index in 0..<700 where !lost.contains(index) {
+            // What the recording does when its output dropped sound on the way.
+            if lost.contains(index - 1) { follower.bufferWasLost() }
             if let output = try follower.follow(Self.buffer(index, ppm: ppm)) { outputs.append(output) }
         }
         if let tail = try follower.flush() { outputs.append(tail) }
@@ -63,5 +65,31 @@ import Testing
         }
         let lostSeconds = Double(lost.count * Self.framesPerBuffer) / 48_000
         #expect(abs(gaps - lostSeconds) < 0.003, "gaps of \(gaps) s for \(lostSeconds) s lost")
+    }
+
+    @Test("A buffer stamped late by the device's jitter is not taken for a loss: the output stays contiguous")
+    func jitterIsNoLoss() throws {
+        let follower = try AudioClockFollower(Self.format.audioStreamBasicDescription)
+        var outputs: [CMSampleBuffer] = []
+        for index in 0..<400 {
+            var buffer = try Self.buffer(index, ppm: 0)
+            // Buffer 300 comes 15 ms late by its stamp (more than half a buffer), the next on time again.
+            if index == 300 {
+                let late = buffer.presentationTimeStamp + CMTime(value: 15, timescale: 1000)
+                buffer = try buffer.withNewTiming([
+                    CMSampleTimingInfo(
+                        duration: CMTime(value: 1, timescale: 48_000), presentationTimeStamp: late,
+                        decodeTimeStamp: .invalid)
+                ])
+            }
+            if let output = try follower.follow(buffer) { outputs.append(output) }
+        }
+        // Without a loss the sound is not moved: no gap opens for silence (the resampler may absorb a little).
+        for (previous, next) in zip(outputs, outputs.dropFirst()) {
+            let previousEnd = previous.presentationTimeStamp
+                + CMTime(value: Int64(previous.numSamples), timescale: 48_000)
+            let gap = (next.presentationTimeStamp - previousEnd).seconds
+            #expect(abs(gap) < 0.001, "a gap of \(gap) s at \(next.presentationTimeStamp.seconds) s")
+        }
     }
 }

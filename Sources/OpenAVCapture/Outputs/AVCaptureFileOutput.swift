@@ -244,6 +244,9 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     /// Whether a file output delegate wants every buffer (read on the capture thread).
     let hasFileDelegate = Atomic<Bool>(false)
     private let isActive = Atomic<Bool>(false)
+    /// Set when sound was lost on the way to the engine (its mailbox was full, or the device reported a drop),
+    /// until the next buffer that reaches it carries the news (see `MovieRecordingEngine.Work.sample`).
+    private let audioWasLost = Atomic<Bool>(false)
     /// The recording queue: the mailbox's handler and every request run here.
     private let workQueue: DispatchQueue
     /// The publishing output's encoder this output records from while it shares it (see
@@ -391,7 +394,8 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
             !isVideo
             ? AudioChannelGain.apply(to: sampleBuffer, channels: connection.audioChannels)
             : sampleBuffer.imageBuffer == nil ? compressedFrames.copy(sampleBuffer) : sampleBuffer
-        post(.sample(recorded, connection, isVideo: isVideo), isVideo: isVideo)
+        let afterLoss = !isVideo && audioWasLost.exchange(false, ordering: .relaxed)
+        post(.sample(recorded, connection, isVideo: isVideo, afterLoss: afterLoss), isVideo: isVideo)
     }
 
     /// Whether another video frame may wait for the engine (at most 8 do); a frame it refuses is counted late.
@@ -410,7 +414,11 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
             guard counted else { return }
             statistics.withLock { isVideo ? ($0.videoFramesReceived += 1) : ($0.audioBuffersReceived += 1) }
         } else {
-            if isVideo { framesAwaitingEngine.subtract(1, ordering: .relaxed) }
+            if isVideo {
+                framesAwaitingEngine.subtract(1, ordering: .relaxed)
+            } else {
+                audioWasLost.store(true, ordering: .relaxed)
+            }
             countLate(isVideo: isVideo)
         }
     }
@@ -457,7 +465,11 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     override package func receiveDrop(
         presentationTime: CMTime, reason: DropReason, format: CMFormatDescription?, from connection: AVCaptureConnection
     ) {
-        guard isActive.load(ordering: .relaxed), Self.isVideo(connection) else { return }
+        guard isActive.load(ordering: .relaxed) else { return }
+        guard Self.isVideo(connection) else {
+            audioWasLost.store(true, ordering: .relaxed)
+            return
+        }
         countDrop(reason.rawValue)
     }
 

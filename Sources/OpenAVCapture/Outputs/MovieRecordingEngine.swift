@@ -32,7 +32,9 @@ final class MovieRecordingEngine: @unchecked Sendable {
     /// What the work queue handles, in order. `@unchecked Sendable`: buffers, connections and delegates are
     /// thread safe classes; the enum only carries them across.
     enum Work: @unchecked Sendable {
-        case sample(CMSampleBuffer, AVCaptureConnection, isVideo: Bool)
+        /// A sample; `afterLoss` says sound was lost between the last audio buffer and this one (the recording's
+        /// clock follower then leaves its place for silence instead of stretching over it).
+        case sample(CMSampleBuffer, AVCaptureConnection, isVideo: Bool, afterLoss: Bool = false)
         /// A picture for the encoder the output shares with a publishing output (`AVCaptureFileOutput+SharedEncoder`).
         case sharedPicture(CMSampleBuffer, AVCaptureConnection)
         case start(Request)
@@ -127,8 +129,9 @@ final class MovieRecordingEngine: @unchecked Sendable {
     func handle(_ work: Work) {
         dispatchPrecondition(condition: .onQueue(queue))
         switch work {
-        case .sample(let buffer, let connection, let isVideo):
+        case .sample(let buffer, let connection, let isVideo, let afterLoss):
             if isVideo { output?.videoHandled() }
+            if afterLoss { for recording in [previous, current] { recording?.clockFollower?.bufferWasLost() } }
             if let output, let (delegate, isSampleAccurate) = output.fileDelegate {
                 if isSampleAccurate {
                     sampleAccurateCallbackThread.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .relaxed)
@@ -421,6 +424,7 @@ final class MovieRecordingEngine: @unchecked Sendable {
         guard let trimmed = recording.timeline.trimmedAfterResume(buffer) else { return }
         guard input.pendingBufferCount < Self.maximumAudioBacklog else {
             output?.encoderWasBehind(isVideo: false)
+            recording.clockFollower?.bufferWasLost()
             return
         }
         // From the file's start on, and not overlapping what was written before a pause.
