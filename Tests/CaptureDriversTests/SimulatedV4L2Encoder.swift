@@ -211,7 +211,17 @@ final class SimulatedV4L2Encoder: KernelCalls, @unchecked Sendable {
             else { return (-1, EINVAL) }
             state.crop = selection.pointee.r
             return (0, 0)
-        case "STREAMON", "STREAMOFF":
+        case "STREAMON":
+            // Streaming again after a drain starts a new stream, as a real encoder does: parameter sets first,
+            // then a key frame.
+            if argument.load(as: UInt32.self) == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue {
+                state.stopping = false
+                state.lastSent = false
+                state.sentHeaders = false
+                state.coded = 0
+            }
+            return (0, 0)
+        case "STREAMOFF":
             return (0, 0)
         case "ENCODER_CMD":
             state.stopping = true
