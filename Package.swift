@@ -196,7 +196,8 @@ let package = Package(
         .testTarget(
             // OpenAVCapture and MediaCodecs: the writer's V4L2 encoder (V4L2VideoEncoder) on the simulated and
             // vicodec devices.
-            name: "CaptureDriversTests", dependencies: ["CaptureDrivers", "MediaCodecs", "OpenAVCapture", "TestSupport"],
+            name: "CaptureDriversTests",
+            dependencies: ["CaptureDrivers", "MediaCodecs", "OpenAVCapture", "TestSupport"],
             swiftSettings: strictSwift),
         .testTarget(
             name: "MediaCodecsTests", dependencies: ["MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],

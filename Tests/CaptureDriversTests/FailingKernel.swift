@@ -32,8 +32,9 @@ final class FailingKernel: KernelCalls, @unchecked Sendable {
         lock.unlock()
     }
 
-    func ioctl(_ descriptor: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) -> (result: Int32, errno: Int32)
-    {
+    func ioctl(
+        _ descriptor: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer
+    ) -> (result: Int32, errno: Int32) {
         lock.lock()
         var fails = false
         if V4L2Request.named(code: request)?.name == self.request, let left = remaining {

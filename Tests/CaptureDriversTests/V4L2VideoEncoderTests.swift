@@ -102,7 +102,9 @@ import Testing
         // own parameter sets.
         #expect(packets.map(\.presentationTime) == (0..<8).map { CMTime(value: Int64($0) * 3000, timescale: 90000) })
         // The device's packets are its six bytes (after the parameter sets, on the first).
-        let fromDevice = packets.prefix { [6, 6 + SimulatedV4L2Encoder.parameterSets.count].contains(Self.bytes($0).count) }
+        let fromDevice = packets.prefix {
+            [6, 6 + SimulatedV4L2Encoder.parameterSets.count].contains(Self.bytes($0).count)
+        }
         let software = Array(packets.dropFirst(fromDevice.count))
         #expect(!fromDevice.isEmpty && !software.isEmpty && fromDevice.count + software.count == 8)
         #expect(software.first?.isKeyFrame == true)
@@ -133,11 +135,26 @@ import Testing
         #expect(encoder.failure?.contains("QBUF") == true)
     }
 
+    @Test func aDeviceThatCannotCodeItsFirstPictureIsRefusedAtOpening() throws {
+        // Opening codes a picture for the parameter sets: a device that opens but fails there is refused while the
+        // writer can still choose another encoder, before the file has anything.
+        let failing = FailingKernel(wrapping: kernel, failing: "QBUF")
+        failing.arm(failingCall: 5)  // After the CAPTURE buffers, at the first picture.
+        do {
+            _ = try makeEncoder(configuration(), system: failing.system)
+            Issue.record("a device that fails its first picture was taken")
+        } catch let error as MediaCodecsError {
+            #expect(error.kind == .unsupportedConfiguration && error.message.contains("QBUF"), "\(error)")
+        }
+        #expect(failing.failures == 1)
+    }
+
     @Test func aDeviceThatTakesNeitherNV12NorYU12IsRefusedAtOpening() throws {
         #expect(throws: MediaCodecsError.self) {
             _ = try V4L2VideoEncoder(
                 path: kernel.path, codedFormat: .h264, offeredPictureFormats: [.yuyv], configuration: configuration(),
-                system: kernel.system, replacement: { reason throws(MediaCodecsError) in
+                system: kernel.system,
+                replacement: { reason throws(MediaCodecsError) in
                     throw MediaCodecsError(.encoderNotFound, while: "replacing", message: reason)
                 })
         }

@@ -84,7 +84,8 @@ package final class V4L2VideoEncoder: VideoPacketEncoder {
             converter = nil
         } else {
             converter = try PixelBufferConverter(
-                from: .init(pixelFormatType: configuration.pixelFormat, width: configuration.width,
+                from: .init(
+                    pixelFormatType: configuration.pixelFormat, width: configuration.width,
                     height: configuration.height),
                 to: .init(pixelFormatType: deviceType, width: configuration.width, height: configuration.height),
                 matrix: configuration.streamMatrix)

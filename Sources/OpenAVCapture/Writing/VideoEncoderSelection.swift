@@ -31,9 +31,9 @@ package enum VideoEncoderSelection {
     package static var loggedFallbacks: [String] { fallbacks.withLock { $0 } }
 
     /// The encoder for `configuration`, chosen by its ``VideoEncoder/Configuration/hardwarePolicy``.
-    package static func makeEncoder(_ configuration: VideoEncoder.Configuration) throws(MediaCodecsError)
-        -> any VideoPacketEncoder
-    {
+    package static func makeEncoder(
+        _ configuration: VideoEncoder.Configuration
+    ) throws(MediaCodecsError) -> any VideoPacketEncoder {
         let codec = configuration.codec
         guard configuration.hardwarePolicy != .software, codec == .h264 || codec == .hevc else {
             if configuration.hardwarePolicy == .requireHardware {
