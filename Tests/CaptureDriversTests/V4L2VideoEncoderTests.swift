@@ -160,7 +160,67 @@ import Testing
         }
     }
 
+    @Test(arguments: [false, true])
+    func aMovieFromTheDevicePlaysEveryFrame(deviceFailsMidStream: Bool) throws {
+        // The simulated device codes real H.264 (libx264 behind it, key frames where the device's GOP says), so the
+        // movie the muxer writes from this encoder's packets and avcC can be played back by ffmpeg.
+        let coder = try X264PictureCoder(width: 320, height: 240)
+        let kernel = SimulatedV4L2Encoder(parameterSets: coder.parameterSets) {
+            coder.code($0, bytesPerLine: $1, key: $2)
+        }
+        let failing = FailingKernel(wrapping: kernel, failing: "QBUF")
+        var configuration = configuration()
+        configuration.maxKeyFrameInterval = 10
+        let encoder = try V4L2VideoEncoder(
+            path: kernel.path, codedFormat: .h264, offeredPictureFormats: [.nv12], configuration: configuration,
+            system: failing.system
+        ) { _ throws(MediaCodecsError) in
+            try VideoEncoder(VideoEncoder.Configuration(codec: .h264, width: 320, height: 240))
+        }
+        #expect(encoder.extradata == coder.parameterSets)
+        if deviceFailsMidStream { failing.arm(failingCall: 31) }  // About the fifteenth picture.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("v4l2-\(UUID()).mov")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let muxer = try Muxer(path: file.path, fileType: .mov)
+        let stream = try muxer.addVideoStream(from: encoder)
+        try muxer.start(atSourceTime: .zero)
+        for index in 0..<40 {
+            try encoder.send(
+                movingPicture(index), presentationTime: CMTime(value: Int64(index), timescale: 30),
+                forcingKeyFrame: false)
+            while case .packet(let packet) = try encoder.receivePacket() { try muxer.write(packet, stream: stream) }
+        }
+        try encoder.finish()
+        while case .packet(let packet) = try encoder.receivePacket() { try muxer.write(packet, stream: stream) }
+        try muxer.finish()
+        #expect((encoder.replacement != nil) == deviceFailsMidStream)
+        let probe = try #require(
+            spawn(
+                "/usr/bin/ffprobe",
+                [
+                    "-v", "error", "-count_frames", "-select_streams", "v", "-show_entries",
+                    "stream=codec_name,width,height,nb_read_frames", "-of", "csv=p=0", file.path,
+                ]))
+        #expect(probe.output.trimmingCharacters(in: .whitespacesAndNewlines) == "h264,320,240,40", "\(probe)")
+        // ffmpeg decodes every frame without a complaint (standard error kept this time).
+        let decode = try #require(
+            spawn("/bin/sh", ["-c", "exec ffmpeg -v error -i \"$0\" -f null - 2>&1", file.path]))
+        #expect(decode.status == 0 && decode.output.isEmpty, "\(decode.output)")
+    }
+
     // MARK: Helpers
+
+    /// A picture whose bright bar moves with `index`, so every frame codes differently.
+    private func movingPicture(_ index: Int) throws -> CVPixelBuffer {
+        let buffer = try picture(luma: 60)
+        buffer.withLockedPlanes([]) { planes in
+            for y in 0..<240 {
+                let row = planes[0].row(y)
+                for x in (index * 6)..<min(index * 6 + 24, 320) { row[x] = 200 }
+            }
+        }
+        return buffer
+    }
 
     private func receiveAll(_ encoder: V4L2VideoEncoder) throws -> [EncodedPacket] {
         var packets: [EncodedPacket] = []
