@@ -13,7 +13,7 @@ import Synchronization
 /// Candidates, in order, for H.264 and HEVC:
 /// 1. V4L2 memory-to-memory encoders coding the track's codec (`V4L2EncoderDiscovery`: a Raspberry Pi's
 ///    `bcm2835-codec`, a SoC's VPU), through ``V4L2VideoEncoder``. One that fails while encoding is replaced by
-///    the candidates after it, then software (with Enable's one warning), or fails the writer (Require).
+///    VA-API or NVENC below, else software (with Enable's one warning), or fails the writer (Require).
 /// 2. VA-API on each DRM render node (`/dev/dri/renderD*`, or the one path in `OPENAV_VAAPI_DEVICE`), through FFmpeg's
 ///    `h264_vaapi` / `hevc_vaapi`.
 /// 3. NVENC through FFmpeg's `h264_nvenc` / `hevc_nvenc`, where this FFmpeg has them.
@@ -61,7 +61,7 @@ package enum VideoEncoderSelection {
 
     /// VA-API, then NVENC, then (Enable) libx264/libx265 with one warning naming `reasons` and what each of those
     /// said; with Require, `.encoderNotFound` instead of software.
-    package static func ffmpegOrSoftware(
+    private static func ffmpegOrSoftware(
         _ configuration: VideoEncoder.Configuration, reasons earlier: [String]
     ) throws(MediaCodecsError) -> VideoEncoder {
         var reasons = earlier
