@@ -194,7 +194,11 @@ let package = Package(
         .testTarget(name: "OpenCoreVideoTests", dependencies: ["OpenCoreVideo"], swiftSettings: strictSwift),
         .testTarget(name: "OpenCoreMediaTests", dependencies: ["OpenCoreMedia"], swiftSettings: strictSwift),
         .testTarget(
-            name: "CaptureDriversTests", dependencies: ["CaptureDrivers", "TestSupport"], swiftSettings: strictSwift),
+            // OpenAVCapture and MediaCodecs: the writer's V4L2 encoder (V4L2VideoEncoder) on the simulated and
+            // vicodec devices.
+            name: "CaptureDriversTests",
+            dependencies: ["CaptureDrivers", "MediaCodecs", "OpenAVCapture", "TestSupport"],
+            swiftSettings: strictSwift),
         .testTarget(
             name: "MediaCodecsTests", dependencies: ["MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
             swiftSettings: strictSwift),

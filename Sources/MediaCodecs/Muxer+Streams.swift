@@ -19,16 +19,27 @@ extension Muxer {
         }
     }
 
-    /// Adds a video track for `encoder`'s packets, shown with `transform`; returns its stream index.
+    /// Adds a video track for `encoder`'s packets, shown with `transform`; returns its stream index. A libavcodec
+    /// encoder gives its own codec parameters; any other (a V4L2 device) is described by its configuration and
+    /// ``VideoPacketEncoder/extradata``, which must hold its parameter sets already.
     ///
     /// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/unsupportedConfiguration`` when the container
     ///   cannot hold the codec, ``MediaCodecsError/Kind/invalidState`` after ``start(atSourceTime:)``.
     package func addVideoStream(
-        from encoder: VideoEncoder, transform: TrackTransform = .identity
+        from encoder: any VideoPacketEncoder, transform: TrackTransform = .identity
     )
         throws(MediaCodecsError) -> Int
     {
-        let index = try addStream(timeBase: encoder.timeBase, kind: "video") { encoder.copyParameters(to: $0) }
+        let index: Int
+        if let software = encoder as? VideoEncoder {
+            index = try addStream(timeBase: software.timeBase, kind: "video") { software.copyParameters(to: $0) }
+        } else {
+            let configuration = encoder.configuration
+            let extradata = encoder.extradata
+            index = try addStream(timeBase: AVRational(num: 1, den: configuration.timescale), kind: "video") {
+                Self.describeDeviceStream($0, configuration: configuration, extradata: extradata)
+            }
+        }
         guard let stream = context?.pointee.streams[index] else { return index }
         if encoder.configuration.codec == .hevc {
             // Apple plays HEVC only as 'hvc1' (parameter sets out of band), not FFmpeg's default 'hev1'.
@@ -39,6 +50,35 @@ extension Muxer {
         transforms[index] = transform
         videoStreams.insert(index)
         return index
+    }
+
+    /// The codec parameters of a stream coded by a device: codec, size, rate, the colour tags ``VideoEncoder``
+    /// would set (BT.709 from 720p, BT.601 below; video range), and the parameter sets as extradata.
+    private static func describeDeviceStream(
+        _ parameters: UnsafeMutablePointer<AVCodecParameters>, configuration: VideoEncoder.Configuration,
+        extradata: [UInt8]
+    ) -> Int32 {
+        let isHD = configuration.width >= 1280 || configuration.height >= 720
+        parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+        parameters.pointee.codec_id = configuration.codec == .hevc ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264
+        parameters.pointee.width = Int32(configuration.width)
+        parameters.pointee.height = Int32(configuration.height)
+        parameters.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+        parameters.pointee.bit_rate = Int64(configuration.averageBitRate)
+        parameters.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        parameters.pointee.field_order = AV_FIELD_PROGRESSIVE
+        parameters.pointee.color_range = AVCOL_RANGE_MPEG
+        parameters.pointee.color_space = configuration.streamMatrix.ffmpegColorspace
+        parameters.pointee.color_primaries = isHD ? AVCOL_PRI_BT709 : AVCOL_PRI_SMPTE170M
+        parameters.pointee.color_trc = isHD ? AVCOL_TRC_BT709 : AVCOL_TRC_SMPTE170M
+        guard !extradata.isEmpty else { return 0 }
+        guard let bytes = av_mallocz(extradata.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
+            return CFFmpeg_AVERROR(ENOMEM)
+        }
+        extradata.withUnsafeBytes { bytes.copyMemory(from: $0.baseAddress!, byteCount: extradata.count) }
+        parameters.pointee.extradata = bytes.assumingMemoryBound(to: UInt8.self)
+        parameters.pointee.extradata_size = Int32(extradata.count)
+        return 0
     }
 
     /// Sets a track's own tags (`AVStream.metadata`), before ``start(atSourceTime:)``. In a QuickTime movie

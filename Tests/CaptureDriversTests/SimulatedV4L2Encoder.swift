@@ -52,7 +52,20 @@ final class SimulatedV4L2Encoder: KernelCalls, @unchecked Sendable {
     /// encoders do for 1080 lines coded as 1088; ENOTTY when not.
     let takesCrop: Bool
 
-    init(takesCrop: Bool = false) { self.takesCrop = takesCrop }
+    /// The parameter sets the device gives ahead of its first picture.
+    let headerBytes: [UInt8]
+    /// Codes a picture as the device read it (rows `bytesPerLine` apart, chroma after the luma rows) into a slice,
+    /// a key frame when told; nil: the one-byte packets above.
+    let coder: (@Sendable (_ picture: [UInt8], _ bytesPerLine: Int, _ key: Bool) -> [UInt8])?
+
+    init(
+        takesCrop: Bool = false, parameterSets: [UInt8] = SimulatedV4L2Encoder.parameterSets,
+        coder: (@Sendable (_ picture: [UInt8], _ bytesPerLine: Int, _ key: Bool) -> [UInt8])? = nil
+    ) {
+        self.takesCrop = takesCrop
+        self.headerBytes = parameterSets
+        self.coder = coder
+    }
 
     /// The visible area S_SELECTION set.
     var crop: v4l2_rect? { withState { $0.crop } }
@@ -211,7 +224,17 @@ final class SimulatedV4L2Encoder: KernelCalls, @unchecked Sendable {
             else { return (-1, EINVAL) }
             state.crop = selection.pointee.r
             return (0, 0)
-        case "STREAMON", "STREAMOFF":
+        case "STREAMON":
+            // Streaming again after a drain starts a new stream, as a real encoder does: parameter sets first,
+            // then a key frame.
+            if argument.load(as: UInt32.self) == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue {
+                state.stopping = false
+                state.lastSent = false
+                state.sentHeaders = false
+                state.coded = 0
+            }
+            return (0, 0)
+        case "STREAMOFF":
             return (0, 0)
         case "ENCODER_CMD":
             state.stopping = true
@@ -239,7 +262,7 @@ final class SimulatedV4L2Encoder: KernelCalls, @unchecked Sendable {
         }
         while !state.capture.queued.isEmpty {
             if !state.sentHeaders, !state.output.queued.isEmpty {
-                emit(Self.parameterSets, timestamp: timeval(), flags: 0, &state)
+                emit(headerBytes, timestamp: timeval(), flags: 0, &state)
                 state.sentHeaders = true
                 continue
             }
@@ -260,7 +283,10 @@ final class SimulatedV4L2Encoder: KernelCalls, @unchecked Sendable {
             var flags = UInt32(isKey ? V4L2_BUF_FLAG_KEYFRAME : V4L2_BUF_FLAG_PFRAME)
             if state.stopping, state.output.queued.isEmpty { flags |= UInt32(V4L2_BUF_FLAG_LAST) }
             let firstByte = picture.bytesUsed > 0 ? bytes.load(as: UInt8.self) : 0
-            emit([0, 0, 0, 1, isKey ? 0x65 : 0x41, firstByte], timestamp: picture.timestamp, flags: flags, &state)
+            let slice =
+                coder?(state.pictures[state.pictures.count - 1], Int(state.width + Self.rowPadding), isKey)
+                ?? [0, 0, 0, 1, isKey ? 0x65 : 0x41, firstByte]
+            emit(slice, timestamp: picture.timestamp, flags: flags, &state)
             var done = v4l2_buffer()
             done.index = UInt32(picture.index)
             done.type = V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue

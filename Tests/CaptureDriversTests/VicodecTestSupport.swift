@@ -28,13 +28,18 @@ enum Vicodec {
     /// Decodes `packets` (one FWHT stream of `width` x `height` pictures) with vicodec's stateful decoder through
     /// `v4l2-ctl --stream-from`; the YU12 pictures it gives, in order.
     static func decode(_ packets: [V4L2EncodedPacket], width: Int, height: Int) throws -> [[UInt8]] {
+        try decode(packets.map(\.data), width: width, height: height)
+    }
+
+    /// As ``decode(_:width:height:)``, for packets given as their bytes.
+    static func decode(_ packets: [[UInt8]], width: Int, height: Int) throws -> [[UInt8]] {
         let decoder = try #require(node(named: "stateful-decoder"), "vicodec has no stateful decoder node")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("vicodec-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let input = directory.appendingPathComponent("in.fwht").path
         let output = directory.appendingPathComponent("out.yu12").path
-        try Data(packets.flatMap(\.data)).write(to: URL(fileURLWithPath: input))
+        try Data(packets.joined()).write(to: URL(fileURLWithPath: input))
         let arguments = [
             "-d", decoder, "--set-fmt-video-out=width=\(width),height=\(height),pixelformat=FWHT",
             "--stream-out-mmap", "--stream-mmap", "--stream-from", input, "--stream-to", output,

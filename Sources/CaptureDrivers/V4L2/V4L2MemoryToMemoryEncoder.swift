@@ -24,6 +24,8 @@ package final class V4L2MemoryToMemoryEncoder {
     package private(set) var settings: V4L2EncoderSettings
     /// The controls the driver took, by name, with the value it kept (what was honoured, for logs and tests).
     package private(set) var appliedControls: [String: Int32] = [:]
+    /// The controls the driver has (VIDIOC_QUERY_EXT_CTRL), by id.
+    private var availableControls: Set<UInt32> = []
 
     private let node: V4L2Node
     private let outputType: V4L2BufferType
@@ -95,6 +97,15 @@ package final class V4L2MemoryToMemoryEncoder {
             try node.queueOutput(index, type: outputType, bytesUsed: bytesUsed, timestamp: timeval(microseconds: stamp))
         }
         return packets + (try collectPackets(waitMilliseconds: 0))
+    }
+
+    /// Asks for the next picture queued to be coded as a key frame (`V4L2_CID_MPEG_VIDEO_FORCE_KEY_FRAME`); false
+    /// when the driver has no such control (its GOP alone places key frames then).
+    package func requestKeyFrame() throws(V4L2EncoderError) -> Bool {
+        let control = UInt32(V4L2_CID_MPEG_VIDEO_FORCE_KEY_FRAME)
+        guard availableControls.contains(control) else { return false }
+        _ = try Self.device("S_CTRL(force_key_frame)") { () throws(Errno) in try node.setValue(1, of: control) }
+        return true
     }
 
     /// Drains the encoder: tells it to stop (`V4L2_ENC_CMD_STOP`) and returns every packet still inside, up to the
@@ -223,6 +234,7 @@ package final class V4L2MemoryToMemoryEncoder {
     /// Sets each control the settings ask for that the driver has; records what it kept.
     private func applyControls() throws(V4L2EncoderError) {
         let available = Set(((try? node.controls()) ?? []).map(\.id))
+        availableControls = available
         var wanted: [(String, UInt32, Int32)] = [
             // Parameter sets with the first frame and again at every key frame, so a muxer (or a segment) never
             // starts without them.
@@ -231,6 +243,8 @@ package final class V4L2MemoryToMemoryEncoder {
                 Int32(V4L2_MPEG_VIDEO_HEADER_MODE_JOINED_WITH_1ST_FRAME.rawValue)
             ),
             ("repeat_sequence_header", UInt32(V4L2_CID_MPEG_VIDEO_REPEAT_SEQ_HEADER), 1),
+            // Pictures come out in the order they went in, so a packet's decode time is its presentation time.
+            ("b_frames", UInt32(V4L2_CID_MPEG_VIDEO_B_FRAMES), 0),
         ]
         if let interval = settings.keyFrameInterval {
             wanted.append(("gop_size", UInt32(V4L2_CID_MPEG_VIDEO_GOP_SIZE), Int32(clamping: interval)))

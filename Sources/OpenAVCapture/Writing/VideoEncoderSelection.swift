@@ -11,15 +11,16 @@ import Synchronization
 /// said; or hardware or nothing (`.encoderNotFound`, which the writer reports as `AVError.encoderNotFound`).
 ///
 /// Candidates, in order, for H.264 and HEVC:
-/// 1. V4L2 memory-to-memory encoders (`V4L2EncoderDiscovery`: a Raspberry Pi's `bcm2835-codec`, a SoC's VPU). The
-///    driver (`V4L2MemoryToMemoryEncoder`) negotiates them, but the writer does not yet feed one: each found is
-///    opened to say whether it would take the size, and reported as not used.
+/// 1. V4L2 memory-to-memory encoders coding the track's codec (`V4L2EncoderDiscovery`: a Raspberry Pi's
+///    `bcm2835-codec`, a SoC's VPU), through ``V4L2VideoEncoder``. One that fails while encoding is replaced by
+///    VA-API or NVENC below, else software (with Enable's one warning), or fails the writer (Require).
 /// 2. VA-API on each DRM render node (`/dev/dri/renderD*`, or the one path in `OPENAV_VAAPI_DEVICE`), through FFmpeg's
 ///    `h264_vaapi` / `hevc_vaapi`.
 /// 3. NVENC through FFmpeg's `h264_nvenc` / `hevc_nvenc`, where this FFmpeg has them.
 ///
-/// A candidate works when its encoder opens for the track's size and rate (`avcodec_open2`): a device that is there
-/// but cannot start (a render node without a VA driver, NVENC without a GPU) is a failure, not a hang.
+/// A candidate works when it opens for the track's size and rate (`avcodec_open2`; a V4L2 device must also code a
+/// first picture and give its parameter sets): a device that is there but cannot start (a render node without a VA
+/// driver, NVENC without a GPU) is a failure, not a hang.
 ///
 /// Threading: stateless but for the record of fallbacks (a mutex); callable from any thread.
 package enum VideoEncoderSelection {
@@ -30,7 +31,9 @@ package enum VideoEncoderSelection {
     package static var loggedFallbacks: [String] { fallbacks.withLock { $0 } }
 
     /// The encoder for `configuration`, chosen by its ``VideoEncoder/Configuration/hardwarePolicy``.
-    static func makeEncoder(_ configuration: VideoEncoder.Configuration) throws(MediaCodecsError) -> VideoEncoder {
+    package static func makeEncoder(
+        _ configuration: VideoEncoder.Configuration
+    ) throws(MediaCodecsError) -> any VideoPacketEncoder {
         let codec = configuration.codec
         guard configuration.hardwarePolicy != .software, codec == .h264 || codec == .hevc else {
             if configuration.hardwarePolicy == .requireHardware {
@@ -38,7 +41,30 @@ package enum VideoEncoderSelection {
             }
             return try VideoEncoder(configuration)
         }
-        var reasons = v4l2Reasons(configuration)
+        let coded: V4L2PixelFormat = codec == .h264 ? .h264 : .hevc
+        var reasons: [String] = []
+        for device in V4L2EncoderDiscovery().encoders(coding: coded) {
+            let name = "\(device.driver) at \(device.path)"
+            do throws(MediaCodecsError) {
+                return try V4L2VideoEncoder(
+                    path: device.path, codedFormat: coded, offeredPictureFormats: device.pictureFormats,
+                    configuration: configuration
+                ) { (reason: String) throws(MediaCodecsError) -> VideoEncoder in
+                    try ffmpegOrSoftware(configuration, reasons: ["\(device.driver) at \(reason)"])
+                }
+            } catch {
+                reasons.append("\(name): \(error.message)")
+            }
+        }
+        return try ffmpegOrSoftware(configuration, reasons: reasons)
+    }
+
+    /// VA-API, then NVENC, then (Enable) libx264/libx265 with one warning naming `reasons` and what each of those
+    /// said; with Require, `.encoderNotFound` instead of software.
+    private static func ffmpegOrSoftware(
+        _ configuration: VideoEncoder.Configuration, reasons earlier: [String]
+    ) throws(MediaCodecsError) -> VideoEncoder {
+        var reasons = earlier
         for hardware in ffmpegCandidates() {
             var attempt = configuration
             attempt.hardware = hardware
@@ -50,31 +76,13 @@ package enum VideoEncoderSelection {
         }
         if reasons.isEmpty { reasons = ["no V4L2 encoder, VA-API render node or NVENC found"] }
         if configuration.hardwarePolicy == .requireHardware { throw notFound(configuration, reasons: reasons) }
+        let codec = configuration.codec
         let message =
             "no hardware \(codec == .h264 ? "H.264" : "HEVC") encoder works (\(reasons.joined(separator: "; "))): "
             + "encoding with \(codec.encoderName)"
         fallbacks.withLock { $0.append(message) }
         logger.warning("\(message)")
         return try VideoEncoder(configuration)
-    }
-
-    /// Why each V4L2 encoder of the codec is not used.
-    private static func v4l2Reasons(_ configuration: VideoEncoder.Configuration) -> [String] {
-        let coded: V4L2PixelFormat = configuration.codec == .h264 ? .h264 : .hevc
-        return V4L2EncoderDiscovery().encoders(coding: coded).map { device in
-            let settings = V4L2EncoderSettings(
-                pictureFormat: .nv12, codedFormat: coded, width: configuration.width, height: configuration.height)
-            let verdict: String
-            do throws(V4L2EncoderError) {
-                _ = try V4L2MemoryToMemoryEncoder(path: device.path, settings: settings)
-                verdict =
-                    "takes \(configuration.width)x\(configuration.height), but the writer does not feed V4L2 "
-                    + "encoders yet"
-            } catch {
-                verdict = error.description
-            }
-            return "\(device.driver) at \(device.path): \(verdict)"
-        }
     }
 
     /// The FFmpeg hardware encoders to try, in order: VA-API on each render node, then NVENC.

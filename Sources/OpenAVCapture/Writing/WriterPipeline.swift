@@ -15,7 +15,7 @@ final class WriterPipeline {
         let stream: Int
         let isVideo: Bool
         /// Released once flushed at the finish, so the encoder's frames are not held through the muxer's rewrite.
-        private(set) var video: VideoEncoder?
+        private(set) var video: (any VideoPacketEncoder)?
         private(set) var audio: AudioEncoder?
         /// Converts audio whose rate or channel count differs from the settings; made for the first buffer that
         /// needs it.
@@ -30,7 +30,7 @@ final class WriterPipeline {
         /// A passthrough video track (no encoder): its packets count as video for the size limits.
         var isCompressedVideo = false
 
-        init(stream: Int, video: VideoEncoder?, audio: AudioEncoder?) {
+        init(stream: Int, video: (any VideoPacketEncoder)?, audio: AudioEncoder?) {
             self.stream = stream
             self.isVideo = video != nil
             self.video = video
@@ -72,7 +72,7 @@ final class WriterPipeline {
     ) throws(MediaCodecsError) {
         self.encodedBytes = encodedBytes
         self.limits = limits
-        var encoders: [(VideoEncoder?, AudioEncoder?)] = []
+        var encoders: [((any VideoPacketEncoder)?, AudioEncoder?)] = []
         for (setting, pixelFormat, _) in settings {
             switch setting {
             case .video(var configuration):
@@ -139,7 +139,7 @@ final class WriterPipeline {
         } else {
             picture = try track.pictures.picture(pixelBuffer, for: configuration)
         }
-        try encoder.send(picture, presentationTime: time)
+        try encoder.send(picture, presentationTime: time, forcingKeyFrame: false)
         try drain(track)
     }
 
