@@ -445,14 +445,7 @@ package final class VideoEncoder {
         guard !isFinished, let context, let frame else {
             throw MediaCodecsError(.invalidState, while: operation, message: "the encoder was finished")
         }
-        guard pixelBuffer.pixelFormatType == configuration.pixelFormat, pixelBuffer.width == configuration.width,
-            pixelBuffer.height == configuration.height
-        else {
-            throw MediaCodecsError(
-                .formatMismatch, while: operation,
-                message: "the buffer is \(PixelBufferConverter.Format(of: pixelBuffer)), the encoder takes "
-                    + "\(configuration.width)x\(configuration.height) \(pixelFormatName(configuration.pixelFormat))")
-        }
+        try configuration.checkPicture(pixelBuffer, while: operation)
         guard let pts = presentationTime.ffmpegTimestamp(in: timeBase) else {
             throw MediaCodecsError(.formatMismatch, while: operation, message: "the presentation time is not numeric")
         }
@@ -582,5 +575,21 @@ package final class VideoEncoder {
             }
         }
         guard status >= 0 else { throw .ffmpeg(status, while: "\(operation) (sws_scale)") }
+    }
+}
+
+extension VideoEncoder.Configuration {
+    /// Throws unless `pixelBuffer` is a picture of this configuration's format and size (what every encoder of a
+    /// writer's track checks before it takes one).
+    ///
+    /// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/formatMismatch``, naming both.
+    package func checkPicture(_ pixelBuffer: CVPixelBuffer, while operation: String) throws(MediaCodecsError) {
+        guard pixelBuffer.pixelFormatType == pixelFormat, pixelBuffer.width == width, pixelBuffer.height == height
+        else {
+            throw MediaCodecsError(
+                .formatMismatch, while: operation,
+                message: "the buffer is \(PixelBufferConverter.Format(of: pixelBuffer)), the encoder takes "
+                    + "\(width)x\(height) \(pixelFormatName(pixelFormat))")
+        }
     }
 }

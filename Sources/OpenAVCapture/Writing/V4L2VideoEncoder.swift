@@ -120,17 +120,7 @@ package final class V4L2VideoEncoder: VideoPacketEncoder {
         guard !isFinished else {
             throw MediaCodecsError(.invalidState, while: operation, message: "the encoder was finished")
         }
-        guard pixelBuffer.pixelFormatType == configuration.pixelFormat, pixelBuffer.width == configuration.width,
-            pixelBuffer.height == configuration.height
-        else {
-            throw MediaCodecsError(
-                .formatMismatch, while: operation,
-                message: "the buffer is \(PixelBufferConverter.Format(of: pixelBuffer)), the encoder takes "
-                    + PixelBufferConverter.Format(
-                        pixelFormatType: configuration.pixelFormat, width: configuration.width,
-                        height: configuration.height
-                    ).description)
-        }
+        try configuration.checkPicture(pixelBuffer, while: operation)
         guard presentationTime.isNumeric, lastTime.map({ presentationTime > $0 }) ?? true else {
             throw MediaCodecsError(
                 .formatMismatch, while: operation, message: "presentation times must be numeric and increase")
