@@ -12,6 +12,8 @@ import Synchronization
 
 /// Reads a media file with libavformat: its streams (``Stream``), format metadata, and packets in file order.
 ///
+/// Opening probes the streams without decoding pictures where the container describes them (``StreamProbe``).
+///
 /// Times are exact `CMTime`s in each stream's time base. A stream's ``Stream/duration`` is libavformat's (the
 /// track's edit list applied); when the file has none for it, the format's duration.
 ///
@@ -105,6 +107,10 @@ package final class Demuxer {
     /// The format-level tags (`title`, `creation_time`, `com.apple.quicktime.location.ISO6709`, …).
     package let metadata: [String: String]
 
+    /// The video streams whose parameters came from the container's header, none of their pictures decoded to
+    /// learn them (``StreamProbe``); the others were probed by decoding their first packets.
+    package let streamsProbedWithoutDecoding: Set<Int>
+
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
 
@@ -119,7 +125,7 @@ package final class Demuxer {
         var opened: UnsafeMutablePointer<AVFormatContext>? = nil
         let status = avformat_open_input(&opened, path, nil, nil)
         guard status >= 0, let context = opened else { throw .ffmpeg(status, while: operation) }
-        let probed = avformat_find_stream_info(context, nil)
+        let (probed, described) = StreamProbe.findStreamInfo(context)
         guard probed >= 0 else {
             avformat_close_input(&opened)
             throw .ffmpeg(probed, while: "\(operation) (avformat_find_stream_info)")
@@ -130,6 +136,7 @@ package final class Demuxer {
         }
         self.context = context
         self.packet = packet
+        streamsProbedWithoutDecoding = described
         formatName = String(cString: context.pointee.iformat.pointee.name)
         let formatDuration =
             context.pointee.duration > 0

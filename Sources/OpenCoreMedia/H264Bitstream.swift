@@ -92,7 +92,9 @@ package enum H264Bitstream {
         var offset = 0
         forEachNALUnit(inAnnexB: bytes) { range in
             let length = UInt32(range.count).bigEndian
-            withUnsafeBytes(of: length) { destination.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: 4) }
+            withUnsafeBytes(of: length) {
+                destination.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: 4)
+            }
             destination.baseAddress!.advanced(by: offset + 4).copyMemory(
                 from: bytes.baseAddress!.advanced(by: range.lowerBound), byteCount: range.count)
             offset += 4 + range.count
@@ -121,13 +123,49 @@ package enum H264Bitstream {
         return record
     }
 
+    /// The chroma format (`chroma_format_idc`: 0 monochrome, 1 4:2:0, 2 4:2:2, 3 4:4:4) and luma bit depth an
+    /// SPS (the NAL unit, header byte first) names; nil for an SPS too short or out of range to say.
+    package static func pictureLayout(sps: [UInt8]) -> (chromaFormat: Int, bitDepth: Int)? {
+        guard let fields = SequenceParameterSetFields(sps) else { return nil }
+        return (Int(fields.chromaFormat), 8 + Int(fields.bitDepthLumaMinus8))
+    }
+
+    /// The sample range an SPS's video usability information states (`video_full_range_flag`).
+    package enum SignalRange: Sendable {
+        case limited, full
+        /// No video usability information, or no video signal type in it.
+        case unstated
+    }
+
+    /// The sample range an SPS states; nil when the SPS cannot be read that far.
+    package static func signalRange(sps: [UInt8]) -> SignalRange? {
+        SequenceParameterSetFields(sps)?.signalRange
+    }
+
+    /// The SPS NAL units of an `avcC` record (AVCDecoderConfigurationRecord); empty when it is not one.
+    package static func sequenceParameterSets(avcC record: [UInt8]) -> [[UInt8]] {
+        guard record.count >= 6, record[0] == 1 else { return [] }
+        var units: [[UInt8]] = []
+        var offset = 6
+        for _ in 0..<Int(record[5] & 0x1F) {
+            guard offset + 2 <= record.count else { return [] }
+            let length = Int(record[offset]) << 8 | Int(record[offset + 1])
+            guard length > 0, offset + 2 + length <= record.count else { return [] }
+            units.append(Array(record[offset + 2..<offset + 2 + length]))
+            offset += 2 + length
+        }
+        return units
+    }
+
     /// Profiles whose `avcC` carries the chroma format and bit depth extension.
     private static let highProfiles: Set<UInt8> = [100, 110, 122, 144]
 
     /// An `'avc1'` format description of `width` × `height` pictures whose `avcC` holds these parameter sets, as
     /// Apple's `CMVideoFormatDescriptionCreateFromH264ParameterSets` makes (which reads the size from the SPS; here
     /// the caller knows it from the device format).
-    package static func formatDescription(sps: [[UInt8]], pps: [[UInt8]], width: Int, height: Int)
+    package static func formatDescription(
+        sps: [[UInt8]], pps: [[UInt8]], width: Int, height: Int
+    )
         -> CMFormatDescription?
     {
         guard let record = avcC(sps: sps, pps: pps) else { return nil }
@@ -148,19 +186,68 @@ private struct SequenceParameterSetFields {
     var chromaFormat: UInt8 = 1
     var bitDepthLumaMinus8: UInt8 = 0
     var bitDepthChromaMinus8: UInt8 = 0
+    /// `video_full_range_flag`; nil when the SPS ends (or is damaged) before it.
+    var signalRange: H264Bitstream.SignalRange?
 
     init?(_ unit: [UInt8]) {
         var reader = ExpGolombReader(rbsp: Self.rbsp(unit.dropFirst()))
         guard let profile = reader.bits(8), reader.bits(16) != nil, reader.unsigned() != nil else { return nil }
-        guard [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135].contains(profile) else { return }
-        guard let chroma = reader.unsigned(), chroma <= 3 else { return nil }
-        if chroma == 3 { _ = reader.bits(1) }
-        guard let luma = reader.unsigned(), let chromaDepth = reader.unsigned(), luma <= 6, chromaDepth <= 6 else {
-            return nil
+        if [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135].contains(profile) {
+            guard let chroma = reader.unsigned(), chroma <= 3 else { return nil }
+            if chroma == 3 { _ = reader.bits(1) }
+            guard let luma = reader.unsigned(), let chromaDepth = reader.unsigned(), luma <= 6, chromaDepth <= 6 else {
+                return nil
+            }
+            chromaFormat = UInt8(chroma)
+            bitDepthLumaMinus8 = UInt8(luma)
+            bitDepthChromaMinus8 = UInt8(chromaDepth)
+            guard reader.bits(1) != nil, let scalingMatrix = reader.bits(1) else { return }
+            if scalingMatrix == 1 {
+                for list in 0..<(chroma == 3 ? 12 : 8) {
+                    guard let present = reader.bits(1) else { return }
+                    if present == 1 && !reader.skipScalingList(size: list < 6 ? 16 : 64) { return }
+                }
+            }
         }
-        chromaFormat = UInt8(chroma)
-        bitDepthLumaMinus8 = UInt8(luma)
-        bitDepthChromaMinus8 = UInt8(chromaDepth)
+        signalRange = Self.signalRange(afterChroma: &reader)
+    }
+
+    /// Reads on from `log2_max_frame_num_minus4` (§7.3.2.1.1) to the VUI's `video_full_range_flag` (§E.1.1).
+    private static func signalRange(afterChroma reader: inout ExpGolombReader) -> H264Bitstream.SignalRange? {
+        guard reader.unsigned() != nil, let pictureOrderType = reader.unsigned() else { return nil }
+        switch pictureOrderType {
+        case 0:
+            guard reader.unsigned() != nil else { return nil }
+        case 1:
+            guard reader.bits(1) != nil, reader.signed() != nil, reader.signed() != nil,
+                let cycle = reader.unsigned(), cycle <= 255
+            else { return nil }
+            for _ in 0..<cycle where reader.signed() == nil { return nil }
+        default:
+            break
+        }
+        // max_num_ref_frames, gaps, width, height in macroblocks, frame_mbs_only.
+        guard reader.unsigned() != nil, reader.bits(1) != nil, reader.unsigned() != nil, reader.unsigned() != nil,
+            let frameMacroblocksOnly = reader.bits(1)
+        else { return nil }
+        if frameMacroblocksOnly == 0 && reader.bits(1) == nil { return nil }
+        guard reader.bits(1) != nil, let cropping = reader.bits(1) else { return nil }
+        if cropping == 1 {
+            for _ in 0..<4 where reader.unsigned() == nil { return nil }
+        }
+        guard let usability = reader.bits(1) else { return nil }
+        guard usability == 1 else { return .unstated }
+        guard let aspectRatio = reader.bits(1) else { return nil }
+        if aspectRatio == 1 {
+            guard let indicator = reader.bits(8) else { return nil }
+            if indicator == 255 && reader.bits(32) == nil { return nil }  // Extended_SAR: sar_width, sar_height
+        }
+        guard let overscan = reader.bits(1) else { return nil }
+        if overscan == 1 && reader.bits(1) == nil { return nil }
+        guard let signalType = reader.bits(1) else { return nil }
+        guard signalType == 1 else { return .unstated }
+        guard reader.bits(3) != nil, let flag = reader.bits(1) else { return nil }
+        return flag == 1 ? .full : .limited
     }
 
     /// The payload with emulation prevention bytes (`00 00 03`) removed.
@@ -196,6 +283,24 @@ private struct ExpGolombReader {
             position += 1
         }
         return value
+    }
+
+    /// A signed Exp-Golomb code (`se(v)`, §9.1.1).
+    mutating func signed() -> Int64? {
+        guard let code = unsigned() else { return nil }
+        return code % 2 == 1 ? Int64(code / 2) + 1 : -Int64(code / 2)
+    }
+
+    /// Skips a `scaling_list` of `size` entries (§7.3.2.1.1.1): delta-coded until a delta makes the next scale 0.
+    mutating func skipScalingList(size: Int) -> Bool {
+        var last: Int64 = 8
+        var next: Int64 = 8
+        for _ in 0..<size where next != 0 {
+            guard let delta = signed() else { return false }
+            next = (last + delta + 256) % 256
+            last = next == 0 ? last : next
+        }
+        return true
     }
 
     mutating func unsigned() -> UInt32? {

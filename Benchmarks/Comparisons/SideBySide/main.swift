@@ -259,11 +259,13 @@ for round in 1...rounds {
     let jobs: [(String, String, [String])] = [
         ("avcapture as it comes", avcapture, ours(camera, to: output, encode: false)),
         ("ffmpeg -c:v copy", "/usr/bin/ffmpeg", ffmpeg(camera, to: output, copyVideo: true)),
+        // Paced as a camera is: issue 39's passthrough goal is at most 1.5x this one.
+        ("ffmpeg -re -c:v copy", "/usr/bin/ffmpeg", ffmpeg(camera, to: output, copyVideo: true, paced: true)),
         ("gst-launch-1.0 h264parse", "/usr/bin/gst-launch-1.0", gstreamer(camera, to: output, copyVideo: true)),
         ("avcapture as it comes, no sound", avcapture, ours(camera, to: output, encode: false, audio: false)),
         ("avcapture encoding, no sound", avcapture, ours(camera, to: output, encode: true, audio: false)),
         // The first half only: the difference from the whole is per frame, without the process's fixed costs
-        // (starting, opening the file twice, the summary's read of the movie).
+        // (starting, opening the file, the summary's read of the movie).
         (
             "avcapture as it comes, no sound, first half", avcapture,
             ours(camera, to: output, encode: false, audio: false, seconds: seconds / 2)
@@ -325,7 +327,8 @@ for input in inputs {
 table +=
     "\n| passthrough job (h264 input) | CPU s | peak RSS MiB | video Mb/s | frames (fewest) |\n|---|---|---|---|---|\n"
 let copyJobs = [
-    "avcapture as it comes", "ffmpeg -c:v copy", "gst-launch-1.0 h264parse", "avcapture as it comes, no sound",
+    "avcapture as it comes", "ffmpeg -c:v copy", "ffmpeg -re -c:v copy", "gst-launch-1.0 h264parse",
+    "avcapture as it comes, no sound",
     "avcapture encoding, no sound", "avcapture as it comes, no sound, first half",
     "avcapture encoding, no sound, first half",
 ]
@@ -340,6 +343,12 @@ let share = cpu("avcapture as it comes, no sound") / cpu("avcapture encoding, no
 let marginal =
     (cpu("avcapture as it comes, no sound") - cpu("avcapture as it comes, no sound, first half"))
     / (cpu("avcapture encoding, no sound") - cpu("avcapture encoding, no sound, first half"))
+let pairedCopies = zip(passthrough["avcapture as it comes"]!, passthrough["ffmpeg -re -c:v copy"]!).map {
+    String(format: "%.2f×", $0.cpu / $1.cpu)
+}
+table += String(
+    format: "\nPassthrough with sound against `ffmpeg -re -c:v copy`: %.2f× (medians; per round %@)\n",
+    cpu("avcapture as it comes") / cpu("ffmpeg -re -c:v copy"), pairedCopies.joined(separator: ", "))
 table += String(
     format: "\nPassthrough's CPU as a share of encoding the same camera (no sound): %.1f %% of the whole process, "
         + "%.1f %% per frame (the second half's CPU: fixed costs left out)\n", share * 100, marginal * 100)
