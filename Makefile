@@ -16,7 +16,7 @@ TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstr
                  xvfb x11-utils xdotool x11-apps chromium chromium-driver python3-selenium \
                  nginx-light libnginx-mod-rtmp srt-tools prometheus curl openssl python3-gi gir1.2-gst-rtsp-server-1.0 \
                  dbus-daemon libglib2.0-bin xdg-desktop-portal pipewire pipewire-bin wireplumber gstreamer1.0-pipewire \
-                 sway swaybg foot grim xdg-desktop-portal-wlr weston mutter xdg-desktop-portal-gnome
+                 sway swaybg foot grim xdg-desktop-portal-wlr weston mutter xdg-desktop-portal-gnome dbus-bin
 # The kernel tests' VM (QEMU, Debian's kernel, virtme-ng) is not listed: scripts/kernel-vm installs it when
 # test-kernel first runs, so a plain build does not pull in a kernel.
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES)

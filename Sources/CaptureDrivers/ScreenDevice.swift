@@ -90,12 +90,14 @@ package enum Screens {
 
     /// The screens of the session this process runs in, the main one first: when `WAYLAND_DISPLAY` is set (an X
     /// server beside it sees only X clients), what the ScreenCast portal shares, else the compositor's outputs
-    /// through wlr-screencopy (`WaylandScreenRoute`); else the X server `DISPLAY` names.
+    /// through wlr-screencopy (`WaylandScreenRoute`); else the X server `DISPLAY` names. `capturingCursor` is the
+    /// cursor a portal session made by this call gives (X11 and wlr-screencopy choose it at each frame).
     package static func screens(
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        capturingCursor: Bool = true, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ScreenUnavailable) -> [any ScreenDevice] {
         if let wayland = environment["WAYLAND_DISPLAY"], !wayland.isEmpty {
-            return try WaylandScreenRoute.screens(displayName: wayland, environment: environment)
+            return try WaylandScreenRoute.screens(
+                displayName: wayland, capturingCursor: capturingCursor, environment: environment)
         }
         do {
             return try X11ScreenDriver.screens()

@@ -286,7 +286,8 @@ struct RecordCommand: ParsableCommand {
     private func makeScreenInput(_ choice: ScreenChoice) throws -> AVCaptureScreenInput {
         let displays: [AVCaptureScreenInput.Display]
         do {
-            displays = try AVCaptureScreenInput.displays()
+            // The cursor setting first: through the ScreenCast portal it is the session's cursor mode.
+            displays = try AVCaptureScreenInput.displays(capturingCursor: cursor)
         } catch {
             throw ToolFailure(.unavailable, "cannot record the screen: \(CaptureSetup.describe(error))")
         }

@@ -34,11 +34,16 @@ final class RemoteDesktopPointer {
         _ = try connection.call(message, timeout: .seconds(5))
     }
 
-    /// Clicks the left button at (`x`, `y`) of the virtual monitor.
-    func click(x: Double, y: Double) throws {
+    /// Moves the pointer to (`x`, `y`) of the virtual monitor.
+    func move(x: Double, y: Double) throws {
         // Relative motion only (absolute motion needs a stream of the remote desktop's own): home to the corner.
         try call("NotifyPointerMotionRelative") { try $0.append(-5000.0); try $0.append(-5000.0) }
         try call("NotifyPointerMotionRelative") { try $0.append(x); try $0.append(y) }
+    }
+
+    /// Clicks the left button at (`x`, `y`) of the virtual monitor.
+    func click(x: Double, y: Double) throws {
+        try move(x: x, y: y)
         for pressed in [true, false] {
             try call("NotifyPointerButton") { try $0.append(Int32(0x110)); try $0.append(pressed) }  // BTN_LEFT
         }
@@ -101,9 +106,9 @@ final class GnomePortalSession {
     }
 
     /// `avcapture ARGUMENTS` as the session's user (the portal identifies its caller through /proc/PID/root, which
-    /// it cannot open for another user's process), started.
-    func recorder(_ arguments: [String]) throws -> PortalRecorder {
-        let environment = [
+    /// it cannot open for another user's process), started; `settings` are more NAME=VALUE variables for it.
+    func recorder(_ arguments: [String], settings: [String] = []) throws -> PortalRecorder {
+        let environment = settings + [
             "PATH=/usr/bin:/bin", "HOME=\(state.path)", "XDG_STATE_HOME=\(state.path)",
             "DBUS_SESSION_BUS_ADDRESS=\(bus)",
             "WAYLAND_DISPLAY=\(variables["WAYLAND_DISPLAY"] ?? "")", "OPENAV_DEVICES=all", "OPENAV_SCREENCAST=portal",

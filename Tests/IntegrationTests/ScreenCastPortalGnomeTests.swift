@@ -30,7 +30,7 @@ struct ScreenCastPortalGnomeTests {
             "record", movie.path, "--screen", "--cursor", "--audio", "none", "--duration", "2",
         ])
         try desktop.answerDialogs(while: recorder)
-        try #require(recorder.wait() == 0, "avcapture failed: \(recorder.standardError)")
+        try #require(recorder.wait() == 0, "avcapture failed:")
 
         let frame = try DecodedRGBFrame.last(of: movie, width: 1280, height: 720)
         // mutter's own background: a blue radial gradient, lightest in the middle (R and B swapped would be brown).
@@ -49,25 +49,36 @@ struct ScreenCastPortalGnomeTests {
             }, "no cursor near the last click")
     }
 
-    @Test("capturesCursor false: the portal session in cursor mode hidden leaves the pointer out of the movie")
+    @Test("record --screen without --cursor: one portal session in cursor mode hidden, one dialog, no pointer")
     func cursorHidden() throws {
-        guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.cursorHidden")
+        guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.cursorHidden"),
+            let monitor = try PortalRequestMonitor.start(bus: desktop.bus, for: "ScreenCastPortalGnomeTests.cursorHidden")
         else { return }
         var regions: [Bool: [(Int, Int, Int)]] = [:]
         var backgrounds: [Bool: (Int, Int, Int)] = [:]
-        // The same pointer, still on the share button after the dialog's last click, recorded with and without.
-        for withCursor in [true, false] {
+        // The same pointer, still on the share button after the dialog's last click, recorded without and with.
+        for withCursor in [false, true] {
             let movie = desktop.state.appendingPathComponent("cursor-\(withCursor).mov")
             let recorder = try desktop.recorder(
                 ["record", movie.path, "--screen", "--audio", "none", "--duration", "2"]
                     + (withCursor ? ["--cursor"] : []))
-            // Without a remembered choice the hidden-mode session asks again; the same clicks answer it.
+            // The first recording asks (no remembered choice yet); the second is restored with the token.
             try desktop.answerDialogs(while: recorder)
-            try #require(recorder.wait() == 0, "avcapture failed: \(recorder.standardError)")
+            try #require(recorder.wait() == 0, "avcapture failed:")
+            if !withCursor {
+                // One session, made in the mode the recording needs: one request of each kind, one dialog.
+                for member in ["CreateSession", "SelectSources", "Start"] {
+                    #expect(monitor.count(member) == 1, "\(member) calls: \(monitor.count(member))")
+                }
+                #expect(monitor.cursorModes == [1], "cursor_mode asked for: \(monitor.cursorModes) (1 is hidden)")
+                let dialogs = monitor.count("Start", interface: "org.freedesktop.impl.portal.ScreenCast")
+                #expect(dialogs == 1, "the backend's Start (its dialog) ran \(dialogs) times")
+            }
             let frame = try DecodedRGBFrame.last(of: movie, width: 1280, height: 720)
             regions[withCursor] = frame.pointerRegion(x: Self.cursor.x, y: Self.cursor.y)
             backgrounds[withCursor] = frame.rgb(Self.cursor.x - 20, Self.cursor.y + 6)
         }
+        monitor.stop()
         let shown = try #require(regions[true]).filter { !Self.isBackground($0, near: backgrounds[true]!) }
         let hidden = try #require(regions[false]).filter { !Self.isBackground($0, near: backgrounds[false]!) }
         #expect(shown.count >= 10, "the cursor should show with --cursor: \(shown.count) pixels off the background")
@@ -116,11 +127,11 @@ struct ScreenCastPortalGnomeTests {
         try desktop.answerDialogs(while: recorder) { (recorder.lastStatusSeconds ?? 0) >= 1.5 }
         // A second and a half recorded: the status lines come every half second of real time.
         try #require(
-            (recorder.lastStatusSeconds ?? 0) >= 1.5, "the recording never got going: \(recorder.standardError)")
+            (recorder.lastStatusSeconds ?? 0) >= 1.5, "the recording never got going:")
         try desktop.killCompositor()
         let status = recorder.wait(seconds: 60)
         let lastShown = try #require(recorder.lastStatusSeconds)
-        #expect(status == 69, "exit \(status), 69 (unavailable) expected: \(recorder.standardError)")
+        #expect(status == 69, "exit \(status), 69 (unavailable) expected:")
         #expect(
             recorder.standardOutput.contains("stopped: the device was disconnected"),
             "stdout: \(recorder.standardOutput)")

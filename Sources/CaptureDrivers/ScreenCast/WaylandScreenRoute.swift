@@ -22,9 +22,12 @@ package enum WaylandScreenRoute {
 
     private static let known = Mutex<Known?>(nil)
 
-    /// The screens of the compositor `displayName` names, reached as described above.
+    /// The screens of the compositor `displayName` names, reached as described above. A portal session made by
+    /// this call gives the cursor as `capturingCursor` says (its cursor mode is fixed at `SelectSources`); screens
+    /// already kept are returned as they are.
     package static func screens(
-        displayName: String, environment: [String: String] = ProcessInfo.processInfo.environment
+        displayName: String, capturingCursor: Bool = true,
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ScreenUnavailable) -> [any ScreenDevice] {
         let mode = environment["OPENAV_SCREENCAST"]?.lowercased() ?? "auto"
         if mode == "wlr" { return try WaylandScreenDriver.screens(displayName: displayName) }
@@ -34,7 +37,7 @@ package enum WaylandScreenRoute {
                 if let screens = current.screens, screens.allSatisfy(\.isConnected) { return .success(screens) }
                 if let reason = current.fallbackReason { return .failure(Fallback(reason: reason, said: true)) }
             }
-            switch portalScreens(environment: environment) {
+            switch portalScreens(capturingCursor: capturingCursor, environment: environment) {
             case .success(let screens):
                 known = Known(key: key, screens: screens)
                 return .success(screens)
@@ -83,24 +86,28 @@ package enum WaylandScreenRoute {
         var said: Bool
     }
 
-    /// A new portal session with the cursor `cursorMode` (with the stored restore token, so the portal reuses the
-    /// user's remembered choice without asking), its token stored for the next one.
+    /// A new portal session whose stream gives the cursor as `capturingCursor` says (`CursorModes.forCapture`), with
+    /// the stored restore token (so the portal reuses the user's remembered choice without asking), its token stored
+    /// for the next one.
     package static func session(
-        cursorMode: ScreenCastPortal.CursorModes, environment: [String: String]
+        capturingCursor: Bool, environment: [String: String]
     ) throws(ScreenCastPortalError) -> ScreenCastSession {
         let portal = try ScreenCastPortal.open(environment: environment)
         var request = ScreenCastPortal.SessionRequest()
-        request.cursorMode = cursorMode
+        request.cursorMode = .forCapture(
+            capturingCursor: capturingCursor, available: portal.availableCursorModes, environment: environment)
         request.restoreToken = ScreenCastRestoreToken.load(environment: environment)
         let session = try portal.startSession(request)
         if let token = session.restoreToken { ScreenCastRestoreToken.save(token, environment: environment) }
         return session
     }
 
-    /// A session through the portal (the cursor embedded, Apple's default), and its streams as screens.
-    private static func portalScreens(environment: [String: String]) -> Result<[PortalScreen], ScreenCastPortalError> {
+    /// A session through the portal with the cursor as `capturingCursor` says, and its streams as screens.
+    private static func portalScreens(
+        capturingCursor: Bool, environment: [String: String]
+    ) -> Result<[PortalScreen], ScreenCastPortalError> {
         do throws(ScreenCastPortalError) {
-            let session = try session(cursorMode: .embedded, environment: environment)
+            let session = try session(capturingCursor: capturingCursor, environment: environment)
             let screens = session.streams.enumerated().compactMap { order, stream -> PortalScreen? in
                 guard let size = stream.size, size.width > 0, size.height > 0 else { return nil }
                 return PortalScreen(
