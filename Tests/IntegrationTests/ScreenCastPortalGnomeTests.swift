@@ -85,6 +85,36 @@ struct ScreenCastPortalGnomeTests {
         #expect(hidden.isEmpty, "the cursor should not show without --cursor: \(hidden)")
     }
 
+    @Test("Cursor mode metadata: the pointer drawn from the stream's cursor meta where RemoteDesktop moved it")
+    func cursorFromMetadata() throws {
+        let name = "ScreenCastPortalGnomeTests.cursorFromMetadata"
+        guard let desktop = try GnomePortalSession.start(for: name),
+            let monitor = try PortalRequestMonitor.start(bus: desktop.bus, for: name)
+        else { return }
+        let movie = desktop.state.appendingPathComponent("metadata.mov")
+        let recorder = try desktop.recorder(
+            ["record", movie.path, "--screen", "--cursor", "--audio", "none", "--duration", "4"],
+            settings: ["OPENAV_SCREENCAST_CURSOR=metadata"])
+        try desktop.answerDialogs(while: recorder) { (recorder.lastStatusSeconds ?? 0) >= 0.5 }
+        // Away from the dialog's buttons, over the bare background: mutter sends the move as cursor meta alone.
+        let moved = (x: 300, y: 500)
+        try RemoteDesktopPointer(bus: desktop.bus).move(x: Double(moved.x), y: Double(moved.y))
+        try #require(recorder.wait() == 0, "avcapture failed:")
+        monitor.stop()
+        #expect(monitor.cursorModes == [4], "cursor_mode asked for: \(monitor.cursorModes) (4 is metadata)")
+
+        let frame = try DecodedRGBFrame.last(of: movie, width: 1280, height: 720)
+        let background = frame.rgb(moved.x - 20, moved.y + 6)
+        let drawn = frame.pointerRegion(x: moved.x, y: moved.y).filter { !Self.isBackground($0, near: background) }
+        #expect(drawn.count >= 10, "no cursor where the pointer was moved: \(drawn.count) pixels off the background")
+        // Nothing left where the pointer was before (the share button, the dialog gone).
+        let before = frame.rgb(Self.cursor.x - 20, Self.cursor.y + 6)
+        let stale = frame.pointerRegion(x: Self.cursor.x, y: Self.cursor.y).filter {
+            !Self.isBackground($0, near: before)
+        }
+        #expect(stale.isEmpty, "a cursor still drawn at the old place: \(stale.count) pixels")
+    }
+
     @Test("The restore token: a second recording gets the remembered screen with no dialog and no input")
     func restoreWithoutDialog() throws {
         guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.restoreWithoutDialog")
