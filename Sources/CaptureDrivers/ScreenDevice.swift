@@ -105,6 +105,28 @@ package enum Screens {
             throw ScreenUnavailable(reason: error.reason, advice: error.advice)
         }
     }
+
+    /// The windows the ScreenCast portal shares in a Wayland session (the user chooses them in its dialog); X11
+    /// and wlr-screencopy share none, so elsewhere this throws saying so.
+    package static func windows(
+        capturingCursor: Bool = true, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ScreenUnavailable) -> [any ScreenDevice] {
+        guard let wayland = environment["WAYLAND_DISPLAY"], !wayland.isEmpty,
+            environment["OPENAV_SCREENCAST"]?.lowercased() != "wlr"
+        else {
+            throw ScreenUnavailable(
+                reason: "window capture needs a Wayland session's ScreenCast portal",
+                advice: "Record a display instead, with its crop set to the window's area.")
+        }
+        return try WaylandScreenRoute.windows(
+            displayName: wayland, capturingCursor: capturingCursor, environment: environment)
+    }
+
+    /// The screen whose display ID is `identifier`: a portal window or screen already shared, else one of `screens()`.
+    package static func screen(identifier: UInt32) -> (any ScreenDevice)? {
+        if let kept = WaylandScreenRoute.kept(identifier: identifier) { return kept }
+        return try? screens().first { $0.monitor.identifier == identifier }
+    }
 }
 
 extension ScreenDevice {

@@ -41,6 +41,13 @@ final class RemoteDesktopPointer {
         try call("NotifyPointerMotionRelative") { try $0.append(x); try $0.append(y) }
     }
 
+    /// Presses and releases Escape (on the focused window: the portal's dialog).
+    func pressEscape() throws {
+        for pressed in [true, false] {
+            try call("NotifyKeyboardKeysym") { try $0.append(UInt32(0xff1b)); try $0.append(pressed) }  // XK_Escape
+        }
+    }
+
     /// Clicks the left button at (`x`, `y`) of the virtual monitor.
     func click(x: Double, y: Double) throws {
         try move(x: x, y: y)
@@ -125,6 +132,25 @@ final class GnomePortalSession {
             process.arguments = ["-i"] + environment + [toolPath!] + arguments
         }
         return try PortalRecorder(process)
+    }
+
+    /// A Wayland client of mutter (`program` and its arguments) as the session's user, started; the caller ends it.
+    func client(_ program: [String]) throws -> Process {
+        let process = Process()
+        let environment = [
+            "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=\(variables["XDG_RUNTIME_DIR"] ?? "")",
+            "WAYLAND_DISPLAY=\(variables["WAYLAND_DISPLAY"] ?? "")",
+        ]
+        let user = variables["RUN_AS"] ?? ""
+        process.executableURL = URL(fileURLWithPath: getuid() == 0 && user != "root" ? "/usr/bin/setpriv" : "/usr/bin/env")
+        process.arguments =
+            (getuid() == 0 && user != "root"
+                ? ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", "--", "/usr/bin/env", "-i"] : ["-i"])
+            + environment + program
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
     }
 
     /// Answers the portal's dialog as a user would (the monitor's row, then Share) once a second while `recorder`

@@ -61,23 +61,28 @@ final class PortalRequestMonitor {
         return text.value.withLock { $0.components(separatedBy: needle).count - 1 }
     }
 
-    /// The `cursor_mode` each `SelectSources` call a client made asked for, in order (dbus-monitor prints a message
-    /// as a header line, then its body; a vardict entry as `string "cursor_mode"` and, on the next line,
-    /// `variant uint32 N`).
-    var cursorModes: [UInt32] {
+    /// The `cursor_mode` each `SelectSources` call a client made asked for, in order.
+    var cursorModes: [UInt32] { selectSourcesOption("cursor_mode") }
+
+    /// The `types` (1 monitor, 2 window) each `SelectSources` call a client made asked for, in order.
+    var sourceTypes: [UInt32] { selectSourcesOption("types") }
+
+    /// The uint32 option `key` of each `SelectSources` call a client made, in order (dbus-monitor prints a message
+    /// as a header line, then its body; a vardict entry as `string "KEY"` and, on the next line, `variant uint32 N`).
+    private func selectSourcesOption(_ key: String) -> [UInt32] {
         let lines = text.value.withLock { $0 }.split(separator: "\n")
-        var modes: [UInt32] = []
+        var values: [UInt32] = []
         var inSelectSources = false
         for (index, line) in lines.enumerated() {
             if !line.hasPrefix(" ") {  // A message's header.
                 inSelectSources = line.contains("interface=org.freedesktop.portal.ScreenCast; member=SelectSources")
-            } else if inSelectSources, line.contains("string \"cursor_mode\""), index + 1 < lines.count,
-                let mode = lines[index + 1].split(separator: " ").last.flatMap({ UInt32($0) })
+            } else if inSelectSources, line.contains("string \"\(key)\""), index + 1 < lines.count,
+                let value = lines[index + 1].split(separator: " ").last.flatMap({ UInt32($0) })
             {
-                modes.append(mode)
+                values.append(value)
             }
         }
-        return modes
+        return values
     }
 
     func stop() {

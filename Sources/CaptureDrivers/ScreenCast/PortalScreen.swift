@@ -92,7 +92,9 @@ package final class PortalScreen: ScreenDevice {
         let other = try otherModes.withLock { (sessions) throws(DeviceFault) -> ScreenCastSession in
             if let known = sessions[wanted.rawValue], !known.isClosed { return known }
             do throws(ScreenCastPortalError) {
-                let made = try WaylandScreenRoute.session(capturingCursor: capturingCursor, environment: environment)
+                let made = try WaylandScreenRoute.session(
+                    capturingCursor: capturingCursor, sources: stream.sourceType == 2 ? .window : .monitor,
+                    environment: environment)
                 sessions[wanted.rawValue] = made
                 return made
             } catch {

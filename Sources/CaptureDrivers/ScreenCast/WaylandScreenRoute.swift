@@ -21,6 +21,8 @@ package enum WaylandScreenRoute {
     }
 
     private static let known = Mutex<Known?>(nil)
+    /// The windows shared (`windows(displayName:…)`), with the key they are for.
+    private static let knownWindows = Mutex<(key: String, screens: [PortalScreen])?>(nil)
 
     /// The screens of the compositor `displayName` names, reached as described above. A portal session made by
     /// this call gives the cursor as `capturingCursor` says (its cursor mode is fixed at `SelectSources`); screens
@@ -90,10 +92,16 @@ package enum WaylandScreenRoute {
     /// the stored restore token (so the portal reuses the user's remembered choice without asking), its token stored
     /// for the next one.
     package static func session(
-        capturingCursor: Bool, environment: [String: String]
+        capturingCursor: Bool, sources: ScreenCastPortal.SourceTypes = .monitor, environment: [String: String]
     ) throws(ScreenCastPortalError) -> ScreenCastSession {
         let portal = try ScreenCastPortal.open(environment: environment)
+        guard !portal.availableSourceTypes.intersection(sources).isEmpty else {
+            throw .failed(
+                "The ScreenCast portal offers no \(sources == .window ? "window" : "monitor") sharing "
+                    + "(its AvailableSourceTypes is \(portal.availableSourceTypes.rawValue)).")
+        }
         var request = ScreenCastPortal.SessionRequest()
+        request.sources = sources
         request.cursorMode = .forCapture(
             capturingCursor: capturingCursor, available: portal.availableCursorModes, environment: environment)
         request.restoreToken = ScreenCastRestoreToken.load(environment: environment)
@@ -102,12 +110,42 @@ package enum WaylandScreenRoute {
         return session
     }
 
+    /// The windows the user shares through the portal (`SelectSources` types WINDOW), kept as `screens` keeps its
+    /// monitors: wlr-screencopy shares no windows, so there is no fallback.
+    package static func windows(
+        displayName: String, capturingCursor: Bool = true,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ScreenUnavailable) -> [any ScreenDevice] {
+        let key = (CameraPortal.sessionBusAddress(environment: environment) ?? "") + "|" + displayName
+        return try knownWindows.withLock { (known) throws(ScreenUnavailable) -> [any ScreenDevice] in
+            if let current = known, current.key == key, current.screens.allSatisfy(\.isConnected) {
+                return current.screens
+            }
+            switch portalScreens(capturingCursor: capturingCursor, sources: .window, environment: environment) {
+            case .success(let screens):
+                known = (key, screens)
+                return screens
+            case .failure(let failure):
+                throw ScreenUnavailable(
+                    reason: "no window can be shared: \(failure.description)",
+                    advice: "Window capture needs a ScreenCast portal that shares windows (xdg-desktop-portal-gnome, "
+                        + "xdg-desktop-portal-kde).")
+            }
+        }
+    }
+
+    /// The kept portal screen or window whose display ID is `identifier`, if any.
+    package static func kept(identifier: UInt32) -> (any ScreenDevice)? {
+        let screens = (known.withLock { $0?.screens } ?? []) + (knownWindows.withLock { $0?.screens } ?? [])
+        return screens.first { $0.monitor.identifier == identifier }
+    }
+
     /// A session through the portal with the cursor as `capturingCursor` says, and its streams as screens.
     private static func portalScreens(
-        capturingCursor: Bool, environment: [String: String]
+        capturingCursor: Bool, sources: ScreenCastPortal.SourceTypes = .monitor, environment: [String: String]
     ) -> Result<[PortalScreen], ScreenCastPortalError> {
         do throws(ScreenCastPortalError) {
-            let session = try session(capturingCursor: capturingCursor, environment: environment)
+            let session = try session(capturingCursor: capturingCursor, sources: sources, environment: environment)
             let screens = session.streams.enumerated().compactMap { order, stream -> PortalScreen? in
                 guard let size = stream.size, size.width > 0, size.height > 0 else { return nil }
                 return PortalScreen(

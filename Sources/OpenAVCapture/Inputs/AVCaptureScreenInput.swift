@@ -76,7 +76,7 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     /// An input for `displayID` (from `CGMainDisplayID()` or `displays()`), or nil when there is no such display or no
     /// display server; `displays()` throws the reason.
     public init?(displayID: CGDirectDisplayID) {
-        guard let screen = try? Screens.screens().first(where: { $0.monitor.identifier == displayID }) else {
+        guard let screen = Screens.screen(identifier: displayID) else {
             return nil
         }
         self.storedDisplayID = displayID
@@ -189,6 +189,27 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
                     displayID: monitor.identifier, name: monitor.name,
                     bounds: CGRect(
                         x: Int(monitor.x), y: Int(monitor.y), width: Int(monitor.width), height: Int(monitor.height)),
+                    isMain: index == 0)
+            }
+        } catch {
+            throw AVError(.screenCaptureFailed, error.reason + ".", suggestion: error.advice)
+        }
+    }
+
+    /// The windows the user shares through the ScreenCast portal's dialog (ours: Apple's AVCaptureScreenInput
+    /// captures displays only, and ScreenCaptureKit shares windows), each as a display whose `displayID`
+    /// `init?(displayID:)` takes; `bounds` is the window's size. The portal's session gives the cursor as
+    /// `capturingCursor` says.
+    ///
+    /// - Throws: `AVError.screenCaptureFailed` outside a Wayland session with a ScreenCast portal that shares
+    ///   windows (X11 and wlr-screencopy share none), or when the dialog was cancelled.
+    public static func windows(capturingCursor: Bool = true) throws -> [Display] {
+        do {
+            return try Screens.windows(capturingCursor: capturingCursor).enumerated().map { index, screen in
+                let monitor = screen.monitor
+                return Display(
+                    displayID: monitor.identifier, name: monitor.name,
+                    bounds: CGRect(x: 0, y: 0, width: Int(monitor.width), height: Int(monitor.height)),
                     isMain: index == 0)
             }
         } catch {
