@@ -204,7 +204,8 @@ final class PortalRecorder {
 
     var isRunning: Bool { process.isRunning }
     var standardError: String { collected.errors.withLock { $0 } }
-    var standardOutput: String { String(decoding: collected.output.withLock { $0 }, as: UTF8.self) }
+    var standardOutput: String { String(decoding: standardOutputData, as: UTF8.self) }
+    var standardOutputData: Data { collected.output.withLock { $0 } }
 
     /// The recorded duration the newest status line shows ("    2.5 s   30.0 fps  dropped 0 …"), or nil.
     var lastStatusSeconds: Double? {

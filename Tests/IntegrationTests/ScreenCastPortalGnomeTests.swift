@@ -153,6 +153,20 @@ struct ScreenCastPortalGnomeTests {
         #expect(recorder.standardError.contains("cancelled"), "\(recorder.standardError)")
     }
 
+    @Test("frames --screen --changes-only: the capture alone, without an encoder: one BGRA frame of mutter's screen")
+    func framesWithoutEncoder() throws {
+        guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.framesWithoutEncoder")
+        else { return }
+        let reader = try desktop.recorder(["frames", "--screen", "--changes-only", "--format", "bgra", "--count", "1"])
+        try desktop.answerDialogs(while: reader)
+        try #require(reader.wait() == 0, "avcapture failed: \(reader.standardError)")
+        let bytes = [UInt8](reader.standardOutputData)
+        try #require(bytes.count == 1280 * 720 * 4, "one 1280x720 BGRA frame expected, \(bytes.count) bytes")
+        // mutter's blue background in the top-left corner, in BGRA order (no dialog reaches it).
+        let corner = (blue: Int(bytes[(8 * 1280 + 8) * 4]), red: Int(bytes[(8 * 1280 + 8) * 4 + 2]))
+        #expect(corner.blue > corner.red + 20, "the corner \(corner)")
+    }
+
     @Test("The restore token: a second recording gets the remembered screen with no dialog and no input")
     func restoreWithoutDialog() throws {
         guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.restoreWithoutDialog")
