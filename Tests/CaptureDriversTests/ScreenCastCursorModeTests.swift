@@ -12,7 +12,8 @@ struct ScreenCastCursorModeTests {
         let all: Modes = [.hidden, .embedded, .metadata]
         #expect(Modes.forCapture(capturingCursor: true, available: all, environment: [:]) == .embedded)
         #expect(Modes.forCapture(capturingCursor: false, available: all, environment: [:]) == .hidden)
-        #expect(Modes.forCapture(capturingCursor: true, available: [.hidden, .metadata], environment: [:]) == .metadata)
+        #expect(
+            Modes.forCapture(capturingCursor: true, available: [.hidden, .metadata], environment: [:]) == .metadata)
         #expect(Modes.forCapture(capturingCursor: false, available: [.metadata], environment: [:]) == .metadata)
         #expect(Modes.forCapture(capturingCursor: true, available: [.hidden], environment: [:]) == nil)
         #expect(Modes.forCapture(capturingCursor: true, available: [], environment: [:]) == nil)
@@ -21,8 +22,11 @@ struct ScreenCastCursorModeTests {
     @Test("OPENAV_SCREENCAST_CURSOR=metadata asks for metadata where it is offered")
     func forcedMetadata() {
         let forced = ["OPENAV_SCREENCAST_CURSOR": "metadata"]
-        #expect(Modes.forCapture(capturingCursor: true, available: [.embedded, .metadata], environment: forced) == .metadata)
-        #expect(Modes.forCapture(capturingCursor: false, available: [.hidden, .metadata], environment: forced) == .metadata)
+        #expect(
+            Modes.forCapture(capturingCursor: true, available: [.embedded, .metadata], environment: forced) == .metadata
+        )
+        #expect(
+            Modes.forCapture(capturingCursor: false, available: [.hidden, .metadata], environment: forced) == .metadata)
         #expect(Modes.forCapture(capturingCursor: true, available: [.embedded], environment: forced) == .embedded)
     }
 

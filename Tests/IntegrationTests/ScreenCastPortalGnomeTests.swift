@@ -34,7 +34,7 @@ struct ScreenCastPortalGnomeTests {
             "record", movie.path, "--screen", "--cursor", "--audio", "none", "--duration", "2",
         ])
         try desktop.answerDialogs(while: recorder)
-        try #require(recorder.wait() == 0, "avcapture failed:")
+        try #require(recorder.wait() == 0, "avcapture failed: \(recorder.standardError)")
 
         let frame = try DecodedRGBFrame.last(of: movie, width: 1280, height: 720)
         // mutter's own background: a blue radial gradient, lightest in the middle (R and B swapped would be brown).
@@ -68,7 +68,7 @@ struct ScreenCastPortalGnomeTests {
                     + (withCursor ? ["--cursor"] : []))
             // The first recording asks (no remembered choice yet); the second is restored with the token.
             try desktop.answerDialogs(while: recorder)
-            try #require(recorder.wait() == 0, "avcapture failed:")
+            try #require(recorder.wait() == 0, "avcapture failed: \(recorder.standardError)")
             if !withCursor {
                 // One session, made in the mode the recording needs: one request of each kind, one dialog.
                 for member in ["CreateSession", "SelectSources", "Start"] {
@@ -102,8 +102,13 @@ struct ScreenCastPortalGnomeTests {
         try desktop.answerDialogs(while: recorder) { (recorder.lastStatusSeconds ?? 0) >= 0.5 }
         // Away from the dialog's buttons, over the bare background: mutter sends the move as cursor meta alone.
         let moved = (x: 300, y: 500)
-        try RemoteDesktopPointer(bus: desktop.bus).move(x: Double(moved.x), y: Double(moved.y))
-        try #require(recorder.wait() == 0, "avcapture failed:")
+        // The pointer's session lives until the recording ends: stopping it at once can drop the motion not yet
+        // applied (the pointer left in the corner it was homed to).
+        let pointer = try RemoteDesktopPointer(bus: desktop.bus)
+        try pointer.move(x: Double(moved.x), y: Double(moved.y))
+        let status = recorder.wait()
+        withExtendedLifetime(pointer) {}
+        try #require(status == 0, "avcapture failed: \(recorder.standardError)")
         monitor.stop()
         #expect(monitor.cursorModes == [4], "cursor_mode asked for: \(monitor.cursorModes) (4 is metadata)")
 
@@ -209,11 +214,11 @@ struct ScreenCastPortalGnomeTests {
         try desktop.answerDialogs(while: recorder) { (recorder.lastStatusSeconds ?? 0) >= 1.5 }
         // A second and a half recorded: the status lines come every half second of real time.
         try #require(
-            (recorder.lastStatusSeconds ?? 0) >= 1.5, "the recording never got going:")
+            (recorder.lastStatusSeconds ?? 0) >= 1.5, "the recording never got going: \(recorder.standardError)")
         try desktop.killCompositor()
         let status = recorder.wait(seconds: 60)
         let lastShown = try #require(recorder.lastStatusSeconds)
-        #expect(status == 69, "exit \(status), 69 (unavailable) expected:")
+        #expect(status == 69, "exit \(status), 69 (unavailable) expected: \(recorder.standardError)")
         #expect(
             recorder.standardOutput.contains("stopped: the device was disconnected"),
             "stdout: \(recorder.standardOutput)")

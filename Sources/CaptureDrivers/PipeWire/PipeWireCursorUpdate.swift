@@ -46,7 +46,8 @@ package struct PipeWireCursorUpdate: Sendable, Equatable {
             }
         }
         image = ScreenCursorImage(
-            width: width, height: height, hotspotX: Int(buffer.cursor_hotspot_x), hotspotY: Int(buffer.cursor_hotspot_y),
+            width: width, height: height, hotspotX: Int(buffer.cursor_hotspot_x),
+            hotspotY: Int(buffer.cursor_hotspot_y),
             pixels: pixels)
     }
 }

@@ -13,7 +13,8 @@ extension ScreenCastPortal.CursorModes {
     ) -> Self? {
         let forced = environment["OPENAV_SCREENCAST_CURSOR"]?.lowercased() == "metadata"
         let ordered: [Self] =
-            forced ? [.metadata, capturingCursor ? .embedded : .hidden]
+            forced
+            ? [.metadata, capturingCursor ? .embedded : .hidden]
             : [capturingCursor ? .embedded : .hidden, .metadata]
         return ordered.first { available.contains($0) }
     }
