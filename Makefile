@@ -16,13 +16,13 @@ TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstr
                  xvfb x11-utils xdotool x11-apps chromium chromium-driver python3-selenium \
                  nginx-light libnginx-mod-rtmp srt-tools prometheus curl openssl python3-gi gir1.2-gst-rtsp-server-1.0 \
                  dbus-daemon libglib2.0-bin xdg-desktop-portal pipewire pipewire-bin wireplumber gstreamer1.0-pipewire \
-                 sway swaybg foot grim xdg-desktop-portal-wlr weston mutter xdg-desktop-portal-gnome
+                 sway swaybg foot grim xdg-desktop-portal-wlr weston mutter xdg-desktop-portal-gnome dbus-bin
 # The kernel tests' VM (QEMU, Debian's kernel, virtme-ng) is not listed: scripts/kernel-vm installs it when
 # test-kernel first runs, so a plain build does not pull in a kernel.
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-shared-encoder bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz bench-multicam vicodec-module bench-rtsp-clients bench-rtsp-latency bench-metrics-cost bench-metrics-scrape bench-wayland-screen
+.PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-shared-encoder bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz bench-multicam vicodec-module bench-rtsp-clients bench-rtsp-latency bench-metrics-cost bench-metrics-scrape bench-wayland-screen bench-wayland-idle
 
 all: build
 
@@ -283,6 +283,13 @@ bench-wayland-screen: deps
 	@/usr/bin/python3 -c 'import dbus' 2>/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3-dbus; }
 	$(SWIFT) build -c release --product avcapture
 	Benchmarks/Scripts/wayland-screen-cost.sh $(CURDIR)/.build/release/avcapture
+
+## bench-wayland-idle: a still screen's capture alone (avcapture frames --screen --changes-only, no encoder) through
+## the ScreenCast portal on headless mutter, against the same on Xvfb: % of a core.
+bench-wayland-idle: deps
+	@/usr/bin/python3 -c 'import dbus' 2>/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3-dbus; }
+	$(SWIFT) build -c release --product avcapture
+	Benchmarks/Scripts/wayland-screen-idle.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-stages: where a 1080p30 recording from the virtual webcam spends its CPU, stage by stage (perf samples).
 bench-stages: deps

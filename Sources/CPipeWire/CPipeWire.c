@@ -17,6 +17,11 @@
 #include <spa/pod/builder.h>
 #include <spa/utils/result.h>
 
+/// The cursor meta's size with a `width` × `height` RGBA bitmap after it (what producers allocate).
+static int cursor_meta_size(int width, int height) {
+    return (int)(sizeof(struct spa_meta_cursor) + sizeof(struct spa_meta_bitmap) + (size_t)width * height * 4);
+}
+
 // MARK: Connection
 
 typedef struct {
@@ -562,8 +567,10 @@ static void on_stream_param(void *data, uint32_t id, const struct spa_pod *param
         f.height = size.height;
         f.rate_num = rate.num;
         f.rate_den = rate.denom;
-        // Buffers of any memory we can read, and the header meta that carries each frame's time.
-        const struct spa_pod *params[2];
+        // Buffers of any memory we can read, the header meta that carries each frame's time, and the cursor meta a
+        // screen cast in cursor mode metadata sends: room for a bitmap of up to 1024x1024, as OBS asks (with at most
+        // 256x256 mutter 43 sends no cursor meta at all: its size is larger); producers without it leave it out.
+        const struct spa_pod *params[3];
         params[0] = spa_pod_builder_add_object(
             &b, SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers, SPA_PARAM_BUFFERS_buffers,
             SPA_POD_CHOICE_RANGE_Int(s->buffer_count, 2, 16),
@@ -574,7 +581,11 @@ static void on_stream_param(void *data, uint32_t id, const struct spa_pod *param
         params[1] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta, SPA_PARAM_META_type,
                                                SPA_POD_Id(SPA_META_Header), SPA_PARAM_META_size,
                                                SPA_POD_Int(sizeof(struct spa_meta_header)));
-        pw_stream_update_params(s->stream, params, 2);
+        params[2] = spa_pod_builder_add_object(
+            &b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta, SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Cursor),
+            SPA_PARAM_META_size,
+            SPA_POD_CHOICE_RANGE_Int(cursor_meta_size(64, 64), cursor_meta_size(1, 1), cursor_meta_size(1024, 1024)));
+        pw_stream_update_params(s->stream, params, 3);
     }
     if (s->callbacks.format_changed) s->callbacks.format_changed(s->callbacks.context, &f);
 }
@@ -730,6 +741,35 @@ CPipeWire_Stream *CPipeWire_stream_connect(CPipeWire_Connection *c, const char *
     return s;
 }
 
+/// Reads the buffer's cursor meta into `out`, its bitmap only where it lies wholly inside the meta.
+static void read_cursor_meta(struct spa_buffer *b, CPipeWire_Buffer *out) {
+    struct spa_meta *meta = spa_buffer_find_meta(b, SPA_META_Cursor);
+    if (!meta || meta->size < sizeof(struct spa_meta_cursor)) return;
+    struct spa_meta_cursor *cursor = meta->data;
+    if (!spa_meta_cursor_is_valid(cursor)) return;
+    out->cursor_is_valid = true;
+    out->cursor_x = cursor->position.x;
+    out->cursor_y = cursor->position.y;
+    if (cursor->bitmap_offset < sizeof(*cursor) ||
+        (uint64_t)cursor->bitmap_offset + sizeof(struct spa_meta_bitmap) > meta->size)
+        return;
+    struct spa_meta_bitmap *bitmap = SPA_PTROFF(cursor, cursor->bitmap_offset, struct spa_meta_bitmap);
+    bool rgba = bitmap->format == SPA_VIDEO_FORMAT_RGBA;
+    if (!rgba && bitmap->format != SPA_VIDEO_FORMAT_BGRA) return;
+    uint64_t rows_end = (uint64_t)cursor->bitmap_offset + bitmap->offset +
+                        (uint64_t)(bitmap->stride > 0 ? bitmap->stride : 0) * bitmap->size.height;
+    if (bitmap->size.width > 0 && (bitmap->stride < (int32_t)(bitmap->size.width * 4) || rows_end > meta->size)) return;
+    out->has_cursor_bitmap = true;
+    out->cursor_hotspot_x = cursor->hotspot.x;
+    out->cursor_hotspot_y = cursor->hotspot.y;
+    out->cursor_bitmap_is_rgba = rgba;
+    if (bitmap->size.width == 0 || bitmap->size.height == 0) return;  // No image: the cursor is hidden.
+    out->cursor_bitmap = SPA_PTROFF(bitmap, bitmap->offset, const uint8_t);
+    out->cursor_bitmap_width = bitmap->size.width;
+    out->cursor_bitmap_height = bitmap->size.height;
+    out->cursor_bitmap_stride = bitmap->stride;
+}
+
 int CPipeWire_stream_dequeue(CPipeWire_Stream *s, CPipeWire_Buffer *out) {
     pw_thread_loop_lock(s->connection->loop);
     struct pw_buffer *buffer = s->stream ? pw_stream_dequeue_buffer(s->stream) : NULL;
@@ -768,6 +808,7 @@ int CPipeWire_stream_dequeue(CPipeWire_Stream *s, CPipeWire_Buffer *out) {
         out->header_sequence = header->seq;
         out->is_corrupted = (header->flags & SPA_META_HEADER_FLAG_CORRUPTED) != 0;
     }
+    read_cursor_meta(b, out);
     struct pw_time time;
     if (pw_stream_get_time_n(s->stream, &time, sizeof(time)) == 0 && time.rate.denom > 0) {
         out->graph_now = time.now;

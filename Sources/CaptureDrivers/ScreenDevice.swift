@@ -90,18 +90,42 @@ package enum Screens {
 
     /// The screens of the session this process runs in, the main one first: when `WAYLAND_DISPLAY` is set (an X
     /// server beside it sees only X clients), what the ScreenCast portal shares, else the compositor's outputs
-    /// through wlr-screencopy (`WaylandScreenRoute`); else the X server `DISPLAY` names.
+    /// through wlr-screencopy (`WaylandScreenRoute`); else the X server `DISPLAY` names. `capturingCursor` is the
+    /// cursor a portal session made by this call gives (X11 and wlr-screencopy choose it at each frame).
     package static func screens(
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        capturingCursor: Bool = true, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ScreenUnavailable) -> [any ScreenDevice] {
         if let wayland = environment["WAYLAND_DISPLAY"], !wayland.isEmpty {
-            return try WaylandScreenRoute.screens(displayName: wayland, environment: environment)
+            return try WaylandScreenRoute.screens(
+                displayName: wayland, capturingCursor: capturingCursor, environment: environment)
         }
         do {
             return try X11ScreenDriver.screens()
         } catch {
             throw ScreenUnavailable(reason: error.reason, advice: error.advice)
         }
+    }
+
+    /// The windows the ScreenCast portal shares in a Wayland session (the user chooses them in its dialog); X11
+    /// and wlr-screencopy share none, so elsewhere this throws saying so.
+    package static func windows(
+        capturingCursor: Bool = true, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ScreenUnavailable) -> [any ScreenDevice] {
+        guard let wayland = environment["WAYLAND_DISPLAY"], !wayland.isEmpty,
+            environment["OPENAV_SCREENCAST"]?.lowercased() != "wlr"
+        else {
+            throw ScreenUnavailable(
+                reason: "window capture needs a Wayland session's ScreenCast portal",
+                advice: "Record a display instead, with its crop set to the window's area.")
+        }
+        return try WaylandScreenRoute.windows(
+            displayName: wayland, capturingCursor: capturingCursor, environment: environment)
+    }
+
+    /// The screen whose display ID is `identifier`: a portal window or screen already shared, else one of `screens()`.
+    package static func screen(identifier: UInt32) -> (any ScreenDevice)? {
+        if let kept = WaylandScreenRoute.kept(identifier: identifier) { return kept }
+        return try? screens().first { $0.monitor.identifier == identifier }
     }
 }
 

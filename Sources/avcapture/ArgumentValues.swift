@@ -234,10 +234,14 @@ enum KeepLimit: ExpressibleByArgument, Equatable {
 enum ScreenChoice: ExpressibleByArgument, Equatable, CustomStringConvertible {
     case main
     case index(Int)
+    /// A window the ScreenCast portal's dialog lets the user choose (Wayland).
+    case window
 
     init?(argument: String) {
         if argument.lowercased() == "main" {
             self = .main
+        } else if argument.lowercased() == "window" {
+            self = .window
         } else if let index = Int(argument), index >= 0 {
             self = .index(index)
         } else {
@@ -249,6 +253,7 @@ enum ScreenChoice: ExpressibleByArgument, Equatable, CustomStringConvertible {
         switch self {
         case .main: "main"
         case .index(let index): String(index)
+        case .window: "window"
         }
     }
 }

@@ -21,6 +21,11 @@ struct FramesCommand: ParsableCommand {
         help: ArgumentHelp(
             "The camera's format, as record's --format (e.g. 1280x720@30:mjpeg or 4).", valueName: "format"))
     var cameraFormat: FormatSpecification?
+    @Flag(
+        help: "Frames of the main screen instead of a camera (X11, or Wayland: the ScreenCast portal, wlr-screencopy).")
+    var screen = false
+    @Flag(help: "With --screen: only frames in which the screen changed (removesDuplicateFrames).")
+    var changesOnly = false
 
     /// What frames are written as.
     enum Output: String, KebabChoice {
@@ -37,7 +42,14 @@ struct FramesCommand: ParsableCommand {
 
     func validate() throws {
         if let count, count <= 0 { throw ValidationError("--count must be positive") }
-        if camera.isNone { throw ValidationError("frames need a camera; --video none leaves none") }
+        if screen {
+            if camera.video != nil { throw ValidationError("--screen and --video conflict; give one") }
+            if cameraFormat != nil { throw ValidationError("--camera-format is for cameras") }
+        } else if changesOnly {
+            throw ValidationError("--changes-only needs --screen")
+        } else if camera.isNone {
+            throw ValidationError("frames need a camera; --video none leaves none")
+        }
     }
 
     func run() throws {
@@ -46,7 +58,8 @@ struct FramesCommand: ParsableCommand {
                 throw ToolFailure(.usage, "standard output is a terminal; pipe it, e.g. avcapture frames | ffplay -")
             }
             signal(SIGPIPE, SIG_IGN)
-            let cameraDevice = try DeviceSelector.device(camera.video, for: .video)
+            let screenInput = screen ? try makeScreenInput() : nil
+            let cameraDevice = screen ? nil : try DeviceSelector.device(camera.video, for: .video)
             let output = AVCaptureVideoDataOutput()
             output.videoSettings = [kCVPixelBufferPixelFormatTypeKey: format.pixelFormat]
             let formatChoice: CaptureSetup.FormatChoice =
@@ -56,8 +69,12 @@ struct FramesCommand: ParsableCommand {
                     .exact(width: width, height: height, framesPerSecond: rate, pixelFormat: pixelFormat)
                 case nil: .preset(preset.preset)
                 }
-            let setup = try CaptureSetup(video: cameraDevice, audio: nil, format: formatChoice, outputs: [output])
-            let frameDuration = cameraDevice?.activeVideoMinFrameDuration ?? CMTime(value: 1, timescale: 30)
+            let setup = try CaptureSetup(
+                video: cameraDevice, audio: nil, screen: screenInput, format: screen ? nil : formatChoice,
+                outputs: [output])
+            let frameDuration =
+                screenInput?.minFrameDuration ?? cameraDevice?.activeVideoMinFrameDuration
+                ?? CMTime(value: 1, timescale: 30)
             let writer = FrameWriter(isY4M: format == .y4m, frameDuration: frameDuration, limit: count)
             let frameQueue = DispatchQueue(label: "avcapture.frames")
             output.setSampleBufferDelegate(writer, queue: frameQueue)
@@ -74,6 +91,25 @@ struct FramesCommand: ParsableCommand {
             withExtendedLifetime(signals) {}
             if let failure = writer.failure { throw failure }
         }
+    }
+}
+
+extension FramesCommand {
+    /// The main screen without the cursor (a portal session made so from the start), duplicates left out as
+    /// --changes-only says.
+    private func makeScreenInput() throws -> AVCaptureScreenInput {
+        let displays: [AVCaptureScreenInput.Display]
+        do {
+            displays = try AVCaptureScreenInput.displays(capturingCursor: false)
+        } catch {
+            throw ToolFailure(.unavailable, "cannot read the screen: \(CaptureSetup.describe(error))")
+        }
+        guard let main = displays.first, let input = AVCaptureScreenInput(displayID: main.displayID) else {
+            throw ToolFailure(.unavailable, "no screen; see 'avcapture devices'")
+        }
+        input.capturesCursor = false
+        input.removesDuplicateFrames = changesOnly
+        return input
     }
 }
 

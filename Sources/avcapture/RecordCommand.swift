@@ -31,11 +31,11 @@ struct RecordCommand: ParsableCommand {
             --post-roll seconds after its trigger, or until the next signal or line. Runs until Ctrl-C, --duration \
             or the end of a file source.
 
-            --screen records a screen instead of a camera: an output of the Wayland compositor WAYLAND_DISPLAY \
-            names (through wlr-screencopy: sway, Hyprland, river), else an X11 display (the server DISPLAY \
-            names); N is its index in \
+            --screen records a screen instead of a camera: in a Wayland session what the ScreenCast portal shares \
+            (GNOME, KDE), else an output of the compositor WAYLAND_DISPLAY names (through wlr-screencopy: sway, \
+            Hyprland, river), else an X11 display (the server DISPLAY names); N is its index in \
             'avcapture devices' (the main display when left out; write --screen=N or --screen main when OUTPUT \
-            follows it and is a number); --crop X,Y,W,H (display pixels from its top-left), \
+            follows it and is a number); --screen window records a window chosen in the portal's dialog; --crop X,Y,W,H (display pixels from its top-left), \
             --fps (at most; default 30), --cursor and --clicks choose what is captured.
 
             Several --video options record the cameras at once (an AVCaptureMultiCamSession), one movie per \
@@ -98,7 +98,8 @@ struct RecordCommand: ParsableCommand {
     @Option(
         defaultAsFlag: ScreenChoice.main,
         help: ArgumentHelp(
-            "Record display N of the X server (an index from 'avcapture devices'; 'main' or left out: the main one).",
+            "Record display N (an index from 'avcapture devices'; 'main' or left out: the main one; 'window': a "
+                + "window the Wayland desktop's screen sharing dialog offers).",
             valueName: "N"))
     var screen: ScreenChoice? = nil
     @Option(help: "With --screen: the area X,Y,W,H in display pixels.") var crop: String?
@@ -286,7 +287,11 @@ struct RecordCommand: ParsableCommand {
     private func makeScreenInput(_ choice: ScreenChoice) throws -> AVCaptureScreenInput {
         let displays: [AVCaptureScreenInput.Display]
         do {
-            displays = try AVCaptureScreenInput.displays()
+            // The cursor setting first: through the ScreenCast portal it is the session's cursor mode.
+            displays =
+                choice == .window
+                ? try AVCaptureScreenInput.windows(capturingCursor: cursor)
+                : try AVCaptureScreenInput.displays(capturingCursor: cursor)
         } catch {
             throw ToolFailure(.unavailable, "cannot record the screen: \(CaptureSetup.describe(error))")
         }

@@ -34,11 +34,23 @@ final class RemoteDesktopPointer {
         _ = try connection.call(message, timeout: .seconds(5))
     }
 
-    /// Clicks the left button at (`x`, `y`) of the virtual monitor.
-    func click(x: Double, y: Double) throws {
+    /// Moves the pointer to (`x`, `y`) of the virtual monitor.
+    func move(x: Double, y: Double) throws {
         // Relative motion only (absolute motion needs a stream of the remote desktop's own): home to the corner.
         try call("NotifyPointerMotionRelative") { try $0.append(-5000.0); try $0.append(-5000.0) }
         try call("NotifyPointerMotionRelative") { try $0.append(x); try $0.append(y) }
+    }
+
+    /// Presses and releases Escape (on the focused window: the portal's dialog).
+    func pressEscape() throws {
+        for pressed in [true, false] {
+            try call("NotifyKeyboardKeysym") { try $0.append(UInt32(0xff1b)); try $0.append(pressed) }  // XK_Escape
+        }
+    }
+
+    /// Clicks the left button at (`x`, `y`) of the virtual monitor.
+    func click(x: Double, y: Double) throws {
+        try move(x: x, y: y)
         for pressed in [true, false] {
             try call("NotifyPointerButton") { try $0.append(Int32(0x110)); try $0.append(pressed) }  // BTN_LEFT
         }
@@ -101,9 +113,9 @@ final class GnomePortalSession {
     }
 
     /// `avcapture ARGUMENTS` as the session's user (the portal identifies its caller through /proc/PID/root, which
-    /// it cannot open for another user's process), started.
-    func recorder(_ arguments: [String]) throws -> PortalRecorder {
-        let environment = [
+    /// it cannot open for another user's process), started; `settings` are more NAME=VALUE variables for it.
+    func recorder(_ arguments: [String], settings: [String] = []) throws -> PortalRecorder {
+        let environment = settings + [
             "PATH=/usr/bin:/bin", "HOME=\(state.path)", "XDG_STATE_HOME=\(state.path)",
             "DBUS_SESSION_BUS_ADDRESS=\(bus)",
             "WAYLAND_DISPLAY=\(variables["WAYLAND_DISPLAY"] ?? "")", "OPENAV_DEVICES=all", "OPENAV_SCREENCAST=portal",
@@ -120,6 +132,25 @@ final class GnomePortalSession {
             process.arguments = ["-i"] + environment + [toolPath!] + arguments
         }
         return try PortalRecorder(process)
+    }
+
+    /// A Wayland client of mutter (`program` and its arguments) as the session's user, started; the caller ends it.
+    func client(_ program: [String]) throws -> Process {
+        let process = Process()
+        let environment = [
+            "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=\(variables["XDG_RUNTIME_DIR"] ?? "")",
+            "WAYLAND_DISPLAY=\(variables["WAYLAND_DISPLAY"] ?? "")",
+        ]
+        let user = variables["RUN_AS"] ?? ""
+        process.executableURL = URL(fileURLWithPath: getuid() == 0 && user != "root" ? "/usr/bin/setpriv" : "/usr/bin/env")
+        process.arguments =
+            (getuid() == 0 && user != "root"
+                ? ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", "--", "/usr/bin/env", "-i"] : ["-i"])
+            + environment + program
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
     }
 
     /// Answers the portal's dialog as a user would (the monitor's row, then Share) once a second while `recorder`
@@ -173,7 +204,8 @@ final class PortalRecorder {
 
     var isRunning: Bool { process.isRunning }
     var standardError: String { collected.errors.withLock { $0 } }
-    var standardOutput: String { String(decoding: collected.output.withLock { $0 }, as: UTF8.self) }
+    var standardOutput: String { String(decoding: standardOutputData, as: UTF8.self) }
+    var standardOutputData: Data { collected.output.withLock { $0 } }
 
     /// The recorded duration the newest status line shows ("    2.5 s   30.0 fps  dropped 0 …"), or nil.
     var lastStatusSeconds: Double? {

@@ -8,6 +8,10 @@ import Foundation
 import TestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite(
     "The ScreenCast portal streaming from headless mutter (xdg-desktop-portal-gnome)", .serialized,
     .enabled(
@@ -49,29 +53,123 @@ struct ScreenCastPortalGnomeTests {
             }, "no cursor near the last click")
     }
 
-    @Test("capturesCursor false: the portal session in cursor mode hidden leaves the pointer out of the movie")
+    @Test("record --screen without --cursor: one portal session in cursor mode hidden, one dialog, no pointer")
     func cursorHidden() throws {
-        guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.cursorHidden")
+        guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.cursorHidden"),
+            let monitor = try PortalRequestMonitor.start(bus: desktop.bus, for: "ScreenCastPortalGnomeTests.cursorHidden")
         else { return }
         var regions: [Bool: [(Int, Int, Int)]] = [:]
         var backgrounds: [Bool: (Int, Int, Int)] = [:]
-        // The same pointer, still on the share button after the dialog's last click, recorded with and without.
-        for withCursor in [true, false] {
+        // The same pointer, still on the share button after the dialog's last click, recorded without and with.
+        for withCursor in [false, true] {
             let movie = desktop.state.appendingPathComponent("cursor-\(withCursor).mov")
             let recorder = try desktop.recorder(
                 ["record", movie.path, "--screen", "--audio", "none", "--duration", "2"]
                     + (withCursor ? ["--cursor"] : []))
-            // Without a remembered choice the hidden-mode session asks again; the same clicks answer it.
+            // The first recording asks (no remembered choice yet); the second is restored with the token.
             try desktop.answerDialogs(while: recorder)
             try #require(recorder.wait() == 0, "avcapture failed: \(recorder.standardError)")
+            if !withCursor {
+                // One session, made in the mode the recording needs: one request of each kind, one dialog.
+                for member in ["CreateSession", "SelectSources", "Start"] {
+                    #expect(monitor.count(member) == 1, "\(member) calls: \(monitor.count(member))")
+                }
+                #expect(monitor.cursorModes == [1], "cursor_mode asked for: \(monitor.cursorModes) (1 is hidden)")
+                let dialogs = monitor.count("Start", interface: "org.freedesktop.impl.portal.ScreenCast")
+                #expect(dialogs == 1, "the backend's Start (its dialog) ran \(dialogs) times")
+            }
             let frame = try DecodedRGBFrame.last(of: movie, width: 1280, height: 720)
             regions[withCursor] = frame.pointerRegion(x: Self.cursor.x, y: Self.cursor.y)
             backgrounds[withCursor] = frame.rgb(Self.cursor.x - 20, Self.cursor.y + 6)
         }
+        monitor.stop()
         let shown = try #require(regions[true]).filter { !Self.isBackground($0, near: backgrounds[true]!) }
         let hidden = try #require(regions[false]).filter { !Self.isBackground($0, near: backgrounds[false]!) }
         #expect(shown.count >= 10, "the cursor should show with --cursor: \(shown.count) pixels off the background")
         #expect(hidden.isEmpty, "the cursor should not show without --cursor: \(hidden)")
+    }
+
+    @Test("Cursor mode metadata: the pointer drawn from the stream's cursor meta where RemoteDesktop moved it")
+    func cursorFromMetadata() throws {
+        let name = "ScreenCastPortalGnomeTests.cursorFromMetadata"
+        guard let desktop = try GnomePortalSession.start(for: name),
+            let monitor = try PortalRequestMonitor.start(bus: desktop.bus, for: name)
+        else { return }
+        let movie = desktop.state.appendingPathComponent("metadata.mov")
+        let recorder = try desktop.recorder(
+            ["record", movie.path, "--screen", "--cursor", "--audio", "none", "--duration", "4"],
+            settings: ["OPENAV_SCREENCAST_CURSOR=metadata"])
+        try desktop.answerDialogs(while: recorder) { (recorder.lastStatusSeconds ?? 0) >= 0.5 }
+        // Away from the dialog's buttons, over the bare background: mutter sends the move as cursor meta alone.
+        let moved = (x: 300, y: 500)
+        // The pointer's session lives until the recording ends: stopping it at once can drop the motion not yet
+        // applied (the pointer left in the corner it was homed to).
+        let pointer = try RemoteDesktopPointer(bus: desktop.bus)
+        try pointer.move(x: Double(moved.x), y: Double(moved.y))
+        let status = recorder.wait()
+        withExtendedLifetime(pointer) {}
+        try #require(status == 0, "avcapture failed: \(recorder.standardError)")
+        monitor.stop()
+        #expect(monitor.cursorModes == [4], "cursor_mode asked for: \(monitor.cursorModes) (4 is metadata)")
+
+        let frame = try DecodedRGBFrame.last(of: movie, width: 1280, height: 720)
+        let background = frame.rgb(moved.x - 20, moved.y + 6)
+        let drawn = frame.pointerRegion(x: moved.x, y: moved.y).filter { !Self.isBackground($0, near: background) }
+        #expect(drawn.count >= 10, "no cursor where the pointer was moved: \(drawn.count) pixels off the background")
+        // Nothing left where the pointer was before (the share button, the dialog gone).
+        let before = frame.rgb(Self.cursor.x - 20, Self.cursor.y + 6)
+        let stale = frame.pointerRegion(x: Self.cursor.x, y: Self.cursor.y).filter {
+            !Self.isBackground($0, near: before)
+        }
+        #expect(stale.isEmpty, "a cursor still drawn at the old place: \(stale.count) pixels")
+    }
+
+    // How far window sources are tested: the request and its dialog, not a window chosen in it (the dialog's
+    // window rows were not located for clicks), so not the recording of a window.
+    @Test("record --screen window: SelectSources asks for windows, the dialog comes, Escape cancels it (exit 69)")
+    func windowSource() throws {
+        let name = "ScreenCastPortalGnomeTests.windowSource"
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/weston-simple-shm") else {
+            print("Skipping \(name): weston-simple-shm is missing (Debian package weston)")
+            return
+        }
+        guard let desktop = try GnomePortalSession.start(for: name),
+            let monitor = try PortalRequestMonitor.start(bus: desktop.bus, for: name)
+        else { return }
+        // A window for the dialog to list.
+        let client = try desktop.client(["/usr/bin/weston-simple-shm"])
+        defer { kill(client.processIdentifier, SIGKILL) }  // The test's blocked signals include SIGTERM.
+        let movie = desktop.state.appendingPathComponent("window.mov")
+        let recorder = try desktop.recorder(["record", movie.path, "--screen", "window", "--audio", "none", "--duration", "2"])
+        let keyboard = try RemoteDesktopPointer(bus: desktop.bus)
+        let deadline = Date().addingTimeInterval(60)
+        while recorder.isRunning && Date() < deadline {
+            // Time must pass for the dialog to come up (the backend's Start shows it) and to take the key.
+            Thread.sleep(forTimeInterval: 1)
+            if monitor.count("Start", interface: "org.freedesktop.impl.portal.ScreenCast") > 0 {
+                try keyboard.pressEscape()
+            }
+        }
+        let status = recorder.wait(seconds: 10)
+        monitor.stop()
+        #expect(monitor.sourceTypes == [2], "types asked for: \(monitor.sourceTypes) (2 is window)")
+        #expect(monitor.count("Start", interface: "org.freedesktop.impl.portal.ScreenCast") == 1, "no dialog")
+        #expect(status == 69, "exit \(status), 69 expected: \(recorder.standardError)")
+        #expect(recorder.standardError.contains("cancelled"), "\(recorder.standardError)")
+    }
+
+    @Test("frames --screen --changes-only: the capture alone, without an encoder: one BGRA frame of mutter's screen")
+    func framesWithoutEncoder() throws {
+        guard let desktop = try GnomePortalSession.start(for: "ScreenCastPortalGnomeTests.framesWithoutEncoder")
+        else { return }
+        let reader = try desktop.recorder(["frames", "--screen", "--changes-only", "--format", "bgra", "--count", "1"])
+        try desktop.answerDialogs(while: reader)
+        try #require(reader.wait() == 0, "avcapture failed: \(reader.standardError)")
+        let bytes = [UInt8](reader.standardOutputData)
+        try #require(bytes.count == 1280 * 720 * 4, "one 1280x720 BGRA frame expected, \(bytes.count) bytes")
+        // mutter's blue background in the top-left corner, in BGRA order (no dialog reaches it).
+        let corner = (blue: Int(bytes[(8 * 1280 + 8) * 4]), red: Int(bytes[(8 * 1280 + 8) * 4 + 2]))
+        #expect(corner.blue > corner.red + 20, "the corner \(corner)")
     }
 
     @Test("The restore token: a second recording gets the remembered screen with no dialog and no input")
@@ -139,6 +237,7 @@ struct ScreenCastPortalGnomeTests {
         let decode = try MediaTool.ffmpeg.run([
             "-nostdin", "-v", "error", "-i", movie.path, "-fps_mode", "passthrough", "-f", "null", "-",
         ])
-        #expect(decode.status == 0 && decode.error.isEmpty, "ffmpeg decoding the file: \(decode.error)")
+        let dump = try MediaTool.ffprobe.run(["-v", "error", "-show_entries", "packet=pts,dts,duration,flags", "-of", "csv", movie.path, "-show_entries", "stream=time_base,r_frame_rate"])
+        #expect(decode.status == 0 && decode.error.isEmpty, "ffmpeg decoding the file: \(decode.error) \(dump.outputText.prefix(1500))")
     }
 }

@@ -183,6 +183,23 @@ typedef struct {
     /// in nanoseconds and the rate of its clock.
     int64_t graph_now;
     int64_t delay_ns;
+    /// The cursor meta (SPA_META_Cursor: a ScreenCast stream in cursor mode metadata). `cursor_is_valid` when it
+    /// names a cursor (id not 0; mutter sends 0 while the pointer is off the stream), at (`cursor_x`, `cursor_y`) in
+    /// the stream's pixels. `has_cursor_bitmap` when the cursor's image changed with this buffer: `cursor_bitmap`,
+    /// premultiplied, `cursor_bitmap_width` × `cursor_bitmap_height` (0 × 0 for no image), rows
+    /// `cursor_bitmap_stride` bytes apart, RGBA byte order when `cursor_bitmap_is_rgba` else BGRA, the hot spot
+    /// (`cursor_hotspot_x`, `cursor_hotspot_y`) inside it; valid until the buffer is given back.
+    bool cursor_is_valid;
+    int32_t cursor_x;
+    int32_t cursor_y;
+    bool has_cursor_bitmap;
+    int32_t cursor_hotspot_x;
+    int32_t cursor_hotspot_y;
+    const uint8_t *cursor_bitmap;
+    uint32_t cursor_bitmap_width;
+    uint32_t cursor_bitmap_height;
+    int32_t cursor_bitmap_stride;
+    bool cursor_bitmap_is_rgba;
 } CPipeWire_Buffer;
 
 /// Takes the next filled buffer: 0, or -EAGAIN when there is none, -EPIPE when the stream is gone.

@@ -28,6 +28,7 @@ final class PipeWireCaptureStream: @unchecked Sendable {
     private let format: DeviceFormat
     private let frameDuration: CMTime
     private let sink: StreamSink
+    private let cursorSink: (@Sendable (PipeWireCursorUpdate) -> Void)?
     private let request: CPipeWire_StreamFormat
     private let negotiated = DispatchSemaphore(value: 0)
 
@@ -55,10 +56,11 @@ final class PipeWireCaptureStream: @unchecked Sendable {
     private let state = Mutex(State())
     private let formatDescription: CMFormatDescription
 
-    /// A stream for `format` from `node`; `start` connects it.
+    /// A stream for `format` from `node`; `start` connects it. `cursorSink` hears each video buffer's cursor meta
+    /// (a screen cast's, in cursor mode metadata) on the loop thread, before its frame reaches `sink`.
     init(
         connection: PipeWireConnection, node: PipeWireNode, format: DeviceFormat, frameDuration: CMTime,
-        sink: @escaping StreamSink
+        sink: @escaping StreamSink, cursorSink: (@Sendable (PipeWireCursorUpdate) -> Void)? = nil
     ) throws(DeviceFault) {
         guard let request = PipeWireFormats.streamRequest(for: format, frameDuration: frameDuration) else {
             throw .explained(.io(.invalidArgument), advice: "\(node.localizedName) has no such format")
@@ -68,6 +70,7 @@ final class PipeWireCaptureStream: @unchecked Sendable {
         self.format = format
         self.frameDuration = frameDuration
         self.sink = sink
+        self.cursorSink = cursorSink
         self.request = request
         do {
             switch format {
@@ -214,6 +217,13 @@ final class PipeWireCaptureStream: @unchecked Sendable {
         case .audio(let audio):
             deliverAudio(buffer, lease: lease, format: audio, delivery: &delivery)
         case .video(let video):
+            cursorSink?(PipeWireCursorUpdate(buffer))
+            // A buffer with no picture on a stream that reads cursors is the pointer moving (or leaving) over an
+            // unchanged screen (mutter sends such buffers): not a lost frame.
+            if buffer.plane_sizes.0 == 0 && cursorSink != nil {
+                lease.giveBack()
+                return
+            }
             let time = Self.videoTime(of: buffer)
             reportSkipped(buffer, time: time, delivery: &delivery)
             let sequence = delivery.sequence

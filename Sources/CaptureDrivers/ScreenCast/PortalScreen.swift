@@ -7,10 +7,12 @@ import Synchronization
 /// by a capture thread as the X11 and wlr-screencopy screens are.
 ///
 /// The session belongs to the device: it stays open while the device exists (the portal ends it with the bus
-/// connection), so a second recording reuses the choice. A session's cursor mode is fixed when it starts, so a
-/// stream whose `capturesCursor` asks for the other mode (hidden, or embedded) reads a second session made in that
-/// mode, with the stored restore token (the portal asks again only when the user did not let it remember), and
-/// kept for the next start.
+/// connection), so a second recording reuses the choice. A session's cursor mode is fixed when it starts: the
+/// listing that makes it is told the cursor wanted (`AVCaptureScreenInput.displays(capturingCursor:)`), so one
+/// session serves. Only a stream whose `capturesCursor` was changed afterwards to what the session cannot give (a
+/// hidden session asked for the cursor, an embedded one asked to hide it; a metadata session serves both) reads a
+/// second session made in the mode that can, with the stored restore token (the portal asks again only when the
+/// user did not let it remember), kept for the next start.
 ///
 /// Threading: thread safe. `start`/`stop` are serialized by the caller; the settings are guarded by a mutex.
 package final class PortalScreen: ScreenDevice {
@@ -29,7 +31,7 @@ package final class PortalScreen: ScreenDevice {
     package var framesConsidered: ScreenFrameCount { streaming.framesConsidered }
     private let order: Int
     private let environment: [String: String]
-    /// Sessions in the other cursor mode, by the mode's raw value.
+    /// Sessions in another cursor mode, by the mode's raw value.
     private let otherModes = Mutex<[UInt32: ScreenCastSession]>([:])
 
     /// A device for `stream` of `session`, whose size the portal gave; `order` 0 is the main one. `environment`
@@ -75,19 +77,24 @@ package final class PortalScreen: ScreenDevice {
 
     package func stop() { streaming.stop() }
 
-    /// The session and stream that give the cursor as `capturingCursor` asks: this screen's own when its mode fits
-    /// or the portal offers no other, else one in the other mode (made once, with the restore token).
+    /// The session and stream that give the cursor as `capturingCursor` asks: this screen's own when its mode serves
+    /// or the portal offers none that would, else one in a mode that does (made once, with the restore token).
     private func source(capturingCursor: Bool) throws(DeviceFault) -> (
         session: ScreenCastSession, stream: ScreenCastStream
     ) {
-        let wanted: ScreenCastPortal.CursorModes = capturingCursor ? .embedded : .hidden
-        guard session.cursorMode != wanted, session.availableCursorModes.contains(wanted) else {
+        guard let mode = session.cursorMode, !mode.serves(capturingCursor: capturingCursor),
+            let wanted = ScreenCastPortal.CursorModes.forCapture(
+                capturingCursor: capturingCursor, available: session.availableCursorModes, environment: environment),
+            wanted != mode
+        else {
             return (session, stream)
         }
         let other = try otherModes.withLock { (sessions) throws(DeviceFault) -> ScreenCastSession in
             if let known = sessions[wanted.rawValue], !known.isClosed { return known }
             do throws(ScreenCastPortalError) {
-                let made = try WaylandScreenRoute.session(cursorMode: wanted, environment: environment)
+                let made = try WaylandScreenRoute.session(
+                    capturingCursor: capturingCursor, sources: stream.sourceType == 2 ? .window : .monitor,
+                    environment: environment)
                 sessions[wanted.rawValue] = made
                 return made
             } catch {

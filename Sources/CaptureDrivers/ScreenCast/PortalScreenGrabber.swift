@@ -10,6 +10,10 @@ import Synchronization
 /// newest one, crop and scale it (nearest-neighbour) into a pooled buffer: an unchanged screen repeats its last
 /// picture at the frame rate, and with `removesDuplicateFrames` a frame time with nothing new delivers nothing.
 ///
+/// A session in cursor mode metadata sends the cursor beside the frames (`PipeWireCursorUpdate`): with
+/// `capturesCursor` it is drawn here over the copied picture (the newest position and image), and a moved pointer
+/// counts as something new; without, it is left out.
+///
 /// Threading: thread-bound: made on the thread that starts the stream, then used by the capture thread; the newest
 /// frame is handed over from PipeWire's loop thread through a mutex.
 final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
@@ -29,6 +33,9 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
     private let stream: PipeWireCaptureStream
     private let newest: NewestFrameBox
     private var deliveredGeneration: UInt64 = 0
+    private var deliveredCursorChanges: UInt64 = 0
+    /// Whether the stream sends the cursor as metadata, for this grabber to draw.
+    private let cursorIsMetadata: Bool
 
     /// What PipeWire's thread leaves for the capture thread, shared with the stream's sink.
     private final class NewestFrameBox: Sendable {
@@ -36,11 +43,14 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
     }
 
     /// `@unchecked Sendable`: the pixel buffer is only read once handed over, behind the mutex.
-    private struct NewestFrame: @unchecked Sendable {
+    fileprivate struct NewestFrame: @unchecked Sendable {
         var image: CVPixelBuffer?
         /// Counts the frames the node sent; 0 before the first.
         var generation: UInt64 = 0
         var fault: DeviceFault?
+        /// The cursor as the metadata last said (cursor mode metadata only), and how often it changed.
+        var cursor = PipeWireCursorUpdate(isVisible: false, x: 0, y: 0, image: nil)
+        var cursorChanges: UInt64 = 0
     }
 
     /// Reads node `nodeID` of `session` (the screen's own, or its session in the other cursor mode).
@@ -87,6 +97,7 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
         self.frameDuration = frameDuration
         self.connection = connection
         self.session = session
+        cursorIsMetadata = session.cursorMode == .metadata
         frameNanoseconds = max(1, CMTimeConvertScale(frameDuration, timescale: 1_000_000_000, method: .default).value)
         sourceWidth = min(settings.cropWidth, monitor.width)
         sourceHeight = min(settings.cropHeight, monitor.height)
@@ -102,6 +113,10 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
                 minimumBufferCount: ScreenCaptureThread.bufferCount)
         } catch {
             throw .io(.invalidArgument)
+        }
+        var cursorSink: (@Sendable (PipeWireCursorUpdate) -> Void)?
+        if session.cursorMode == .metadata {
+            cursorSink = { @Sendable update in newest.state.withLock { $0.take(update) } }
         }
         stream = try PipeWireCaptureStream(
             connection: connection, node: node,
@@ -120,7 +135,8 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
                 default:
                     break
                 }
-            })
+            },
+            cursorSink: cursorSink)
         try stream.start()
     }
 
@@ -128,7 +144,10 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
 
     func nextFrame(at hostNanoseconds: Int64, settings: ScreenCaptureSettings) -> ScreenGrabOutcome {
         let time = CMClock.hostTime(nanoseconds: hostNanoseconds)
-        let (image, generation, fault) = newest.state.withLock { ($0.image, $0.generation, $0.fault) }
+        let (image, generation, fault, cursor, cursorChanges) = newest.state.withLock {
+            ($0.image, $0.generation, $0.fault, $0.cursor, $0.cursorChanges)
+        }
+        let drawsCursor = cursorIsMetadata && settings.capturesCursor
         // The portal's Closed signal says the share ended, also where PipeWire tells this stream nothing.
         if session.isClosed {
             return .failed(
@@ -149,7 +168,11 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
         // Nothing yet (the node sends its first frame once the compositor paints), or nothing new when duplicates
         // are left out.
         guard let image, generation > 0 else { return .unchanged }
-        if settings.removesDuplicateFrames && generation == deliveredGeneration { return .unchanged }
+        if settings.removesDuplicateFrames && generation == deliveredGeneration
+            && (!drawsCursor || cursorChanges == deliveredCursorChanges)
+        {
+            return .unchanged
+        }
         samples.releaseIdleImages()
         guard case .success(let frame) = pool.pixelBuffer(allocationThreshold: ScreenCaptureThread.bufferCount)
         else { return .noFreeBuffer(time) }
@@ -178,8 +201,27 @@ final class PortalScreenGrabber: ScreenGrabber, @unchecked Sendable {
                 from: origin, height: Int(sourceHeight), bytesPerRow: sourceStride, into: target, width: outputWidth,
                 height: outputHeight, bytesPerRow: targetStride, columns: columns)
         }
+        if drawsCursor, cursor.isVisible, let cursorImage = cursor.image {
+            // The pointer's place in the delivered picture: the crop's origin off, scaled as the picture was.
+            ScreenPointerOverlay.drawCursor(
+                cursorImage, pointerX: (cursor.x - originX) * outputWidth / Int(sourceWidth),
+                pointerY: (cursor.y - originY) * outputHeight / Int(sourceHeight), into: target, width: outputWidth,
+                height: outputHeight, bytesPerRow: targetStride, originX: 0, originY: 0)
+        }
         deliveredGeneration = generation
+        deliveredCursorChanges = cursorChanges
         let timing = CMSampleTimingInfo(duration: frameDuration, presentationTimeStamp: time, decodeTimeStamp: .invalid)
         return .frame(samples.sampleBuffer(imageBuffer: frame, formatDescription: formatDescription, timing: timing))
+    }
+}
+
+extension PortalScreenGrabber.NewestFrame {
+    /// Keeps what `update` says of the cursor (an image only when it changed), counting a change.
+    mutating func take(_ update: PipeWireCursorUpdate) {
+        var next = update
+        next.image = update.image ?? cursor.image
+        guard next != cursor else { return }
+        cursor = next
+        cursorChanges += 1
     }
 }

@@ -21,10 +21,15 @@ package enum WaylandScreenRoute {
     }
 
     private static let known = Mutex<Known?>(nil)
+    /// The windows shared (`windows(displayName:…)`), with the key they are for.
+    private static let knownWindows = Mutex<(key: String, screens: [PortalScreen])?>(nil)
 
-    /// The screens of the compositor `displayName` names, reached as described above.
+    /// The screens of the compositor `displayName` names, reached as described above. A portal session made by
+    /// this call gives the cursor as `capturingCursor` says (its cursor mode is fixed at `SelectSources`); screens
+    /// already kept are returned as they are.
     package static func screens(
-        displayName: String, environment: [String: String] = ProcessInfo.processInfo.environment
+        displayName: String, capturingCursor: Bool = true,
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ScreenUnavailable) -> [any ScreenDevice] {
         let mode = environment["OPENAV_SCREENCAST"]?.lowercased() ?? "auto"
         if mode == "wlr" { return try WaylandScreenDriver.screens(displayName: displayName) }
@@ -34,7 +39,7 @@ package enum WaylandScreenRoute {
                 if let screens = current.screens, screens.allSatisfy(\.isConnected) { return .success(screens) }
                 if let reason = current.fallbackReason { return .failure(Fallback(reason: reason, said: true)) }
             }
-            switch portalScreens(environment: environment) {
+            switch portalScreens(capturingCursor: capturingCursor, environment: environment) {
             case .success(let screens):
                 known = Known(key: key, screens: screens)
                 return .success(screens)
@@ -83,24 +88,64 @@ package enum WaylandScreenRoute {
         var said: Bool
     }
 
-    /// A new portal session with the cursor `cursorMode` (with the stored restore token, so the portal reuses the
-    /// user's remembered choice without asking), its token stored for the next one.
+    /// A new portal session whose stream gives the cursor as `capturingCursor` says (`CursorModes.forCapture`), with
+    /// the stored restore token (so the portal reuses the user's remembered choice without asking), its token stored
+    /// for the next one.
     package static func session(
-        cursorMode: ScreenCastPortal.CursorModes, environment: [String: String]
+        capturingCursor: Bool, sources: ScreenCastPortal.SourceTypes = .monitor, environment: [String: String]
     ) throws(ScreenCastPortalError) -> ScreenCastSession {
         let portal = try ScreenCastPortal.open(environment: environment)
+        guard !portal.availableSourceTypes.intersection(sources).isEmpty else {
+            throw .failed(
+                "The ScreenCast portal offers no \(sources == .window ? "window" : "monitor") sharing "
+                    + "(its AvailableSourceTypes is \(portal.availableSourceTypes.rawValue)).")
+        }
         var request = ScreenCastPortal.SessionRequest()
-        request.cursorMode = cursorMode
+        request.sources = sources
+        request.cursorMode = .forCapture(
+            capturingCursor: capturingCursor, available: portal.availableCursorModes, environment: environment)
         request.restoreToken = ScreenCastRestoreToken.load(environment: environment)
         let session = try portal.startSession(request)
         if let token = session.restoreToken { ScreenCastRestoreToken.save(token, environment: environment) }
         return session
     }
 
-    /// A session through the portal (the cursor embedded, Apple's default), and its streams as screens.
-    private static func portalScreens(environment: [String: String]) -> Result<[PortalScreen], ScreenCastPortalError> {
+    /// The windows the user shares through the portal (`SelectSources` types WINDOW), kept as `screens` keeps its
+    /// monitors: wlr-screencopy shares no windows, so there is no fallback.
+    package static func windows(
+        displayName: String, capturingCursor: Bool = true,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ScreenUnavailable) -> [any ScreenDevice] {
+        let key = (CameraPortal.sessionBusAddress(environment: environment) ?? "") + "|" + displayName
+        return try knownWindows.withLock { (known) throws(ScreenUnavailable) -> [any ScreenDevice] in
+            if let current = known, current.key == key, current.screens.allSatisfy(\.isConnected) {
+                return current.screens
+            }
+            switch portalScreens(capturingCursor: capturingCursor, sources: .window, environment: environment) {
+            case .success(let screens):
+                known = (key, screens)
+                return screens
+            case .failure(let failure):
+                throw ScreenUnavailable(
+                    reason: "no window can be shared: \(failure.description)",
+                    advice: "Window capture needs a ScreenCast portal that shares windows (xdg-desktop-portal-gnome, "
+                        + "xdg-desktop-portal-kde).")
+            }
+        }
+    }
+
+    /// The kept portal screen or window whose display ID is `identifier`, if any.
+    package static func kept(identifier: UInt32) -> (any ScreenDevice)? {
+        let screens = (known.withLock { $0?.screens } ?? []) + (knownWindows.withLock { $0?.screens } ?? [])
+        return screens.first { $0.monitor.identifier == identifier }
+    }
+
+    /// A session through the portal with the cursor as `capturingCursor` says, and its streams as screens.
+    private static func portalScreens(
+        capturingCursor: Bool, sources: ScreenCastPortal.SourceTypes = .monitor, environment: [String: String]
+    ) -> Result<[PortalScreen], ScreenCastPortalError> {
         do throws(ScreenCastPortalError) {
-            let session = try session(cursorMode: .embedded, environment: environment)
+            let session = try session(capturingCursor: capturingCursor, sources: sources, environment: environment)
             let screens = session.streams.enumerated().compactMap { order, stream -> PortalScreen? in
                 guard let size = stream.size, size.width > 0, size.height > 0 else { return nil }
                 return PortalScreen(

@@ -38,8 +38,9 @@ public func CGDisplayBounds(_ display: CGDirectDisplayID) -> CGRect {
 /// - `scaleFactor`: the delivered size is the crop's times this (nearest-neighbour), any positive factor.
 /// - `minFrameDuration`: frames are grabbed at most this often on the host clock (default 1/30 s; 1/120 to 1 s).
 /// - `capturesCursor` (default true) composites the cursor the server shows (XFixes; on Wayland the compositor draws
-///   it in; through the portal the cursor is always drawn in, as the session is made before the input); `capturesMouseClicks` (default false) draws a ring around it while a button is down (X11 only: a Wayland
-///   client cannot see the buttons).
+///   it in; through the portal, the session's cursor mode: say the setting first with `displays(capturingCursor:)`,
+///   or a later change needs a second portal session); `capturesMouseClicks` (default false) draws a ring around it
+///   while a button is down (X11 only: a Wayland client cannot see the buttons).
 /// - `removesDuplicateFrames` (default false, as Apple's since macOS 10.10): when true, a frame whose area the
 ///   server reports unchanged (Damage; on Wayland the compositor's damage of the whole output) and whose pointer did
 ///   not move is not delivered at all, so an idle screen costs almost nothing. When false an unchanged screen repeats
@@ -75,7 +76,7 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     /// An input for `displayID` (from `CGMainDisplayID()` or `displays()`), or nil when there is no such display or no
     /// display server; `displays()` throws the reason.
     public init?(displayID: CGDirectDisplayID) {
-        guard let screen = try? Screens.screens().first(where: { $0.monitor.identifier == displayID }) else {
+        guard let screen = Screens.screen(identifier: displayID) else {
             return nil
         }
         self.storedDisplayID = displayID
@@ -167,18 +168,48 @@ open class AVCaptureScreenInput: AVCaptureInput, @unchecked Sendable {
     /// What the ScreenCast portal shares or the outputs of the Wayland compositor `WAYLAND_DISPLAY` names, else the
     /// displays of the X server `DISPLAY` names, the main one first (ours: Apple's platforms list displays with
     /// CoreGraphics' `CGGetActiveDisplayList`). The first call in a Wayland session may wait for the portal's dialog.
+    /// A portal session it makes draws the cursor in (`capturesCursor`'s default); see `displays(capturingCursor:)`.
     ///
     /// - Throws: `AVError.screenCaptureFailed` saying what to do when there is no server (DISPLAY unset, nothing
     ///   listening), this user may not use it (the cookie, `xhost`), the portal's dialog was cancelled, or the
     ///   compositor has neither a ScreenCast portal nor wlr-screencopy.
     public static func displays() throws -> [Display] {
+        try displays(capturingCursor: true)
+    }
+
+    /// `displays()`, telling the ScreenCast portal how the inputs made afterwards will set `capturesCursor` (ours):
+    /// a portal session's cursor mode is fixed when the user's choice is made, so a session made for the other
+    /// setting would need a second session (and maybe a second dialog) at `startRunning()`. Ignored on X11 and
+    /// wlr-screencopy, which choose at each frame, and once the process's portal session exists.
+    public static func displays(capturingCursor: Bool) throws -> [Display] {
         do {
-            return try Screens.screens().enumerated().map { index, screen in
+            return try Screens.screens(capturingCursor: capturingCursor).enumerated().map { index, screen in
                 let monitor = screen.monitor
                 return Display(
                     displayID: monitor.identifier, name: monitor.name,
                     bounds: CGRect(
                         x: Int(monitor.x), y: Int(monitor.y), width: Int(monitor.width), height: Int(monitor.height)),
+                    isMain: index == 0)
+            }
+        } catch {
+            throw AVError(.screenCaptureFailed, error.reason + ".", suggestion: error.advice)
+        }
+    }
+
+    /// The windows the user shares through the ScreenCast portal's dialog (ours: Apple's AVCaptureScreenInput
+    /// captures displays only, and ScreenCaptureKit shares windows), each as a display whose `displayID`
+    /// `init?(displayID:)` takes; `bounds` is the window's size. The portal's session gives the cursor as
+    /// `capturingCursor` says.
+    ///
+    /// - Throws: `AVError.screenCaptureFailed` outside a Wayland session with a ScreenCast portal that shares
+    ///   windows (X11 and wlr-screencopy share none), or when the dialog was cancelled.
+    public static func windows(capturingCursor: Bool = true) throws -> [Display] {
+        do {
+            return try Screens.windows(capturingCursor: capturingCursor).enumerated().map { index, screen in
+                let monitor = screen.monitor
+                return Display(
+                    displayID: monitor.identifier, name: monitor.name,
+                    bounds: CGRect(x: 0, y: 0, width: Int(monitor.width), height: Int(monitor.height)),
                     isMain: index == 0)
             }
         } catch {
