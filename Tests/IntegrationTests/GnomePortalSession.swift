@@ -216,19 +216,25 @@ final class PortalRecorder {
         }.first
     }
 
-    /// Waits for the exit, at most `seconds` (then terminates it); the exit status.
+    /// Waits for the exit, at most `seconds` (then kills it); the exit status.
     func wait(seconds: Double = 60) -> Int32 {
         let deadline = Date().addingTimeInterval(seconds)
         // Polled: Process has no wait with a timeout.
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
-        if process.isRunning { process.terminate() }
+        kill()
         process.waitUntilExit()
         // The last of the pipes: what was written just before the exit.
         Thread.sleep(forTimeInterval: 0.2)
         return process.terminationStatus
     }
 
-    deinit { if process.isRunning { process.terminate() } }
+    /// SIGKILL, not `terminate()`: the test process's children inherit its blocked signals, SIGTERM among them, so
+    /// a recorder waiting on a dialog nobody answers ignored SIGTERM until the portal's own 300 s timeout.
+    private func kill() {
+        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+    }
+
+    deinit { kill() }
 }
 
 /// A frame of a movie as ffmpeg decodes it: RGB, `width` by `height`.
