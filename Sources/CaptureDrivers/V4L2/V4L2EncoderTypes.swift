@@ -116,42 +116,28 @@ package enum AnnexBProbe {
     /// The parameter sets in a packet (H.264 SPS and PPS, types 7 and 8; HEVC VPS, SPS and PPS, types 32-34), each
     /// after a 4-byte start code, in their order: the out-of-band header a muxer writes as `avcC`/`hvcC`.
     package static func parameterSets(_ bytes: [UInt8], hevc: Bool) -> [UInt8] {
-        var starts: [(header: Int, codeStart: Int)] = []
-        var index = 0
-        while index + 3 < bytes.count {
-            if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 1 {
-                starts.append((index + 3, index > 0 && bytes[index - 1] == 0 ? index - 1 : index))
-                index += 3
-            } else {
-                index += 1
-            }
-        }
         var sets: [UInt8] = []
-        for (position, start) in starts.enumerated() {
-            let header = bytes[start.header]
-            let type = hevc ? Int(header >> 1) & 0x3F : Int(header) & 0x1F
-            guard hevc ? (32...34).contains(type) : (7...8).contains(type) else { continue }
-            let end = position + 1 < starts.count ? starts[position + 1].codeStart : bytes.count
-            sets += [0, 0, 0, 1] + bytes[start.header..<end]
+        bytes.withUnsafeBytes { buffer in
+            H264Bitstream.forEachNALUnit(inAnnexB: buffer) { range in
+                guard (hevc ? 32...34 : 7...8).contains(nalType(buffer[range.lowerBound], hevc: hevc)) else { return }
+                sets += [0, 0, 0, 1] + buffer[range]
+            }
         }
         return sets
     }
 
-    /// The type of each NAL unit in an Annex B byte stream.
+    /// The type of each NAL unit in an Annex B byte stream (the units as `H264Bitstream.forEachNALUnit` finds them:
+    /// Annex B framing is the same for HEVC).
     private static func nalTypes(_ bytes: [UInt8], hevc: Bool) -> [Int] {
         var types: [Int] = []
-        var index = 0
-        while index + 3 < bytes.count {
-            // A start code is 00 00 01 (a 4-byte one ends the same way); the NAL header follows it.
-            if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 1 {
-                let header = bytes[index + 3]
-                let type = hevc ? Int(header >> 1) & 0x3F : Int(header) & 0x1F
-                types.append(type)
-                index += 3
-            } else {
-                index += 1
-            }
+        bytes.withUnsafeBytes { buffer in
+            H264Bitstream.forEachNALUnit(inAnnexB: buffer) { types.append(nalType(buffer[$0.lowerBound], hevc: hevc)) }
         }
         return types
+    }
+
+    /// The NAL unit type in a unit's first header byte.
+    private static func nalType(_ header: UInt8, hevc: Bool) -> Int {
+        hevc ? Int(header >> 1) & 0x3F : Int(header) & 0x1F
     }
 }
