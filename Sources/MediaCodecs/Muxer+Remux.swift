@@ -90,6 +90,9 @@ extension Muxer {
             // extradata would make the muxer convert them a second time.
             let copied = avcodec_parameters_copy(stream.pointee.codecpar, demuxed.pointee.codecpar)
             guard copied >= 0 else { throw .ffmpeg(copied, while: operation) }
+            // libavformat reads a `pasp` box into the stream, not its parameters: the pixel aspect ratio is the
+            // one this muxer was given (0:1 where a display size replaced it), so a device-coded track keeps it.
+            stream.pointee.codecpar.pointee.sample_aspect_ratio = original.pointee.codecpar.pointee.sample_aspect_ratio
             stream.pointee.time_base = original.pointee.time_base
             stream.pointee.avg_frame_rate = original.pointee.avg_frame_rate
             av_dict_copy(&stream.pointee.metadata, original.pointee.metadata, 0)

@@ -52,25 +52,26 @@ extension Muxer {
         return index
     }
 
-    /// The codec parameters of a stream coded by a device: codec, size, rate, the colour tags ``VideoEncoder``
-    /// would set (BT.709 from 720p, BT.601 below; video range), and the parameter sets as extradata.
+    /// The codec parameters of a stream coded by a device: codec, size, rate, the colour tags and pixel aspect
+    /// ratio ``VideoEncoder`` sets from the same configuration (``VideoEncoder/Configuration/streamDescription``;
+    /// video range), and the parameter sets as extradata.
     private static func describeDeviceStream(
         _ parameters: UnsafeMutablePointer<AVCodecParameters>, configuration: VideoEncoder.Configuration,
         extradata: [UInt8]
     ) -> Int32 {
-        let isHD = configuration.width >= 1280 || configuration.height >= 720
+        let description = configuration.streamDescription
         parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
         parameters.pointee.codec_id = configuration.codec == .hevc ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264
         parameters.pointee.width = Int32(configuration.width)
         parameters.pointee.height = Int32(configuration.height)
         parameters.pointee.format = AV_PIX_FMT_YUV420P.rawValue
         parameters.pointee.bit_rate = Int64(configuration.averageBitRate)
-        parameters.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        parameters.pointee.sample_aspect_ratio = description.pixelAspectRatio
         parameters.pointee.field_order = AV_FIELD_PROGRESSIVE
         parameters.pointee.color_range = AVCOL_RANGE_MPEG
-        parameters.pointee.color_space = configuration.streamMatrix.ffmpegColorspace
-        parameters.pointee.color_primaries = isHD ? AVCOL_PRI_BT709 : AVCOL_PRI_SMPTE170M
-        parameters.pointee.color_trc = isHD ? AVCOL_TRC_BT709 : AVCOL_TRC_SMPTE170M
+        parameters.pointee.color_space = description.matrix
+        parameters.pointee.color_primaries = description.primaries
+        parameters.pointee.color_trc = description.transfer
         guard !extradata.isEmpty else { return 0 }
         guard let bytes = av_mallocz(extradata.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
             return CFFmpeg_AVERROR(ENOMEM)

@@ -89,14 +89,9 @@ extension VideoEncoder {
             hasher.combine(cropText)
         }
 
-        /// Sets what these tags ask on an encoder context not yet opened, and libx264's options in `options`.
-        func apply(to context: UnsafeMutablePointer<AVCodecContext>, options: inout OpaquePointer?, codec: Codec) {
-            if let pixelAspectRatio {
-                context.pointee.sample_aspect_ratio = AVRational(
-                    num: pixelAspectRatio.horizontal, den: pixelAspectRatio.vertical)
-            }
-            if let colorPrimaries { context.pointee.color_primaries = colorPrimaries.ffmpeg }
-            if let transferFunction { context.pointee.color_trc = transferFunction.ffmpeg }
+        /// Sets libx264's options for what these tags ask in `options` (the stream's colour tags and pixel shape
+        /// are ``Configuration/streamDescription``'s, set on the context by the encoder).
+        func apply(toX264Options options: inout OpaquePointer?, codec: Codec) {
             guard codec == .h264 else { return }
             if let h264Profile { setOption(&options, "profile", h264Profile.rawValue) }
             if let h264Level { setOption(&options, "level", h264Level) }
@@ -107,5 +102,31 @@ extension VideoEncoder {
                 setOption(&options, "x264-params", (existing.map { $0 + ":" } ?? "") + "crop-rect=\(cropText)")
             }
         }
+    }
+}
+
+extension VideoEncoder.Configuration {
+    /// What a stream coded from this configuration says of its pictures, whichever encoder codes it (libavcodec's,
+    /// or a V4L2 device the muxer describes from the configuration): the colour tags and pixel aspect ratio asked
+    /// for in ``tags``, else BT.709 primaries and transfer from 1280x720 up and SMPTE 170M below, square pixels;
+    /// the matrix is ``streamMatrix``. One function, so a file's tags do not depend on which encoder ran.
+    package var streamDescription: StreamDescription {
+        let isHD = width >= 1280 || height >= 720
+        return StreamDescription(
+            primaries: tags.colorPrimaries?.ffmpeg ?? (isHD ? AVCOL_PRI_BT709 : AVCOL_PRI_SMPTE170M),
+            transfer: tags.transferFunction?.ffmpeg ?? (isHD ? AVCOL_TRC_BT709 : AVCOL_TRC_SMPTE170M),
+            matrix: streamMatrix.ffmpegColorspace,
+            pixelAspectRatio: tags.pixelAspectRatio.map { AVRational(num: $0.horizontal, den: $0.vertical) }
+                ?? AVRational(num: 1, den: 1))
+    }
+
+    /// The colour tags and pixel shape of a coded stream, as libavcodec names them.
+    ///
+    /// Threading: a value; `Sendable`.
+    package struct StreamDescription: Sendable {
+        package var primaries: AVColorPrimaries
+        package var transfer: AVColorTransferCharacteristic
+        package var matrix: AVColorSpace
+        package var pixelAspectRatio: AVRational
     }
 }

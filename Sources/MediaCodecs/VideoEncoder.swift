@@ -308,7 +308,6 @@ package final class VideoEncoder {
             self.extradata = []
             throw MediaCodecsError(.allocationFailed, while: operation, message: "an FFmpeg object could not be made")
         }
-        let isHD = config.width >= 1280 || config.height >= 720
         context.pointee.width = Int32(config.width)
         context.pointee.height = Int32(config.height)
         context.pointee.pix_fmt = codecFormat
@@ -325,16 +324,16 @@ package final class VideoEncoder {
         }
         context.pointee.time_base = timeBase
         context.pointee.framerate = AVRational(num: Int32(config.frameRate), den: 1)
-        context.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
         context.pointee.gop_size = Int32(config.codec.isIntraOnly ? 1 : config.maxKeyFrameInterval)
         context.pointee.max_b_frames = 0
         context.pointee.thread_count = Int32(config.threadCount)
         context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
         context.pointee.color_range = fullRange ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG
-        let matrix = config.streamMatrix
-        context.pointee.colorspace = matrix.ffmpegColorspace
-        context.pointee.color_primaries = isHD ? AVCOL_PRI_BT709 : AVCOL_PRI_SMPTE170M
-        context.pointee.color_trc = isHD ? AVCOL_TRC_BT709 : AVCOL_TRC_SMPTE170M
+        let description = config.streamDescription
+        context.pointee.sample_aspect_ratio = description.pixelAspectRatio
+        context.pointee.colorspace = description.matrix
+        context.pointee.color_primaries = description.primaries
+        context.pointee.color_trc = description.transfer
         var options: OpaquePointer? = nil
         defer { av_dict_free(&options) }
         switch config.codec {
@@ -373,7 +372,7 @@ package final class VideoEncoder {
             setOption(&options, "profile", "standard")
             setOption(&options, "vendor", "apl0")
         }
-        config.tags.apply(to: context, options: &options, codec: config.codec)
+        config.tags.apply(toX264Options: &options, codec: config.codec)
         let status = avcodec_open2(context, codec, &options)
         guard status >= 0 else {
             self.extradata = []
@@ -395,7 +394,7 @@ package final class VideoEncoder {
                     message: "libswscale cannot convert \(pixelFormatName(config.pixelFormat)) to "
                         + codecPixelFormatName)
             }
-            let coefficients = sws_getCoefficients(matrix.swscaleColorspace)
+            let coefficients = sws_getCoefficients(config.streamMatrix.swscaleColorspace)
             _ = sws_setColorspaceDetails(
                 scaler, coefficients, source.isFullRange ? 1 : 0, coefficients, fullRange ? 1 : 0, 0, 1 << 16,
                 1 << 16)

@@ -4,6 +4,7 @@
 
 import Foundation
 import Testing
+import TestSupport
 
 @testable import CaptureDrivers
 
@@ -19,13 +20,8 @@ import Testing
 
     /// Asks `bus` until `handle` reads closed, for at most 5 s; whether it did.
     private func becomesClosed(_ bus: PortalBus, _ handle: String) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while ContinuousClock.now < deadline {
-            if bus.isClosed(handle) { return true }
-            // The signal crosses the bus daemon: real time passes before it arrives.
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return false
+        // The signal crosses the bus daemon: real time passes before it arrives.
+        waitUntil(timeout: 5) { bus.isClosed(handle) }
     }
 
     @Test("Closed on the session's path closes it; Closed on another session's does not")

@@ -218,9 +218,8 @@ final class PortalRecorder {
 
     /// Waits for the exit, at most `seconds` (then kills it); the exit status.
     func wait(seconds: Double = 60) -> Int32 {
-        let deadline = Date().addingTimeInterval(seconds)
         // Polled: Process has no wait with a timeout.
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        _ = waitUntil(timeout: seconds, every: 0.1) { !process.isRunning }
         kill()
         process.waitUntilExit()
         // The last of the pipes: what was written just before the exit.

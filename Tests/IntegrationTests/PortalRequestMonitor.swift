@@ -48,10 +48,7 @@ final class PortalRequestMonitor {
         try process.run()
         // dbus-monitor prints the bus's NameAcquired/NameLost signals once it monitors: before that a call passes
         // unseen.
-        let deadline = Date().addingTimeInterval(10)
-        while text.value.withLock({ !$0.contains("NameLost") }) && Date() < deadline && process.isRunning {
-            Thread.sleep(forTimeInterval: 0.05)  // polling another process's start
-        }
+        _ = waitUntil(timeout: 10, every: 0.05) { text.value.withLock { $0.contains("NameLost") } || !process.isRunning }
         try #require(text.value.withLock { $0.contains("NameLost") }, "dbus-monitor did not start monitoring")
     }
 

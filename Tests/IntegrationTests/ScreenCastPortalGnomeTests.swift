@@ -142,13 +142,13 @@ struct ScreenCastPortalGnomeTests {
         let movie = desktop.state.appendingPathComponent("window.mov")
         let recorder = try desktop.recorder(["record", movie.path, "--screen", "window", "--audio", "none", "--duration", "2"])
         let keyboard = try RemoteDesktopPointer(bus: desktop.bus)
-        let deadline = Date().addingTimeInterval(60)
-        while recorder.isRunning && Date() < deadline {
-            // Time must pass for the dialog to come up (the backend's Start shows it) and to take the key.
-            Thread.sleep(forTimeInterval: 1)
+        // Time must pass for the dialog to come up (the backend's Start shows it) and to take the key: Escape is
+        // pressed each second once it is up, until the recorder gives up.
+        _ = waitUntil(timeout: 60, every: 1) {
             if monitor.count("Start", interface: "org.freedesktop.impl.portal.ScreenCast") > 0 {
-                try keyboard.pressEscape()
+                try? keyboard.pressEscape()
             }
+            return !recorder.isRunning
         }
         let status = recorder.wait(seconds: 10)
         monitor.stop()
