@@ -50,17 +50,7 @@ import Testing
     private func tags(ofMovieFrom encoder: any VideoPacketEncoder) throws -> [String] {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tags-\(UUID()).mov")
         defer { try? FileManager.default.removeItem(at: file) }
-        let muxer = try Muxer(path: file.path, fileType: .mov)
-        let stream = try muxer.addVideoStream(from: encoder)
-        try muxer.start(atSourceTime: .zero)
-        for index in 0..<10 {
-            try encoder.send(
-                picture(), presentationTime: CMTime(value: Int64(index), timescale: 30), forcingKeyFrame: false)
-            while case .packet(let packet) = try encoder.receivePacket() { try muxer.write(packet, stream: stream) }
-        }
-        try encoder.finish()
-        while case .packet(let packet) = try encoder.receivePacket() { try muxer.write(packet, stream: stream) }
-        try muxer.finish()
+        try writeMovie(file, from: encoder, count: 10) { _ in try picture() }
         let tags = ["ColorPrimaries", "TransferCharacteristics", "MatrixCoefficients", "PixelAspectRatio"]
         let read = try #require(spawn("/usr/bin/exiftool", ["-s3", "-f"] + tags.map { "-" + $0 } + [file.path]))
         return read.output.split(separator: "\n").map(String.init)

@@ -181,18 +181,7 @@ import Testing
         if deviceFailsMidStream { failing.arm(failingCall: 31) }  // About the fifteenth picture.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("v4l2-\(UUID()).mov")
         defer { try? FileManager.default.removeItem(at: file) }
-        let muxer = try Muxer(path: file.path, fileType: .mov)
-        let stream = try muxer.addVideoStream(from: encoder)
-        try muxer.start(atSourceTime: .zero)
-        for index in 0..<40 {
-            try encoder.send(
-                movingPicture(index), presentationTime: CMTime(value: Int64(index), timescale: 30),
-                forcingKeyFrame: false)
-            while case .packet(let packet) = try encoder.receivePacket() { try muxer.write(packet, stream: stream) }
-        }
-        try encoder.finish()
-        while case .packet(let packet) = try encoder.receivePacket() { try muxer.write(packet, stream: stream) }
-        try muxer.finish()
+        try writeMovie(file, from: encoder, count: 40, picture: movingPicture)
         #expect((encoder.replacement != nil) == deviceFailsMidStream)
         let probe = try #require(
             spawn(
