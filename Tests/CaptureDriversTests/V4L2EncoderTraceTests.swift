@@ -45,7 +45,7 @@ import Testing
         var packets: [V4L2EncodedPacket] = []
         for index in 0..<7 {
             packets += try encoder.encode(
-                try picture(luma: UInt8(10 + index)), presentationTime: CMTime(value: Int64(index), timescale: 30))
+                try flatPicture(luma: UInt8(10 + index)), presentationTime: CMTime(value: Int64(index), timescale: 30))
         }
         packets += try encoder.finish()
         #expect(packets.count == 7)
@@ -62,7 +62,7 @@ import Testing
 
     @Test func picturesAreCopiedByTheDriversRowLength() throws {
         let encoder = try makeEncoder()
-        _ = try encoder.encode(try picture(luma: 50, chroma: 200), presentationTime: .zero)
+        _ = try encoder.encode(try flatPicture(luma: 50, chroma: 200), presentationTime: .zero)
         _ = try encoder.finish()
         let bytes = try #require(kernel.pictures.first)
         let line = kernel.bytesPerLine
@@ -81,7 +81,8 @@ import Testing
             system: kernel.system)
         let crop = try #require(kernel.crop)
         #expect((crop.left, crop.top, crop.width, crop.height) == (0, 0, 1920, 1080))
-        _ = try encoder.encode(try picture(luma: 70, chroma: 150, width: 1920, height: 1080), presentationTime: .zero)
+        _ = try encoder.encode(
+            try flatPicture(luma: 70, chroma: 150, width: 1920, height: 1080), presentationTime: .zero)
         _ = try encoder.finish()
         let bytes = try #require(kernel.pictures.first)
         let line = kernel.bytesPerLine
@@ -92,14 +93,14 @@ import Testing
 
     @Test func finishDrainsAndEncodeAfterItIsAnError() throws {
         let encoder = try makeEncoder()
-        _ = try encoder.encode(try picture(luma: 1), presentationTime: .zero)
+        _ = try encoder.encode(try flatPicture(luma: 1), presentationTime: .zero)
         let drained = try encoder.finish()
         #expect(kernel.trace.contains("ENCODER_CMD"))
         #expect(kernel.trace.suffix(2) == ["STREAMOFF", "STREAMOFF"])
         #expect(drained.isEmpty || drained.count == 1)
         #expect(try encoder.finish().isEmpty)
         #expect(throws: V4L2EncoderError.notRunning) {
-            try encoder.encode(try picture(luma: 1), presentationTime: .zero)
+            try encoder.encode(try flatPicture(luma: 1), presentationTime: .zero)
         }
     }
 
@@ -119,7 +120,7 @@ import Testing
         }
         let encoder = try makeEncoder()
         #expect(throws: V4L2EncoderError.self) {
-            try encoder.encode(try picture(luma: 1, width: 640, height: 480), presentationTime: .zero)
+            try encoder.encode(try flatPicture(luma: 1, width: 640, height: 480), presentationTime: .zero)
         }
         #expect(
             V4L2EncoderError.formatNotOffered(.p010, queue: "output", offered: [.nv12]).description
@@ -149,20 +150,5 @@ import Testing
         #expect(!AnnexBProbe.isKeyPicture(fwht, codedFormat: .fwht))
         fwht[22] = 0x04
         #expect(AnnexBProbe.isKeyPicture(fwht, codedFormat: .fwht))
-    }
-
-    /// A 320x240 NV12 picture of one luma and one chroma value.
-    private func picture(luma: UInt8, chroma: UInt8 = 128, width: Int = 320, height: Int = 240) throws -> CVPixelBuffer
-    {
-        var buffer: CVPixelBuffer?
-        #expect(
-            CVPixelBufferCreate(nil, width, height, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, nil, &buffer)
-                == kCVReturnSuccess)
-        let pixelBuffer = try #require(buffer)
-        pixelBuffer.withLockedPlanes([]) { planes in
-            planes[0].bytes.initializeMemory(as: UInt8.self, repeating: luma)
-            planes[1].bytes.initializeMemory(as: UInt8.self, repeating: chroma)
-        }
-        return pixelBuffer
     }
 }

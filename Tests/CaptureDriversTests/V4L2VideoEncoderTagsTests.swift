@@ -50,22 +50,9 @@ import Testing
     private func tags(ofMovieFrom encoder: any VideoPacketEncoder) throws -> [String] {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tags-\(UUID()).mov")
         defer { try? FileManager.default.removeItem(at: file) }
-        try writeMovie(file, from: encoder, count: 10) { _ in try picture() }
+        try writeMovie(file, from: encoder, count: 10) { _ in try flatPicture(luma: 90) }
         let tags = ["ColorPrimaries", "TransferCharacteristics", "MatrixCoefficients", "PixelAspectRatio"]
         let read = try #require(spawn("/usr/bin/exiftool", ["-s3", "-f"] + tags.map { "-" + $0 } + [file.path]))
         return read.output.split(separator: "\n").map(String.init)
-    }
-
-    private func picture() throws -> CVPixelBuffer {
-        var buffer: CVPixelBuffer?
-        #expect(
-            CVPixelBufferCreate(nil, 320, 240, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, nil, &buffer)
-                == kCVReturnSuccess)
-        let pixelBuffer = try #require(buffer)
-        pixelBuffer.withLockedPlanes([]) { planes in
-            planes[0].bytes.initializeMemory(as: UInt8.self, repeating: 90)
-            planes[1].bytes.initializeMemory(as: UInt8.self, repeating: 128)
-        }
-        return pixelBuffer
     }
 }

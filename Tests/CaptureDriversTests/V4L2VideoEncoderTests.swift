@@ -42,7 +42,7 @@ import Testing
         #expect(encoder.appliedControls["gop_size"] == 3 && encoder.appliedControls["bitrate"] == 2_000_000)
         for index in 0..<7 {
             try encoder.send(
-                picture(luma: UInt8(10 + index)), presentationTime: CMTime(value: Int64(index), timescale: 30),
+                flatPicture(luma: UInt8(10 + index)), presentationTime: CMTime(value: Int64(index), timescale: 30),
                 forcingKeyFrame: false)
         }
         try encoder.finish()
@@ -90,7 +90,7 @@ import Testing
         failing.arm(failingCall: 7)
         for index in 0..<8 {
             try encoder.send(
-                picture(luma: UInt8(10 + index)), presentationTime: CMTime(value: Int64(index), timescale: 30),
+                flatPicture(luma: UInt8(10 + index)), presentationTime: CMTime(value: Int64(index), timescale: 30),
                 forcingKeyFrame: false)
         }
         try encoder.finish()
@@ -130,7 +130,7 @@ import Testing
         let encoder = try makeEncoder(configuration(), system: failing.system)
         failing.arm(failingCall: 1)
         #expect(throws: MediaCodecsError.self) {
-            try encoder.send(try picture(luma: 10), presentationTime: .zero, forcingKeyFrame: false)
+            try encoder.send(try flatPicture(luma: 10), presentationTime: .zero, forcingKeyFrame: false)
         }
         #expect(encoder.failure?.contains("QBUF") == true)
     }
@@ -201,7 +201,7 @@ import Testing
 
     /// A picture whose bright bar moves with `index`, so every frame codes differently.
     private func movingPicture(_ index: Int) throws -> CVPixelBuffer {
-        let buffer = try picture(luma: 60)
+        let buffer = try flatPicture(luma: 60)
         buffer.withLockedPlanes([]) { planes in
             for y in 0..<240 {
                 let row = planes[0].row(y)
@@ -226,18 +226,5 @@ import Testing
 
     static func bytes(_ packet: EncodedPacket) -> [UInt8] {
         packet.data.withUnsafeBytes { Array($0.bindMemory(to: UInt8.self)) }
-    }
-
-    private func picture(luma: UInt8) throws -> CVPixelBuffer {
-        var buffer: CVPixelBuffer?
-        #expect(
-            CVPixelBufferCreate(nil, 320, 240, kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange, nil, &buffer)
-                == kCVReturnSuccess)
-        let pixelBuffer = try #require(buffer)
-        pixelBuffer.withLockedPlanes([]) { planes in
-            planes[0].bytes.initializeMemory(as: UInt8.self, repeating: luma)
-            planes[1].bytes.initializeMemory(as: UInt8.self, repeating: 128)
-        }
-        return pixelBuffer
     }
 }
