@@ -80,7 +80,7 @@ final class RunningTool: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning { process.terminate() }
+        process.killAndReap()
         (process.standardOutput as? Pipe)?.fileHandleForReading.readabilityHandler = nil
         (process.standardError as? Pipe)?.fileHandleForReading.readabilityHandler = nil
     }

@@ -37,14 +37,20 @@ final class RemoteDesktopPointer {
     /// Moves the pointer to (`x`, `y`) of the virtual monitor.
     func move(x: Double, y: Double) throws {
         // Relative motion only (absolute motion needs a stream of the remote desktop's own): home to the corner.
-        try call("NotifyPointerMotionRelative") { try $0.append(-5000.0); try $0.append(-5000.0) }
-        try call("NotifyPointerMotionRelative") { try $0.append(x); try $0.append(y) }
+        try call("NotifyPointerMotionRelative") {
+            try $0.append(-5000.0); try $0.append(-5000.0)
+        }
+        try call("NotifyPointerMotionRelative") {
+            try $0.append(x); try $0.append(y)
+        }
     }
 
     /// Presses and releases Escape (on the focused window: the portal's dialog).
     func pressEscape() throws {
         for pressed in [true, false] {
-            try call("NotifyKeyboardKeysym") { try $0.append(UInt32(0xff1b)); try $0.append(pressed) }  // XK_Escape
+            try call("NotifyKeyboardKeysym") {
+                try $0.append(UInt32(0xff1b)); try $0.append(pressed)
+            }  // XK_Escape
         }
     }
 
@@ -52,7 +58,9 @@ final class RemoteDesktopPointer {
     func click(x: Double, y: Double) throws {
         try move(x: x, y: y)
         for pressed in [true, false] {
-            try call("NotifyPointerButton") { try $0.append(Int32(0x110)); try $0.append(pressed) }  // BTN_LEFT
+            try call("NotifyPointerButton") {
+                try $0.append(Int32(0x110)); try $0.append(pressed)
+            }  // BTN_LEFT
         }
     }
 
@@ -115,11 +123,13 @@ final class GnomePortalSession {
     /// `avcapture ARGUMENTS` as the session's user (the portal identifies its caller through /proc/PID/root, which
     /// it cannot open for another user's process), started; `settings` are more NAME=VALUE variables for it.
     func recorder(_ arguments: [String], settings: [String] = []) throws -> PortalRecorder {
-        let environment = settings + [
-            "PATH=/usr/bin:/bin", "HOME=\(state.path)", "XDG_STATE_HOME=\(state.path)",
-            "DBUS_SESSION_BUS_ADDRESS=\(bus)",
-            "WAYLAND_DISPLAY=\(variables["WAYLAND_DISPLAY"] ?? "")", "OPENAV_DEVICES=all", "OPENAV_SCREENCAST=portal",
-        ]
+        let environment =
+            settings + [
+                "PATH=/usr/bin:/bin", "HOME=\(state.path)", "XDG_STATE_HOME=\(state.path)",
+                "DBUS_SESSION_BUS_ADDRESS=\(bus)",
+                "WAYLAND_DISPLAY=\(variables["WAYLAND_DISPLAY"] ?? "")", "OPENAV_DEVICES=all",
+                "OPENAV_SCREENCAST=portal",
+            ]
         let user = variables["RUN_AS"] ?? ""
         let process = Process()
         if getuid() == 0 && user != "root" {
@@ -142,7 +152,8 @@ final class GnomePortalSession {
             "WAYLAND_DISPLAY=\(variables["WAYLAND_DISPLAY"] ?? "")",
         ]
         let user = variables["RUN_AS"] ?? ""
-        process.executableURL = URL(fileURLWithPath: getuid() == 0 && user != "root" ? "/usr/bin/setpriv" : "/usr/bin/env")
+        process.executableURL = URL(
+            fileURLWithPath: getuid() == 0 && user != "root" ? "/usr/bin/setpriv" : "/usr/bin/env")
         process.arguments =
             (getuid() == 0 && user != "root"
                 ? ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", "--", "/usr/bin/env", "-i"] : ["-i"])
@@ -220,20 +231,15 @@ final class PortalRecorder {
     func wait(seconds: Double = 60) -> Int32 {
         // Polled: Process has no wait with a timeout.
         _ = waitUntil(timeout: seconds, every: 0.1) { !process.isRunning }
-        kill()
-        process.waitUntilExit()
+        process.killAndReap()
         // The last of the pipes: what was written just before the exit.
         Thread.sleep(forTimeInterval: 0.2)
         return process.terminationStatus
     }
 
-    /// SIGKILL, not `terminate()`: the test process's children inherit its blocked signals, SIGTERM among them, so
-    /// a recorder waiting on a dialog nobody answers ignored SIGTERM until the portal's own 300 s timeout.
-    private func kill() {
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-    }
-
-    deinit { kill() }
+    /// Killed, not terminated (see `killAndReap`): a recorder waiting on a dialog nobody answers would otherwise
+    /// wait for the portal's own 300 s timeout.
+    deinit { process.killAndReap() }
 }
 
 /// A frame of a movie as ffmpeg decodes it: RGB, `width` by `height`.

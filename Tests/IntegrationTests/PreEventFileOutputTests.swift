@@ -152,7 +152,7 @@ struct PreEventToolTests {
         process.standardOutput = output
         process.standardError = errors
         try process.run()
-        defer { if process.isRunning { process.terminate() } }
+        defer { process.killAndReap() }
         // Waits until standard error has said `text` (the tool prints a status line twice a second).
         var said = ""
         func waitFor(_ text: String) -> Bool {

@@ -110,9 +110,7 @@ final class PrometheusServer {
     }
 
     func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
+        process.killAndReap()
     }
 
     deinit { stop() }

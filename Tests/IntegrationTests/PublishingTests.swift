@@ -272,7 +272,7 @@ struct PublishingToolTests {
         publisher.standardOutput = printed
         publisher.standardError = FileHandle.nullDevice
         try publisher.run()
-        defer { if publisher.isRunning { publisher.terminate() } }
+        defer { publisher.killAndReap() }
         let first = directory.appendingPathComponent("first.ts")
         #expect(waitUntil(timeout: 15, every: 0.05) { ((try? FileManager.default.attributesOfItem(atPath: first.path)[.size] as? Int) ?? 0) > 60_000 })
         stop(listener)

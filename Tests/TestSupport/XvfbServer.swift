@@ -60,8 +60,7 @@ public final class XvfbServer: @unchecked Sendable {
         }
         let digits = String(decoding: number, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !digits.isEmpty, Int(digits) != nil else {
-            process.terminate()
-            process.waitUntilExit()
+            process.killAndReap()
             throw MediaToolFailure(description: "Xvfb exited (status \(process.terminationStatus)) without a display")
         }
         self.process = process
@@ -77,10 +76,8 @@ public final class XvfbServer: @unchecked Sendable {
     deinit {
         if let previousDisplay { setenv("DISPLAY", previousDisplay, 1) } else { unsetenv("DISPLAY") }
         if let previousWaylandDisplay { setenv("WAYLAND_DISPLAY", previousWaylandDisplay, 1) }
-        // SIGKILL, not terminate(): Process starts Xvfb with the spawning thread's signal mask, and a test's
-        // (dispatch) thread blocks SIGTERM, so Xvfb would never see it. Killed, it leaves its lock and socket.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        // Killed (see `killAndReap`), Xvfb leaves its lock and socket.
+        process.killAndReap()
         let number = displayName.dropFirst()
         unlink("/tmp/.X\(number)-lock")
         unlink("/tmp/.X11-unix/X\(number)")
