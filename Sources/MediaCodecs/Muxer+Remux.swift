@@ -73,9 +73,9 @@ extension Muxer {
     /// `ftyp`, or with `faststart`'s second pass when `reserved` is nil. Returns false, the copy unfinished, when
     /// the `moov` did not fit in `reserved`.
     @discardableResult
-    private func remux(into temporary: String, operation: String, reserving reserved: Int?) throws(MediaCodecsError)
-        -> Bool
-    {
+    private func remux(
+        into temporary: String, operation: String, reserving reserved: Int?
+    ) throws(MediaCodecsError) -> Bool {
         guard let source = context, let packet else { return true }
         // libavformat's option is an int; a reservation past it (billions of samples) takes the second pass.
         let reserved = reserved.flatMap { $0 > 0 && $0 <= Int(Int32.max) ? $0 : nil }

@@ -130,7 +130,9 @@ let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathCompon
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
 guard FileManager.default.isExecutableFile(atPath: avcapture) else {
-    fatalError("no avcapture at \(avcapture): swift build -c release --product avcapture --static-swift-stdlib in the project root")
+    fatalError(
+        "no avcapture at \(avcapture): "
+            + "swift build -c release --product avcapture --static-swift-stdlib in the project root")
 }
 func scratch(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
