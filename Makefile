@@ -21,6 +21,10 @@ TOOL_PACKAGES := ffmpeg libimage-exiftool-perl mediainfo gstreamer1.0-tools gstr
 # test-kernel first runs, so a plain build does not pull in a kernel.
 APT_PACKAGES := $(BUILD_PACKAGES) $(TOOL_PACKAGES)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The benchmarks' avcapture: the release build as `make stage` (and so `make deb`) ships it, the Swift runtime linked
+# in statically, so the figures are the installed binary's (a dynamically linked build spends more of its start-up in
+# the dynamic loader). The same flags as stage, so the two share .build/release without relinking each other's.
+RELEASE_AVCAPTURE = $(SWIFT) build -c release --product avcapture --static-swift-stdlib --disable-local-rpath
 
 .PHONY: all build demo test test-times doc-check test-kernel deps bench bench-pipewire bench-usb-webcam side-by-side-tools bench-side-by-side bench-floor bench-gap-profile bench-encoder-scaling bench-publish-and-record bench-shared-encoder bench-segment-switch bench-stages format lint clean usb-webcam-emulator soak fuzz bench-multicam vicodec-module bench-rtsp-clients bench-rtsp-latency bench-metrics-cost bench-metrics-scrape bench-wayland-screen bench-wayland-idle
 
@@ -211,14 +215,14 @@ side-by-side-tools: deps
 	if [ -n "$$missing" ]; then $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; fi
 
 bench-side-by-side: side-by-side-tools
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	cd Benchmarks && $(SWIFT) run -c release SideBySide --avcapture $(CURDIR)/.build/release/avcapture \
 		--write $(CURDIR)/docs/performance.md
 
 ## bench-floor: decoding alone plus libx264 alone on the side-by-side inputs, against the whole jobs of GStreamer,
 ## ffmpeg and avcapture (the floor under the GStreamer goal; Benchmarks/Scripts/decode-encode-floor.sh).
 bench-floor: side-by-side-tools
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	sh Benchmarks/Scripts/decode-encode-floor.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-gap-profile: the side-by-side job on one input (INPUT=mjpeg, h264 or y4m) by avcapture, ffmpeg -re and
@@ -226,7 +230,7 @@ bench-floor: side-by-side-tools
 INPUT ?= mjpeg
 bench-gap-profile: side-by-side-tools
 	@command -v perf >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq linux-perf; }
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	sh Benchmarks/Scripts/gap-profile.sh .build/release/avcapture $(INPUT)
 
 ## bench-encoder-scaling: libx264/libx265 CPU and wall time per frame by size, preset and cores (the figures
@@ -242,7 +246,7 @@ bench-segment-switch: deps
 
 ## bench-publish-and-record: publishing HLS and recording the same 1080p30 camera against recording alone (CPU ratio).
 bench-publish-and-record: deps
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	Benchmarks/Scripts/publish-and-record.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-shared-encoder: a movie file output recording 1080p30 alone, sharing a publishing output's H.264 encoder, and
@@ -254,47 +258,47 @@ bench-shared-encoder: deps
 ## bench-multicam: three cameras recorded by one `avcapture record` (one multi-camera session) against three
 ## `avcapture record` processes at once, one camera each; CPU ratio per paired round (goal: at most 1.05x).
 bench-multicam: deps
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	Benchmarks/Scripts/multicam-versus-processes.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-rtsp-clients: serve --rtsp's own CPU with ten ffmpeg clients against one (alternating rounds, ratio).
 bench-rtsp-clients: deps
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	Benchmarks/Scripts/rtsp-clients.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-rtsp-latency: glass-to-glass latency of serve --rtsp on loopback (flash frames against CLOCK_MONOTONIC).
 bench-rtsp-latency: deps
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	Benchmarks/Scripts/rtsp-latency.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-metrics-cost: record's CPU with --metrics scraped once a second against without (alternating rounds, ratio).
 bench-metrics-cost: deps
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	Benchmarks/Scripts/metrics-cost.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-metrics-scrape: one /metrics scrape's CPU against a recording's, and the endpoint's one-off start.
 bench-metrics-scrape: deps
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	Benchmarks/Scripts/metrics-scrape-cost.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-wayland-screen: record --screen through the ScreenCast portal (headless mutter, 1920x1080) against X11
 ## (Xvfb showing the same picture): CPU per frame, alternating rounds, ratio; and a still screen's cost.
 bench-wayland-screen: deps
 	@/usr/bin/python3 -c 'import dbus' 2>/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3-dbus; }
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	Benchmarks/Scripts/wayland-screen-cost.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-wayland-idle: a still screen's capture alone (avcapture frames --screen --changes-only, no encoder) through
 ## the ScreenCast portal on headless mutter, against the same on Xvfb: % of a core.
 bench-wayland-idle: deps
 	@/usr/bin/python3 -c 'import dbus' 2>/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3-dbus; }
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	Benchmarks/Scripts/wayland-screen-idle.sh $(CURDIR)/.build/release/avcapture
 
 ## bench-stages: where a 1080p30 recording from the virtual webcam spends its CPU, stage by stage (perf samples).
 bench-stages: deps
 	@command -v perf >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq linux-perf; }
-	$(SWIFT) build -c release --product avcapture
+	$(RELEASE_AVCAPTURE)
 	sh Benchmarks/Scripts/where-the-time-goes.sh .build/release/avcapture
 
 ## bench: where a recording's time goes (bench-stages), then the Benchmarks/ package (package-benchmark), which
@@ -330,7 +334,7 @@ INSTALLED := $(BINDIR)/avcapture $(MANDIR)/man1/avcapture.1 $(BASHCOMPDIR)/avcap
 # Without SwiftPM's RUNPATH $ORIGIN: nothing of ours is a shared library, and an installed binary should not load
 # whatever lies beside it.
 stage: deps
-	$(SWIFT) build -c release --product avcapture --static-swift-stdlib --disable-local-rpath
+	$(RELEASE_AVCAPTURE)
 	@[ -x $(GENERATE_MANUAL) ] || $(SWIFT) build -c release --package-path .build/checkouts/swift-argument-parser \
 		--scratch-path .build/generate-manual --product generate-manual
 	@bin="$$($(SWIFT) build -c release --show-bin-path)/avcapture"; \

@@ -4,7 +4,8 @@
 # recording without; alternating rounds, the record process's CPU (user + system, from its rusage), medians, ratio.
 #
 # Run: Benchmarks/Scripts/metrics-cost.sh [AVCAPTURE] [SECONDS] [ROUNDS] [PRESET]
-#      (AVCAPTURE defaults to .build/release/avcapture: `swift build -c release --product avcapture` first)
+#      (AVCAPTURE defaults to .build/release/avcapture: build it first as shipped,
+#      `swift build -c release --product avcapture --static-swift-stdlib`)
 #      One measurement alone: Benchmarks/Scripts/metrics-cost.sh AVCAPTURE SECONDS once PRESET on|off
 set -euo pipefail
 tool=$(readlink -f "${1:-.build/release/avcapture}")

@@ -8,7 +8,8 @@
 # the metrics are read from the outputs' own counts when scraped (CaptureMetrics).
 #
 # Run: Benchmarks/Scripts/metrics-scrape-cost.sh [AVCAPTURE] [ROUNDS] [PRESET] [WINDOW]
-#      (AVCAPTURE defaults to .build/release/avcapture: `swift build -c release --product avcapture` first)
+#      (AVCAPTURE defaults to .build/release/avcapture: build it first as shipped,
+#      `swift build -c release --product avcapture --static-swift-stdlib`)
 set -euo pipefail
 tool=$(readlink -f "${1:-.build/release/avcapture}")
 rounds=${2:-4}

@@ -6,7 +6,8 @@
 # user + system of every avcapture process (its rusage, reaped), in seconds.
 #
 # Run: Benchmarks/Scripts/multicam-versus-processes.sh [AVCAPTURE] [SECONDS] [ROUNDS]
-#      (AVCAPTURE defaults to .build/release/avcapture: `swift build -c release --product avcapture` first)
+#      (AVCAPTURE defaults to .build/release/avcapture: build it first as shipped,
+#      `swift build -c release --product avcapture --static-swift-stdlib`)
 set -euo pipefail
 tool=${1:-.build/release/avcapture}
 seconds=${2:-5}

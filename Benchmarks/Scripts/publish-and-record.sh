@@ -4,7 +4,8 @@
 # process (user + system, from its rusage), medians; the ratio is what counts on a shared machine.
 #
 # Run: Benchmarks/Scripts/publish-and-record.sh [AVCAPTURE] [SECONDS] [ROUNDS]
-#      (AVCAPTURE defaults to .build/release/avcapture: `swift build -c release --product avcapture` first)
+#      (AVCAPTURE defaults to .build/release/avcapture: build it first as shipped,
+#      `swift build -c release --product avcapture --static-swift-stdlib`)
 set -euo pipefail
 tool=${1:-.build/release/avcapture}
 seconds=${2:-10}

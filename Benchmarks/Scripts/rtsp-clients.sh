@@ -5,7 +5,8 @@
 # (user + system, from /proc/PID/stat) while the clients play, not the clients'; medians, and their ratio.
 #
 # Run: Benchmarks/Scripts/rtsp-clients.sh [AVCAPTURE] [SECONDS] [ROUNDS] [PRESET]
-#      (AVCAPTURE defaults to .build/release/avcapture: `swift build -c release --product avcapture` first)
+#      (AVCAPTURE defaults to .build/release/avcapture: build it first as shipped,
+#      `swift build -c release --product avcapture --static-swift-stdlib`)
 #      One measurement alone: Benchmarks/Scripts/rtsp-clients.sh AVCAPTURE SECONDS once PRESET CLIENTS
 set -euo pipefail
 tool=$(readlink -f "${1:-.build/release/avcapture}")

@@ -7,7 +7,8 @@
 # figure errs low by at most a frame; reading the pipe adds at most a few milliseconds.
 #
 # Run: Benchmarks/Scripts/rtsp-latency.sh [AVCAPTURE] [SECONDS]
-#      (AVCAPTURE defaults to .build/release/avcapture: `swift build -c release --product avcapture` first)
+#      (AVCAPTURE defaults to .build/release/avcapture: build it first as shipped,
+#      `swift build -c release --product avcapture --static-swift-stdlib`)
 set -euo pipefail
 tool=$(readlink -f "${1:-.build/release/avcapture}")
 seconds=${2:-20}

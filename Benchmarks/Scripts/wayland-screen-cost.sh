@@ -11,7 +11,8 @@
 # its restore token lets every later one through without a dialog.
 #
 # Run (as root or a normal user): Benchmarks/Scripts/wayland-screen-cost.sh [AVCAPTURE] [SECONDS] [ROUNDS]
-#      (AVCAPTURE defaults to .build/release/avcapture: `swift build -c release --product avcapture` first)
+#      (AVCAPTURE defaults to .build/release/avcapture: build it first as shipped,
+#      `swift build -c release --product avcapture --static-swift-stdlib`)
 set -euo pipefail
 tool=$(readlink -f "${1:-.build/release/avcapture}")
 seconds=${2:-10}

@@ -40,6 +40,8 @@ struct FileSizeBound {
     private var isFragmented = false
     /// Media, per-sample and per-change bytes counted so far.
     private var variableBytes = 0
+    /// The media alone, of those.
+    private var mediaBytes = 0
     /// Fragments cut so far.
     private var fragmentsCut = 0
 
@@ -53,6 +55,10 @@ struct FileSizeBound {
         fixedBytes + variableBytes
             + (isFragmented ? (fragmentsCut + 1) * Self.bytesPerFragment(streams: streams.count) : 0)
     }
+
+    /// The bound less the media and the fragments: the most the conventional movie's boxes other than its media
+    /// can take (`ftyp`, `moov`, the `mdat` header). The rewrite reserves this much for its `moov` at the front.
+    var indexBytes: Int { fixedBytes + variableBytes - mediaBytes }
 
     mutating func addStream(extradataBytes: Int) { streams.append(Stream(extradataBytes: extradataBytes)) }
 
@@ -72,6 +78,7 @@ struct FileSizeBound {
     mutating func add(_ packet: EncodedPacket, stream: Int) {
         guard streams.indices.contains(stream) else { return }
         variableBytes += sampleBytes(packet, streams[stream])
+        mediaBytes += packet.data.dataLength
         streams[stream].lastDuration = packet.duration
         streams[stream].lastOffset = Self.compositionOffset(packet)
     }

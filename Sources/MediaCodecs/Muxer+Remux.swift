@@ -1,5 +1,10 @@
 // The finishing rewrite of a fragmented movie as a conventional fast-start one: the room it needs, the copy beside
 // the file, and the rename over it (see ``WriterStorage`` for what is synced when).
+//
+// The copy is written once: its `moov` goes into room reserved at the front (libavformat's `moov_size`), sized by
+// ``FileSizeBound/indexBytes``, the unused rest left as a `free` box. `movflags=faststart` instead writes the
+// `moov` at the end and then reads and writes the whole file again to move it to the front: for a 26 MB, 10 s
+// recording that second pass was most of the finish's CPU. It stays the fallback if the `moov` outgrows its room.
 
 import CFFmpeg
 import Foundation
@@ -40,7 +45,11 @@ extension Muxer {
         }
         close(created)
         do throws(MediaCodecsError) {
-            try remux(into: temporary, operation: operation)
+            // Never too small with the size bound's reservation; the fallback is for a smaller one (tests set it).
+            let reservation = rewriteHeaderReservation ?? sizeBound.indexBytes
+            if try !remux(into: temporary, operation: operation, reserving: reservation) {
+                try remux(into: temporary, operation: operation, reserving: nil)
+            }
             let synced = WriterStorage.syncFile(temporary)
             guard synced == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(synced), while: "\(operation) (fsync)") }
         } catch {
@@ -60,8 +69,16 @@ extension Muxer {
         WriterStorage.syncDirectory(of: path)
     }
 
-    private func remux(into temporary: String, operation: String) throws(MediaCodecsError) {
-        guard let source = context, let packet else { return }
+    /// Copies the packets into `temporary` (truncated first) with `reserved` bytes kept for the `moov` after the
+    /// `ftyp`, or with `faststart`'s second pass when `reserved` is nil. Returns false, the copy unfinished, when
+    /// the `moov` did not fit in `reserved`.
+    @discardableResult
+    private func remux(
+        into temporary: String, operation: String, reserving reserved: Int?
+    ) throws(MediaCodecsError) -> Bool {
+        guard let source = context, let packet else { return true }
+        // libavformat's option is an int; a reservation past it (billions of samples) takes the second pass.
+        let reserved = reserved.flatMap { $0 > 0 && $0 <= Int(Int32.max) ? $0 : nil }
         var input: UnsafeMutablePointer<AVFormatContext>? = nil
         let opened = avformat_open_input(&input, path, nil, nil)
         guard opened >= 0, let reader = input else { throw .ffmpeg(opened, while: "\(operation) (opening)") }
@@ -101,7 +118,12 @@ extension Muxer {
         av_dict_copy(&writer.pointee.metadata, source.pointee.metadata, 0)
         var dictionary: OpaquePointer? = nil
         defer { av_dict_free(&dictionary) }
-        setOption(&dictionary, "movflags", fileType == .mov ? "+faststart+use_metadata_tags" : "+faststart")
+        if let reserved {
+            setOption(&dictionary, "moov_size", String(reserved))
+            if fileType == .mov { setOption(&dictionary, "movflags", "+use_metadata_tags") }
+        } else {
+            setOption(&dictionary, "movflags", fileType == .mov ? "+faststart+use_metadata_tags" : "+faststart")
+        }
         let openedOutput = avio_open(&writer.pointee.pb, temporary, AVIO_FLAG_WRITE)
         guard openedOutput >= 0 else { throw .ffmpegIO(openedOutput, while: "\(operation) (avio_open)") }
         let header = avformat_write_header(writer, &dictionary)
@@ -139,9 +161,12 @@ extension Muxer {
             try write(last)
         }
         let trailer = av_write_trailer(writer)
+        // libavformat's answer when the `moov` is larger than its reserved room.
+        if reserved != nil, trailer == CFFmpeg_AVERROR(EINVAL) { return false }
         guard trailer >= 0 else { throw .ffmpegIO(trailer, while: "\(operation) (trailer)") }
         let closed = avio_closep(&writer.pointee.pb)
         guard closed >= 0 else { throw .ffmpegIO(closed, while: "\(operation) (closing)") }
+        return true
     }
 }
 

@@ -58,11 +58,12 @@ import Synchronization
 ///
 /// Clean finish: ``finish()`` writes the fragmented trailer (`mfra`), then remuxes the file with a stream copy
 /// (`av_read_frame` → `av_interleaved_write_frame`, timestamps unchanged) into a conventional movie
-/// (`movflags=faststart`: `moov` first, one `mdat`, no `moof`) in a hidden temporary file beside it, and renames
+/// (`moov` first, one `mdat`, no `moof`) in a hidden temporary file beside it, and renames
 /// that over `path` (`rename(2)`: atomic, so at every instant `path` holds one of the two complete files). The
-/// remux reads and writes the file about twice (faststart moves the `mdat` once); ``lastRemuxDuration`` reports
-/// it (60 s of 1080p30 at 11 Mb/s, 83 MB, file in the page cache: 0.15 s on the project's build machine, before
-/// the syncs were added). If the remux fails, the fragmented file stays, readable, and the error is thrown.
+/// remux reads and writes the file once: the `moov` goes into room reserved after the `ftyp` (`moov_size`, sized by
+/// ``FileSizeBound/indexBytes``; the rest a `free` box), and `movflags=faststart`'s second pass over the whole file
+/// is only the fallback for a `moov` larger than that; ``lastRemuxDuration`` reports the time it took. If the remux
+/// fails, the fragmented file stays, readable, and the error is thrown.
 ///
 /// Durability (``WriterStorage``): files are created `O_EXCL`, mode 0644 less the umask; each cut fragment is
 /// `fdatasync`ed at most once a second; ``finish()`` `fsync`s the finished file, then the rewrite's copy and the
@@ -186,6 +187,9 @@ package final class Muxer {
     /// Where each stream's last packet ends (presentation time plus duration, in the stream's time base): the
     /// rewrite gives the last packet its duration from it, which the fragmented file's demuxer does not hand back.
     private(set) var streamEnds: [Int: Int64] = [:]
+    /// The bytes the finishing rewrite reserves for the `moov` at the front; nil: ``FileSizeBound/indexBytes``.
+    /// Tests set a smaller one to drive the fallback to `faststart`'s second pass.
+    var rewriteHeaderReservation: Int?
     /// The transform of each stream, re-applied in the remux.
     var transforms: [Int: TrackTransform] = [:]
     /// The display size of each stream that has one (`AVAssetWriterInput.naturalSize`), written at ``finish()``.

@@ -19,7 +19,8 @@
 //                sends H.264; `-c:v copy` for ffmpeg; h264parse for GStreamer), and avcapture encoding the same input
 //                without sound, for the passthrough's cost as a share of encoding.
 //
-// Run: swift build -c release --product avcapture (in the project root), then here:
+// Run: swift build -c release --product avcapture --static-swift-stdlib (in the project root; the build `make deb`
+// ships), then here:
 //      swift run -c release SideBySide [--seconds 10] [--rounds 3] [--avcapture PATH] [--write ../docs/performance.md]
 // GStreamer needs gstreamer1.0-plugins-good, -bad, -ugly and gstreamer1.0-libav (`make bench-side-by-side` installs
 // them).
@@ -129,7 +130,9 @@ let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathCompon
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
 guard FileManager.default.isExecutableFile(atPath: avcapture) else {
-    fatalError("no avcapture at \(avcapture): swift build -c release --product avcapture in the project root")
+    fatalError(
+        "no avcapture at \(avcapture): "
+            + "swift build -c release --product avcapture --static-swift-stdlib in the project root")
 }
 func scratch(_ name: String) -> String { directory.appendingPathComponent(name).path }
 

@@ -237,6 +237,7 @@ private struct MovieTrackPlayer: Sendable {
         var ended = false
         defer { clock.leave(track.media, ended: ended) }
         var source = opened
+        source.playOnly(track: track.index)
         var passOffset = CMTime.zero
         var passEnd = CMTime.zero
         var sequence: UInt64 = 0
@@ -267,6 +268,7 @@ private struct MovieTrackPlayer: Sendable {
                     sink(.fault(.explained(.io(.ioError), advice: "reopening \(url.path) failed: \(error)")))
                     return
                 }
+                source.playOnly(track: track.index)
                 // One period for every track of the file (the longest track's exact length, else the container's),
                 // so a looping camera and microphone stay in sync pass after pass.
                 let lengths = source.tracks.map(\.duration).filter { $0.isNumeric && $0 > .zero }

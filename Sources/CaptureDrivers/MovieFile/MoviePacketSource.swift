@@ -88,6 +88,14 @@ package protocol MoviePacketSource: AnyObject {
     var duration: CMTime { get }
     /// The next packet in file order, or nil at the end of the file.
     func nextPacket() throws -> MoviePacket?
+    /// From now on, only track `index`'s packets: a device plays one track, and a reader that skips the others
+    /// (libavformat's discard) does not read their data, a whole camera's video for a file's sound.
+    func playOnly(track index: Int)
+}
+
+extension MoviePacketSource {
+    /// Sources that cannot skip tracks return them all; the player ignores the others.
+    package func playOnly(track index: Int) {}
 }
 
 /// Opens a movie file for reading: a fresh source at the start of the file each time (a loop reopens).

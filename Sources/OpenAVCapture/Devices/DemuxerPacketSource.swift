@@ -72,6 +72,10 @@ package final class DemuxerPacketSource: MoviePacketSource {
     /// The opener movie-file devices are made with.
     package static let opener: MoviePacketSourceOpener = { url in try DemuxerPacketSource(url: url) }
 
+    package func playOnly(track index: Int) {
+        demuxer.readOnly(streams: [index])
+    }
+
     package func nextPacket() throws -> MoviePacket? {
         while true {
             switch try demuxer.readPacket() {
