@@ -7,10 +7,11 @@ import Synchronization
 ///
 /// The device delivers what the file holds, as a camera delivers what its sensor gives: compressed packets (H.264,
 /// HEVC, MJPEG, AAC, … with their codec configuration in the format description) for the graph to decode, raw
-/// frames (y4m) copied into pixel buffers, raw PCM (wav) as it is. File time t is host time anchor + t, the anchor
-/// shared by the file's camera and microphone (`MoviePlaybackClock`); in `.realTime` a packet is delivered when its
-/// decode time comes, in `.freeRunning` at once, on a `.manual` clock when the clock reaches that time. With
-/// `loops`, the file starts again at its end, each pass the longest track's length later on the host clock.
+/// frames in pixel buffers (a y4m file's read into them straight from the file, others copied from packets), raw
+/// PCM (wav) as it is. File time t is host time anchor + t, the anchor shared by the file's camera and microphone
+/// (`MoviePlaybackClock`); in `.realTime` a packet is delivered when its decode time comes, in `.freeRunning` at
+/// once, on a `.manual` clock when the clock reaches that time. With `loops`, the file starts again at its end, each
+/// pass the longest track's length later on the host clock.
 ///
 /// The end of the input (without `loops`) is reported as the device's disconnection: once every playing track of
 /// the file has delivered its last packet, each sends `.fault(.explained(.disconnected, advice:))` saying the file
