@@ -2,6 +2,7 @@
 
 #include <linux/netlink.h>
 #include <linux/uinput.h>
+#include <malloc.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -91,6 +92,10 @@ long CLinuxMedia_recv(int descriptor, void *buffer, unsigned long length) {
 
 int CLinuxMedia_disable_transparent_huge_pages(void) {
     return prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+}
+
+int CLinuxMedia_set_malloc_thresholds(int bytes) {
+    return mallopt(M_MMAP_THRESHOLD, bytes) && mallopt(M_TRIM_THRESHOLD, bytes);
 }
 
 int CLinuxMedia_uinput_create_keyboard(int fd, const char *name, const unsigned short *keys, int count) {

@@ -113,6 +113,8 @@ package final class Demuxer {
 
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
+    /// The frames ``readY4MFrame(into:)`` has read; nil until it first reads (and rewinds to the first frame).
+    private var rawFramesRead: Int64?
 
     /// Opens and probes the file at `path`.
     ///
@@ -239,5 +241,130 @@ package final class Demuxer {
             guard let stream = context.pointee.streams[index] else { continue }
             return .packet(EncodedPacket(referencing: packet, timeBase: stream.pointee.time_base), stream: index)
         }
+    }
+
+    // MARK: Raw frames straight into the caller's memory (y4m)
+
+    /// Where one plane of a raw frame goes: `rows` rows of `rowBytes` bytes, each `bytesPerRow` after the last.
+    ///
+    /// Threading: a value, valid while the memory it points into is; not `Sendable`.
+    package struct RawPlane {
+        package var baseAddress: UnsafeMutableRawPointer
+        package var rowBytes: Int
+        package var bytesPerRow: Int
+        package var rows: Int
+
+        package init(baseAddress: UnsafeMutableRawPointer, rowBytes: Int, bytesPerRow: Int, rows: Int) {
+            self.baseAddress = baseAddress
+            self.rowBytes = rowBytes
+            self.bytesPerRow = bytesPerRow
+            self.rows = rows
+        }
+    }
+
+    /// What ``readY4MFrame(into:)`` gives.
+    ///
+    /// Threading: a value; `Sendable`.
+    package enum RawFrameOutput: Sendable, Equatable {
+        /// A frame was read; its presentation time and duration in the stream's time base.
+        case frame(presentationTime: CMTime, duration: CMTime)
+        /// The file has no more whole frames.
+        case endOfStream
+    }
+
+    /// Whether ``readY4MFrame(into:)`` can read this file: a seekable YUV4MPEG2 file of one raw video stream.
+    package var readsY4MFrames: Bool {
+        guard formatName == "yuv4mpegpipe", streams.count == 1, streams[0].codecName == "rawvideo",
+            let pb = context?.pointee.pb
+        else { return false }
+        return pb.pointee.seekable & AVIO_SEEKABLE_NORMAL != 0
+    }
+
+    /// The next frame of a y4m file read straight into `planes` (their bytes in the file's order, which must add up to
+    /// the stream's frame size): the frame's `FRAME` line is parsed here and its planes are read from the file into
+    /// the caller's memory, without a packet in between, so each frame's bytes are copied once (`avio_read` reads
+    /// a plane larger than its buffer straight from the file). ``readPacket()`` and this must not be mixed.
+    ///
+    /// Wraps `av_seek_frame` (once, to the first frame: the probe may have queued frames), `avio_r8`, `avio_read`.
+    ///
+    /// - Throws: ``MediaCodecsError`` of kind ``MediaCodecsError/Kind/formatMismatch`` when `planes` do not add up
+    ///   to a frame, ``MediaCodecsError/Kind/ffmpeg`` for a read error or a damaged frame line.
+    package func readY4MFrame(into planes: [RawPlane]) throws(MediaCodecsError) -> RawFrameOutput {
+        guard let context, let pb = context.pointee.pb, let stream = context.pointee.streams[0] else {
+            return .endOfStream
+        }
+        let parameters = stream.pointee.codecpar.pointee
+        let frameBytes = av_image_get_buffer_size(
+            AVPixelFormat(parameters.format), parameters.width, parameters.height, 1)
+        guard planes.reduce(0, { $0 + $1.rowBytes * $1.rows }) == Int(frameBytes) else {
+            throw MediaCodecsError(
+                .formatMismatch, while: "reading a frame of \(path)",
+                message: "the planes given do not hold the file's \(frameBytes)-byte frame")
+        }
+        if rawFramesRead == nil {
+            // The probe may have read frames ahead into libavformat's queue: seeking to frame 0 drops them and puts
+            // the file at its first frame.
+            let status = av_seek_frame(context, 0, 0, AVSEEK_FLAG_BACKWARD)
+            guard status >= 0 else { throw .ffmpeg(status, while: "rewinding \(path) to its first frame") }
+            rawFramesRead = 0
+        }
+        let operation = "reading frame \(rawFramesRead ?? 0) of \(path)"
+        guard try readY4MFrameLine(pb, while: operation) else { return .endOfStream }
+        for plane in planes {
+            let read: Bool =
+                if plane.rowBytes == plane.bytesPerRow {
+                    readFully(pb, into: plane.baseAddress, count: plane.rowBytes * plane.rows)
+                } else {
+                    (0..<plane.rows).allSatisfy { row in
+                        readFully(pb, into: plane.baseAddress + row * plane.bytesPerRow, count: plane.rowBytes)
+                    }
+                }
+            guard read else {
+                // As libavformat does: a frame cut short at the end of the file is the end, else a read error.
+                if pb.pointee.error < 0 { throw .ffmpeg(pb.pointee.error, while: operation) }
+                return .endOfStream
+            }
+        }
+        let index = rawFramesRead ?? 0
+        rawFramesRead = index + 1
+        let timeBase = stream.pointee.time_base
+        return .frame(
+            presentationTime: CMTime(ffmpegTimestamp: index, timeBase: timeBase),
+            duration: CMTime(ffmpegTimestamp: 1, timeBase: timeBase))
+    }
+
+    /// Reads a frame's `FRAME…\n` line (parameters after `FRAME` are allowed and ignored, as libavformat does);
+    /// false at the end of the file.
+    private func readY4MFrameLine(
+        _ pb: UnsafeMutablePointer<AVIOContext>, while operation: String
+    ) throws(MediaCodecsError) -> Bool {
+        var line: [UInt8] = []
+        // libavformat's own limit on a frame line.
+        let longest = 256
+        while line.count < longest {
+            let byte = UInt8(truncatingIfNeeded: avio_r8(pb))
+            if byte == UInt8(ascii: "\n") { break }
+            line.append(byte)
+        }
+        if pb.pointee.error < 0 { throw .ffmpeg(pb.pointee.error, while: operation) }
+        if avio_feof(pb) != 0 { return false }
+        guard line.count < longest, line.starts(with: Array("FRAME".utf8)) else {
+            throw .ffmpeg(CFFmpeg_AVERROR(EINVAL), while: "\(operation): no FRAME line where a frame starts")
+        }
+        return true
+    }
+
+    /// Reads exactly `count` bytes; false when the file ended or failed first.
+    private func readFully(
+        _ pb: UnsafeMutablePointer<AVIOContext>, into destination: UnsafeMutableRawPointer, count: Int
+    ) -> Bool {
+        var done = 0
+        while done < count {
+            let chunk = Int32(min(count - done, Int(Int32.max)))
+            let read = avio_read(pb, destination.advanced(by: done).assumingMemoryBound(to: UInt8.self), chunk)
+            guard read > 0 else { return false }
+            done += Int(read)
+        }
+        return true
     }
 }

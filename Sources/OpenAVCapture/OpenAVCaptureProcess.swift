@@ -19,4 +19,22 @@ public enum OpenAVCaptureProcess {
     public static func disableTransparentHugePages() -> Bool {
         ProcessMemoryPolicy.disableTransparentHugePages()
     }
+
+    /// Has the C library's allocator give freed memory back to the system promptly (glibc's
+    /// `mallopt(M_MMAP_THRESHOLD, 128 KiB)` and `mallopt(M_TRIM_THRESHOLD, 128 KiB)`).
+    ///
+    /// By default glibc's malloc adapts as large blocks come and go: each time one it had mapped on its own is freed,
+    /// it raises the size from which it maps blocks on their own (to at most 32 MiB) and lets each of its arenas (one
+    /// per thread that allocates, up to eight per core) keep twice that much freed memory before returning any. In a
+    /// recording, whose frames, packets and fragments are such blocks, freed on one thread and allocated on another,
+    /// that memory piles up in several arenas at once: the 1080p30 recordings of docs/performance.md peaked 3–6 MiB
+    /// higher in anonymous memory than with this setting. With it, the thresholds stay at glibc's starting
+    /// 128 KiB, also in a process that has freed large blocks already. Call it once, before recording; `avcapture`
+    /// does at start.
+    ///
+    /// - Returns: whether the C library took the setting (false where malloc is not glibc's or refuses it).
+    @discardableResult
+    public static func releaseFreedMemoryPromptly() -> Bool {
+        ProcessMemoryPolicy.releaseFreedMemoryPromptly()
+    }
 }

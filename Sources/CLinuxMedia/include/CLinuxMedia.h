@@ -85,6 +85,12 @@ long CLinuxMedia_recv(int descriptor, void *buffer, unsigned long length);
 /// madvise(MADV_HUGEPAGE) its libraries ask for. Returns 0 or -1 (errno set).
 int CLinuxMedia_disable_transparent_huge_pages(void);
 
+/// mallopt(M_MMAP_THRESHOLD, bytes) and mallopt(M_TRIM_THRESHOLD, bytes) (malloc.h, which Swift's Glibc module
+/// leaves out): glibc's malloc maps blocks of `bytes` and more on their own, returns freed memory above `bytes` at
+/// the top of an arena to the system, and no longer raises either threshold as large blocks are freed. Returns 1
+/// when both were taken, 0 otherwise, as mallopt does.
+int CLinuxMedia_set_malloc_thresholds(int bytes);
+
 // MARK: uinput: a key device of the test's own (the kernel's /dev/uinput, CONFIG_INPUT_UINPUT)
 
 /// Makes `fd` (an open /dev/uinput) a keyboard named `name` (BUS_VIRTUAL) with the `count` key codes of `keys`:

@@ -3,76 +3,15 @@ import OpenCoreMedia
 import OpenCoreVideo
 import Synchronization
 
-/// Where file time 0 falls on the host clock for the camera and microphone of one file, so that they play in sync
-/// whichever starts first: the first to start sets it, and it is forgotten when both have stopped. It also lets the
-/// tracks of a file end together: a track that reached its end waits until every playing track of the file has, so
-/// a recording of both ends after the last frame and the last sound, not when the shorter track runs out.
-///
-/// Threading: thread safe (a mutex).
-final class MoviePlaybackClock: Sendable {
-    private struct State {
-        var anchor: Int64?
-        var users = 0
-        var ended = 0
-        var isVideoPlaying = false
-        var hasVideoReportedEnd = false
-    }
-
-    private let state = Mutex(State())
-
-    /// Host nanoseconds of file time 0, set now if no track of the file is playing.
-    func join(_ media: DeviceMedia) -> Int64 {
-        state.withLock { state in
-            state.users += 1
-            if media == .video {
-                state.isVideoPlaying = true
-                state.hasVideoReportedEnd = false
-            }
-            if let anchor = state.anchor { return anchor }
-            let anchor = CMClock.hostNanosecondsNow()
-            state.anchor = anchor
-            return anchor
-        }
-    }
-
-    /// Records that one playing track reached its end.
-    func trackEnded() {
-        state.withLock { $0.ended += 1 }
-    }
-
-    /// Whether a track that reached its end may report it now: once every playing track of the file has ended,
-    /// the picture first, so that its last frames (a decoder's delay drained as it reports) reach a recording
-    /// before the sound's end finishes the file.
-    func mayReportEnd(of media: DeviceMedia) -> Bool {
-        state.withLock { state in
-            state.ended >= state.users && (media == .video || !state.isVideoPlaying || state.hasVideoReportedEnd)
-        }
-    }
-
-    /// The picture has reported its end.
-    func videoReportedEnd() {
-        state.withLock { $0.hasVideoReportedEnd = true }
-    }
-
-    /// A track stops playing; `ended` says whether it had reported its end.
-    func leave(_ media: DeviceMedia, ended: Bool) {
-        state.withLock { state in
-            state.users = max(0, state.users - 1)
-            if ended { state.ended = max(0, state.ended - 1) }
-            if media == .video { state.isVideoPlaying = false }
-            if state.users == 0 { state.anchor = nil }
-        }
-    }
-}
-
 /// One track of a movie file played as a live device: the picture as a camera, the sound as a microphone.
 ///
 /// The device delivers what the file holds, as a camera delivers what its sensor gives: compressed packets (H.264,
 /// HEVC, MJPEG, AAC, … with their codec configuration in the format description) for the graph to decode, raw
-/// frames (y4m) copied into pixel buffers, raw PCM (wav) as it is. File time t is host time anchor + t, the anchor
-/// shared by the file's camera and microphone (`MoviePlaybackClock`); in `.realTime` a packet is delivered when its
-/// decode time comes, in `.freeRunning` at once, on a `.manual` clock when the clock reaches that time. With
-/// `loops`, the file starts again at its end, each pass the longest track's length later on the host clock.
+/// frames in pixel buffers (a y4m file's read into them straight from the file, others copied from packets), raw
+/// PCM (wav) as it is. File time t is host time anchor + t, the anchor shared by the file's camera and microphone
+/// (`MoviePlaybackClock`); in `.realTime` a packet is delivered when its decode time comes, in `.freeRunning` at
+/// once, on a `.manual` clock when the clock reaches that time. With `loops`, the file starts again at its end, each
+/// pass the longest track's length later on the host clock.
 ///
 /// The end of the input (without `loops`) is reported as the device's disconnection: once every playing track of
 /// the file has delivered its last packet, each sends `.fault(.explained(.disconnected, advice:))` saying the file
@@ -249,14 +188,14 @@ private struct MovieTrackPlayer: Sendable {
                 manual.participant, at: anchor.convertScale(1_000_000_000, method: .roundHalfAwayFromZero).value)
         }
         while !thread.isInterrupted {
-            let next: MoviePacket?
+            let next: FileItem?
             do {
-                next = try source.nextPacket()
+                next = try nextItem(from: source, frames: &frames, on: thread)
             } catch {
                 sink(.fault(.explained(.io(.ioError), advice: "reading \(url.path) failed: \(error)")))
                 return
             }
-            guard let packet = next else {
+            guard let item = next else {
                 guard loops, passEnd > .zero else {
                     ended = true
                     finish(on: thread)
@@ -277,17 +216,12 @@ private struct MovieTrackPlayer: Sendable {
                 passEnd = .zero
                 continue
             }
-            guard packet.track == track.index else { continue }
-            let presentation = packet.presentationTime.isNumeric ? packet.presentationTime : packet.decodeTime
-            guard presentation.isNumeric else { continue }
-            if packet.duration.isNumeric {
-                passEnd = max(passEnd, presentation + packet.duration)
-            } else {
-                passEnd = max(passEnd, presentation)
-            }
-            let decode = packet.decodeTime.isNumeric ? packet.decodeTime : presentation
+            guard let times = item.times(of: track) else { continue }
+            let presentation = times.presentation
+            passEnd = max(passEnd, presentation + (times.duration.isNumeric ? times.duration : .zero))
             if pacing != .freeRunning {
-                let due = (anchor + passOffset + decode).convertScale(1_000_000_000, method: .roundHalfAwayFromZero)
+                let due = (anchor + passOffset + times.decode).convertScale(
+                    1_000_000_000, method: .roundHalfAwayFromZero)
                 if let manual {
                     let turn = manual.clock.waitForTurn(
                         manual.participant, at: due.value, isInterrupted: { thread.isInterrupted })
@@ -297,8 +231,20 @@ private struct MovieTrackPlayer: Sendable {
                 }
             }
             let hostPresentation = anchor + passOffset + presentation
-            let hostDecode = packet.decodeTime.isNumeric ? anchor + passOffset + packet.decodeTime : CMTime.invalid
-            switch makeSample(packet, presentation: hostPresentation, decode: hostDecode, frames: &frames, on: thread) {
+            let made: Made
+            switch item {
+            case .packet(let packet):
+                let hostDecode = packet.decodeTime.isNumeric ? anchor + passOffset + packet.decodeTime : CMTime.invalid
+                made = makeSample(
+                    packet, presentation: hostPresentation, decode: hostDecode, frames: &frames, on: thread)
+            case .frame(let buffer, _, let duration):
+                let timing = CMSampleTimingInfo(
+                    duration: duration, presentationTimeStamp: hostPresentation, decodeTimeStamp: .invalid)
+                made = frames.sample(wrapping: buffer, timing: timing).map(Made.sample) ?? .damaged
+            case .nothing:
+                continue
+            }
+            switch made {
             case .sample(let sample):
                 sink(.output(sample, sequence: sequence))
             case .damaged:
@@ -309,6 +255,56 @@ private struct MovieTrackPlayer: Sendable {
             sequence += 1
         }
         if let fault = thread.takeFault() { sink(.fault(fault)) }
+    }
+
+    /// One thing read from the file for this track.
+    private enum FileItem {
+        /// A packet (of any track of the file).
+        case packet(MoviePacket)
+        /// A raw frame the source read straight into a pool buffer, with its file times.
+        case frame(CVPixelBuffer, presentationTime: CMTime, duration: CMTime)
+        /// Nothing to deliver: stopped while waiting for a pool buffer.
+        case nothing
+
+        /// The item's file times for `track` (presentation, decode for pacing, duration); nil for another track's
+        /// packet or one without a time.
+        func times(of track: MovieTrack) -> (presentation: CMTime, decode: CMTime, duration: CMTime)? {
+            switch self {
+            case .packet(let packet):
+                guard packet.track == track.index else { return nil }
+                let presentation = packet.presentationTime.isNumeric ? packet.presentationTime : packet.decodeTime
+                guard presentation.isNumeric else { return nil }
+                return (presentation, packet.decodeTime.isNumeric ? packet.decodeTime : presentation, packet.duration)
+            case .frame(_, let presentation, let duration):
+                return (presentation, presentation, duration)
+            case .nothing:
+                return nil
+            }
+        }
+    }
+
+    /// The next item of the file, nil at its end: a raw frame read straight into a pool buffer when the source can
+    /// (waiting for a buffer while every one is held downstream, as a file can wait), else the next packet.
+    private func nextItem(
+        from source: any MoviePacketSource, frames: inout RawFrameCopier, on thread: VirtualCaptureThread
+    ) throws -> FileItem? {
+        guard let layout = track.rawLayout, !layout.isBottomUp, let reader = source as? any MovieRawFrameReader,
+            reader.readsRawFrames
+        else { return try source.nextPacket().map(FileItem.packet) }
+        while true {
+            switch try frames.read(from: reader, layout: layout, size: track.formatDescription.dimensions) {
+            case .frame(let buffer, let presentation, let duration):
+                return .frame(buffer, presentationTime: presentation, duration: duration)
+            case .endOfFile:
+                return nil
+            case .damaged:
+                throw RawFrameCopier.Unreadable(pixelFormat: layout.pixelFormat)
+            case .noBuffer:
+                guard thread.sleep(untilHostNanoseconds: CMClock.hostNanosecondsNow() + 2_000_000) else {
+                    return .nothing
+                }
+            }
+        }
     }
 
     /// The end of the input: waits (in short slices, so `stop` is prompt) until every playing track of the file has
@@ -385,78 +381,6 @@ private struct MovieTrackPlayer: Sendable {
                 sampleSizes: [packet.data.dataLength])
         else { return .damaged }
         if track.media == .video { CompressedFrameSync.mark(sample, isKeyFrame: packet.isKeyFrame) }
-        return .sample(sample)
-    }
-}
-
-/// Raw frames copied from packets into pixel buffers of a pool, one description for all. A packet holds the planes
-/// back to back, each row `minimumBytesPerRow` long (y4m, NUT, Matroska) or padded to 4 bytes (AVI); AVI's RGB rows
-/// may run bottom to top.
-///
-/// Not `Sendable`: lives on the capture thread.
-private struct RawFrameCopier {
-    enum Outcome {
-        case sample(CMSampleBuffer)
-        /// The packet's size fits no layout of the format, or the buffer could not be wrapped.
-        case damaged
-        /// Every pool buffer is held downstream.
-        case noBuffer
-    }
-
-    /// How many of its frames the device lets downstream hold before it waits.
-    static let bufferLimit = 8
-
-    private var pool: CVPixelBufferPool?
-    private var description: CMFormatDescription?
-
-    mutating func sample(
-        of data: CMBlockBuffer, layout: RawVideoLayout, size: CMVideoDimensions, timing: CMSampleTimingInfo
-    ) -> Outcome {
-        let width = Int(size.width)
-        let height = Int(size.height)
-        guard let format = PixelFormatDescription.describing(layout.pixelFormat) else { return .damaged }
-        // (bytes per row, rows) of each plane as the packet stores it: unpadded, else rows padded to 4 bytes.
-        let planes = format.planes.map { plane -> (row: Int, rows: Int) in
-            (plane.minimumBytesPerRow(forPlaneWidth: plane.width(forImageWidth: width)) ?? 0,
-                plane.height(forImageHeight: height))
-        }
-        let unpadded = planes.reduce(0) { $0 + $1.row * $1.rows }
-        let padded = planes.reduce(0) { $0 + ($1.row + 3) / 4 * 4 * $1.rows }
-        let stride: (Int) -> Int
-        if data.dataLength == unpadded {
-            stride = { $0 }
-        } else if data.dataLength == padded {
-            stride = { ($0 + 3) / 4 * 4 }
-        } else {
-            return .damaged
-        }
-        if pool == nil {
-            pool = try? CVPixelBufferPool(
-                width: width, height: height, pixelFormatType: layout.pixelFormat, minimumBufferCount: 2)
-        }
-        guard let pool else { return .damaged }
-        guard case .success(let buffer) = pool.pixelBuffer(allocationThreshold: Self.bufferLimit) else {
-            return .noBuffer
-        }
-        data.withUnsafeBytes { bytes in
-            buffer.withLockedPlanes { destination in
-                var offset = 0
-                for (index, plane) in destination.enumerated() where index < planes.count {
-                    let (rowBytes, rows) = planes[index]
-                    let sourceStride = stride(rowBytes)
-                    for row in 0..<rows {
-                        let start = offset + row * sourceStride
-                        plane.row(layout.isBottomUp ? rows - 1 - row : row).copyMemory(
-                            from: UnsafeRawBufferPointer(rebasing: bytes[start..<(start + rowBytes)]))
-                    }
-                    offset += sourceStride * rows
-                }
-            }
-        }
-        if description == nil { description = try? CMFormatDescription(imageBuffer: buffer) }
-        guard let description,
-            let sample = try? CMSampleBuffer(imageBuffer: buffer, formatDescription: description, sampleTiming: timing)
-        else { return .damaged }
         return .sample(sample)
     }
 }

@@ -100,3 +100,33 @@ extension MoviePacketSource {
 
 /// Opens a movie file for reading: a fresh source at the start of the file each time (a loop reopens).
 package typealias MoviePacketSourceOpener = @Sendable (URL) throws -> any MoviePacketSource
+
+/// Where one plane of a raw frame goes: `rows` rows of `rowBytes` bytes, each `bytesPerRow` after the last.
+///
+/// Threading: a value, valid while the memory it points into is; not `Sendable`.
+package struct MovieRawPlane {
+    package var baseAddress: UnsafeMutableRawPointer
+    package var rowBytes: Int
+    package var bytesPerRow: Int
+    package var rows: Int
+
+    package init(baseAddress: UnsafeMutableRawPointer, rowBytes: Int, bytesPerRow: Int, rows: Int) {
+        self.baseAddress = baseAddress
+        self.rowBytes = rowBytes
+        self.bytesPerRow = bytesPerRow
+        self.rows = rows
+    }
+}
+
+/// A source that can read its raw video track's frames straight into the device's pixel buffers (a y4m file), so a
+/// frame's bytes go from the file to the buffer with no packet between them: one copy of each frame fewer, and no
+/// frame-sized allocation per frame. The device reads so when ``readsRawFrames`` says it can, packets otherwise.
+///
+/// Threading: thread-bound, as ``MoviePacketSource``.
+package protocol MovieRawFrameReader: MoviePacketSource {
+    /// Whether ``readRawFrame(into:)`` works for this file: its only track is raw video, in a file that allows it.
+    var readsRawFrames: Bool { get }
+    /// Reads the next frame into `planes` (top row first, in the pixel format's plane order); its presentation time
+    /// and duration in file time, or nil at the end of the file. Not to be mixed with `nextPacket()`.
+    func readRawFrame(into planes: [MovieRawPlane]) throws -> (presentationTime: CMTime, duration: CMTime)?
+}

@@ -295,3 +295,20 @@ package enum MovieFileDevices {
         return backend
     }
 }
+
+/// y4m frames read straight into the device's buffers (`Demuxer.readY4MFrame(into:)`).
+extension DemuxerPacketSource: MovieRawFrameReader {
+    package var readsRawFrames: Bool {
+        tracks.count == 1 && tracks[0].rawLayout != nil && demuxer.readsY4MFrames
+    }
+
+    package func readRawFrame(into planes: [MovieRawPlane]) throws -> (presentationTime: CMTime, duration: CMTime)? {
+        let destinations = planes.map {
+            Demuxer.RawPlane(baseAddress: $0.baseAddress, rowBytes: $0.rowBytes, bytesPerRow: $0.bytesPerRow, rows: $0.rows)
+        }
+        switch try demuxer.readY4MFrame(into: destinations) {
+        case .frame(let presentationTime, let duration): return (presentationTime, duration)
+        case .endOfStream: return nil
+        }
+    }
+}
