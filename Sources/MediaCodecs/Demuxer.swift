@@ -2,6 +2,7 @@
 
 import CFFmpeg
 import OpenCoreMedia
+import OpenCoreVideo
 import Synchronization
 
 #if canImport(Glibc)
@@ -245,22 +246,8 @@ package final class Demuxer {
 
     // MARK: Raw frames straight into the caller's memory (y4m)
 
-    /// Where one plane of a raw frame goes: `rows` rows of `rowBytes` bytes, each `bytesPerRow` after the last.
-    ///
-    /// Threading: a value, valid while the memory it points into is; not `Sendable`.
-    package struct RawPlane {
-        package var baseAddress: UnsafeMutableRawPointer
-        package var rowBytes: Int
-        package var bytesPerRow: Int
-        package var rows: Int
-
-        package init(baseAddress: UnsafeMutableRawPointer, rowBytes: Int, bytesPerRow: Int, rows: Int) {
-            self.baseAddress = baseAddress
-            self.rowBytes = rowBytes
-            self.bytesPerRow = bytesPerRow
-            self.rows = rows
-        }
-    }
+    /// Where one plane of a raw frame goes (OpenCoreVideo's ``RawPlaneDestination``).
+    package typealias RawPlane = RawPlaneDestination
 
     /// What ``readY4MFrame(into:)`` gives.
     ///

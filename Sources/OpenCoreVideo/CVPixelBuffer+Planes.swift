@@ -101,3 +101,22 @@ extension CVPixelBuffer.Plane: Sendable {}
 
 @available(*, unavailable)
 extension CVPixelBuffer.LockedPlanes: Sendable {}
+
+/// Where one plane of a raw frame read from a file goes: `rows` rows of `rowBytes` bytes, each `bytesPerRow` after
+/// the last (a locked pixel buffer's plane, cut to the frame's own row length). The file readers of the drivers and
+/// of the codecs fill it; not Apple API.
+///
+/// Threading: a value, valid while the memory it points into is; not `Sendable`.
+package struct RawPlaneDestination {
+    package var baseAddress: UnsafeMutableRawPointer
+    package var rowBytes: Int
+    package var bytesPerRow: Int
+    package var rows: Int
+
+    package init(baseAddress: UnsafeMutableRawPointer, rowBytes: Int, bytesPerRow: Int, rows: Int) {
+        self.baseAddress = baseAddress
+        self.rowBytes = rowBytes
+        self.bytesPerRow = bytesPerRow
+        self.rows = rows
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import OpenCoreMedia
+import OpenCoreVideo
 
 /// One track of a movie file as a movie-file device plays it.
 ///
@@ -101,22 +102,8 @@ extension MoviePacketSource {
 /// Opens a movie file for reading: a fresh source at the start of the file each time (a loop reopens).
 package typealias MoviePacketSourceOpener = @Sendable (URL) throws -> any MoviePacketSource
 
-/// Where one plane of a raw frame goes: `rows` rows of `rowBytes` bytes, each `bytesPerRow` after the last.
-///
-/// Threading: a value, valid while the memory it points into is; not `Sendable`.
-package struct MovieRawPlane {
-    package var baseAddress: UnsafeMutableRawPointer
-    package var rowBytes: Int
-    package var bytesPerRow: Int
-    package var rows: Int
-
-    package init(baseAddress: UnsafeMutableRawPointer, rowBytes: Int, bytesPerRow: Int, rows: Int) {
-        self.baseAddress = baseAddress
-        self.rowBytes = rowBytes
-        self.bytesPerRow = bytesPerRow
-        self.rows = rows
-    }
-}
+/// Where one plane of a raw frame goes (OpenCoreVideo's ``RawPlaneDestination``, which the demuxer fills too).
+package typealias MovieRawPlane = RawPlaneDestination
 
 /// A source that can read its raw video track's frames straight into the device's pixel buffers (a y4m file), so a
 /// frame's bytes go from the file to the buffer with no packet between them: one copy of each frame fewer, and no

@@ -85,7 +85,8 @@ package final class DemuxerPacketSource: MoviePacketSource {
                 guard tracks.contains(where: { $0.index == stream }) else { continue }
                 return MoviePacket(
                     track: stream, data: packet.data,
-                    presentationTime: presentationTime(of: packet.presentationTime, decodeTime: packet.decodeTime, stream),
+                    presentationTime: presentationTime(
+                        of: packet.presentationTime, decodeTime: packet.decodeTime, stream),
                     decodeTime: packet.decodeTime, duration: packet.duration, isKeyFrame: packet.isKeyFrame)
             }
         }
@@ -138,14 +139,16 @@ package final class DemuxerPacketSource: MoviePacketSource {
         if stream.codecName == "rawvideo" {
             guard let pixelFormat = rawPixelFormats[stream.pixelFormatName] else {
                 let known = rawPixelFormats.keys.sorted().joined(separator: ", ")
-                return .failure(Unplayable(text: "raw video in \(stream.pixelFormatName) (raw formats played: \(known))"))
+                return .failure(
+                    Unplayable(text: "raw video in \(stream.pixelFormatName) (raw formats played: \(known))"))
             }
             guard
                 let description = try? CMFormatDescription(
                     videoCodecType: .init(rawValue: pixelFormat), width: stream.width, height: stream.height)
             else { return .failure(Unplayable(text: "raw video in \(stream.pixelFormatName)")) }
             // AVI's uncompressed RGB runs bottom-up; libavformat marks it by ending the extradata with "BottomUp".
-            let isBottomUp = stream.extradata.count >= 9 && Array(stream.extradata.suffix(9)) == Array("BottomUp\0".utf8)
+            let isBottomUp =
+                stream.extradata.count >= 9 && Array(stream.extradata.suffix(9)) == Array("BottomUp\0".utf8)
             return .success(
                 MovieTrack(
                     index: stream.index, media: .video, formatDescription: description,
@@ -198,7 +201,9 @@ package final class DemuxerPacketSource: MoviePacketSource {
                 mSampleRate: rate, mFormatID: fourCharCode(code), mFormatFlags: 0, mBytesPerPacket: 0,
                 mFramesPerPacket: stream.codecName == "aac" ? 1024 : 0, mBytesPerFrame: 0, mChannelsPerFrame: channels,
                 mBitsPerChannel: 0, mReserved: 0)
-            if !stream.extradata.isEmpty { extensions[kCMFormatDescriptionExtension_OpenAVMagicCookie] = stream.extradata }
+            if !stream.extradata.isEmpty {
+                extensions[kCMFormatDescriptionExtension_OpenAVMagicCookie] = stream.extradata
+            }
         }
         guard let description = try? CMFormatDescription(audioStreamBasicDescription: asbd, extensions: extensions)
         else { return nil }
@@ -244,7 +249,8 @@ package enum MovieFileDevices {
                 throw AVError(.invalidSourceMedia, "\(path) has no video or audio track")
             }
             throw AVError(
-                .decoderNotFound, "\(path) has no track that can be played: " + source.unplayable.joined(separator: "; "),
+                .decoderNotFound,
+                "\(path) has no track that can be played: " + source.unplayable.joined(separator: "; "),
                 suggestion: "Convert it, e.g. ffmpeg -i \(path) -c:v libx264 -c:a aac out.mp4")
         }
         return try CaptureDrivers.MovieFileDevice.devices(
@@ -290,7 +296,8 @@ package enum MovieFileDevices {
         guard let backend else {
             throw AVError(
                 .deviceNotConnected, "\(path) has no \(wantsAudio ? "audio" : "video") track",
-                suggestion: wantsAudio ? "Record without sound (--audio none)." : "Play its sound with file:\(path)#audio.")
+                suggestion: wantsAudio
+                    ? "Record without sound (--audio none)." : "Play its sound with file:\(path)#audio.")
         }
         return backend
     }
@@ -303,10 +310,7 @@ extension DemuxerPacketSource: MovieRawFrameReader {
     }
 
     package func readRawFrame(into planes: [MovieRawPlane]) throws -> (presentationTime: CMTime, duration: CMTime)? {
-        let destinations = planes.map {
-            Demuxer.RawPlane(baseAddress: $0.baseAddress, rowBytes: $0.rowBytes, bytesPerRow: $0.bytesPerRow, rows: $0.rows)
-        }
-        switch try demuxer.readY4MFrame(into: destinations) {
+        switch try demuxer.readY4MFrame(into: planes) {
         case .frame(let presentationTime, let duration): return (presentationTime, duration)
         case .endOfStream: return nil
         }
