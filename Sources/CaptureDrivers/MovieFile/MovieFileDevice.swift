@@ -300,11 +300,16 @@ private struct MovieTrackPlayer: Sendable {
             case .damaged:
                 throw RawFrameCopier.Unreadable(pixelFormat: layout.pixelFormat)
             case .noBuffer:
-                guard thread.sleep(untilHostNanoseconds: CMClock.hostNanosecondsNow() + 2_000_000) else {
-                    return .nothing
-                }
+                guard waitForAPoolBuffer(on: thread) else { return .nothing }
             }
         }
+    }
+
+    /// A file can wait where a camera would drop: while every pool buffer is held downstream, the reader waits 2 ms
+    /// of host time for one to come back (the buffers are freed by other threads, on no clock of the device's) and
+    /// tries again; false when the device was stopped meanwhile.
+    private func waitForAPoolBuffer(on thread: VirtualCaptureThread) -> Bool {
+        thread.sleep(untilHostNanoseconds: CMClock.hostNanosecondsNow() + 2_000_000)
     }
 
     /// The end of the input: waits (in short slices, so `stop` is prompt) until every playing track of the file has
@@ -345,15 +350,12 @@ private struct MovieTrackPlayer: Sendable {
         if track.media == .video, let layout = track.rawLayout {
             let timing = CMSampleTimingInfo(
                 duration: packet.duration, presentationTimeStamp: presentation, decodeTimeStamp: .invalid)
-            // A file can wait: while every pool buffer is held downstream, wait for one instead of dropping.
             while true {
                 switch frames.sample(of: packet.data, layout: layout, size: description.dimensions, timing: timing) {
                 case .sample(let sample): return .sample(sample)
                 case .damaged: return .damaged
                 case .noBuffer:
-                    guard thread.sleep(untilHostNanoseconds: CMClock.hostNanosecondsNow() + 2_000_000) else {
-                        return .interrupted
-                    }
+                    guard waitForAPoolBuffer(on: thread) else { return .interrupted }
                 }
             }
         }
