@@ -130,8 +130,12 @@ final class MultiCamKernelTests {
                     Date().timeIntervalSince(wallBefore), ProcessInfo.processInfo.activeProcessorCount))
 
         // One clock: the first frame each vivid camera delivered after the recordings started, on the host clock,
-        // within one frame interval (the slower camera's) of each other. Two instances of one driver, but each its
-        // own device, node, buffers and capture thread: frames stamped on a clock of their own would be seconds apart.
+        // within about one frame interval (the slower camera's) of each other. Two instances of one driver, but each
+        // its own device, node, buffers and capture thread: frames stamped on a clock of their own would be seconds
+        // apart. The two cameras' phases are free, so by phase alone their first frames after an arbitrary instant
+        // can be up to one interval apart; the emulated CPU's timers then move a vivid frame's stamp by several
+        // milliseconds (8 ms in one CI run, which took one camera's frame from just before the start to 108 ms
+        // after it). Half an interval more covers that jitter and still tells one clock from two.
         for (index, camera) in vivids.enumerated() {
             let all = times[index].all.map(\.seconds)
             let delivery = frames[index].deliveryStatistics
@@ -150,7 +154,11 @@ final class MultiCamKernelTests {
             "multi-camera first frames after the start: "
                 + firsts.map { String(format: "%+.1f ms", ($0 - start.seconds) * 1000) }.joined(separator: ", ")
                 + String(format: " (frame interval %.1f ms)", interval * 1000))
-        #expect(firsts.max()! - firsts.min()! <= interval, "first frames \(firsts) more than \(interval) s apart")
+        let bound = interval * 1.5
+        #expect(firsts.max()! - firsts.min()! <= bound, "first frames \(firsts) more than \(bound) s apart")
+        for first in firsts {
+            #expect(first - start.seconds <= bound, "a first frame \(first - start.seconds) s after the start")
+        }
 
         for (index, url) in urls.enumerated() {
             let name = "\(cameras[index].localizedName) → \(url.lastPathComponent)"
