@@ -173,6 +173,24 @@ struct RecordingTimelineTests {
         #expect(!timeline.isSoundBehind(edge))
     }
 
+    @Test("sound a nanosecond short of the picture's edge has reached it: no drain waits for that nanosecond")
+    func soundAtTheEdgeWithinRounding() {
+        var timeline = RecordingTimeline()
+        timeline.begin(at: .zero)
+        // The picture's times are host nanoseconds: its last frame ends a nanosecond past the sound's 10 s.
+        let lastFrame = CMTime(value: 9_966_666_667, timescale: 1_000_000_000)
+        timeline.wroteVideo(at: lastFrame, duration: CMTime(value: 33_333_334, timescale: 1_000_000_000))
+        timeline.wroteAudio(at: seconds(9.99), duration: seconds(0.01))
+        #expect(timeline.videoEdge > seconds(10), "the edge is past the sound's end")
+        #expect(!timeline.isSoundBehind(timeline.videoEdge))
+        // Sound written only up to 9.99 s is behind, and its last 10 ms, again a nanosecond short, end the drain.
+        timeline.wroteAudio(at: seconds(9.98), duration: seconds(0.01))
+        #expect(timeline.isSoundBehind(timeline.videoEdge))
+        timeline.drain(until: timeline.videoEdge)
+        #expect(timeline.drainIsComplete(afterSoundAt: seconds(9.99), duration: seconds(0.01)))
+        #expect(!timeline.drainIsComplete(afterSoundAt: seconds(9.98), duration: seconds(0.01)))
+    }
+
     @Test("a drain whose sound does not come ends when the picture has run the backstop past its edge")
     func drainBackstop() {
         var timeline = RecordingTimeline()

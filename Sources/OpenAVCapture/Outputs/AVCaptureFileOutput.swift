@@ -236,7 +236,8 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
 
     /// Incremented by every start request, so the engine only updates the properties for the newest.
     private let generation = Mutex(0)
-    private let engine: MovieRecordingEngine
+    /// Internal, not private: tests set its backstops (`MovieRecordingEngine.silentSessionBackstop`).
+    let engine: MovieRecordingEngine
     private let mailbox: SampleBufferMailbox<MovieRecordingEngine.Work>
     /// Copies the compressed frames the file takes as they are (a camera lends its buffers only briefly).
     private let compressedFrames = CompressedFrameCopier()
@@ -335,7 +336,8 @@ open class AVCaptureFileOutput: AVCaptureOutput, @unchecked Sendable {
     func videoHandled() { framesAwaitingEngine.subtract(1, ordering: .relaxed) }
 
     override package var hasWorkInFlight: Bool {
-        !mailbox.isIdle || framesAwaitingEngine.load(ordering: .relaxed) > 0 || workQueue.sync { engine.hasPendingWrites }
+        !mailbox.isIdle || framesAwaitingEngine.load(ordering: .relaxed) > 0
+            || workQueue.sync { engine.hasPendingWrites }
     }
     /// The engine left a buffer out because the encoder had too many waiting.
     func encoderWasBehind(isVideo: Bool) { countLate(isVideo: isVideo) }

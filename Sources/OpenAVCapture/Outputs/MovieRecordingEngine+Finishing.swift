@@ -34,10 +34,11 @@ extension MovieRecordingEngine {
             recording.phase = .draining
             recording.timeline.drain(until: drainUntil)
             draining.append(recording)
-            // The sound's own arrival ends the drain (`handleAudio`); the picture running `drainBackstop` past the
-            // edge ends it on the session's clock (`finishOutwaitedDrains`); this is for a session whose devices
-            // all went quiet, where no time comes from them.
-            queue.asyncAfter(deadline: .now() + Self.silentSessionBackstop) { [self] in
+            // The sound's own arrival ends the drain (`handleAudio`), and so does its microphone's end (`handle`,
+            // `.inputFailed`); the picture running `drainBackstop` past the edge ends it on the session's clock
+            // (`finishOutwaitedDrains`); this is for a session whose devices all went quiet, where no time comes
+            // from them.
+            queue.asyncAfter(deadline: .now() + silentSessionBackstop) { [self] in
                 if recording.phase == .draining { finalize(recording) }
                 output?.setActive(current != nil || previous != nil || !draining.isEmpty)
             }
@@ -50,15 +51,14 @@ extension MovieRecordingEngine {
     /// microphone that stalled or went away as the recording ended): half a second, more than any microphone's period.
     static let drainBackstop = CMTime(value: 1, timescale: 2)
 
-    /// How long a drain waits in host time when no picture comes either: every device of the session went quiet.
-    static let silentSessionBackstop = 5.0
-
     /// Ends the drains whose sound has not come while the picture ran ``drainBackstop`` past their edge; `time` is a
     /// video frame's source time.
     func finishOutwaitedDrains(videoAt time: CMTime) {
         guard !draining.isEmpty, time.isNumeric else { return }
         for recording in draining
-        where recording.phase == .draining && recording.timeline.drainOutwaited(videoAt: time, backstop: Self.drainBackstop) {
+        where recording.phase == .draining
+            && recording.timeline.drainOutwaited(videoAt: time, backstop: Self.drainBackstop)
+        {
             finalize(recording)
         }
     }
@@ -188,7 +188,8 @@ extension MovieRecordingEngine {
                 properties?[AVVideoExpectedSourceFrameRateKey] = frameRate
                 settings[AVVideoCompressionPropertiesKey] = properties
             }
-            output.noteRealTimeAdvice(Self.realTimeAdvice(codec: codec, dimensions: hint.dimensions, frameRate: frameRate))
+            output.noteRealTimeAdvice(
+                Self.realTimeAdvice(codec: codec, dimensions: hint.dimensions, frameRate: frameRate))
             // The encoder is made for the frames' own pixel format (the conversion stage delivers one it takes) and
             // tags the stream with their Y'CbCr matrix: a description of the picture itself carries both.
             let input = AVAssetWriterInput(mediaType: .video, outputSettings: settings, sourceFormatHint: hint)

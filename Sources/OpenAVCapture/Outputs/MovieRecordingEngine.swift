@@ -87,7 +87,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
         /// comes, sample for sample, however late a loaded machine delivers it.
         lazy var followsClock: Bool = !request.connections.contains { connection in
             !AVCaptureFileOutput.isVideo(connection)
-                && ((connection.inputPorts.first?.input as? AVCaptureDeviceInput)?.device.uniqueID.hasPrefix("file:") ?? false)
+                && ((connection.inputPorts.first?.input as? AVCaptureDeviceInput)?.device.uniqueID.hasPrefix("file:")
+                    ?? false)
         }
 
         init(_ request: Request) {
@@ -110,6 +111,10 @@ final class MovieRecordingEngine: @unchecked Sendable {
     var previous: Recording?
     /// Recordings finishing that still take audio up to their last video frame.
     var draining: [Recording] = []
+    /// How long a drain waits in host time, in seconds, when no picture comes and its microphone has not ended
+    /// either: every device of the session went quiet. Five seconds; a test that must see a drain end without it
+    /// sets it longer before recording (read on the work queue).
+    var silentSessionBackstop = 5.0
 
     init(queue: DispatchQueue) { self.queue = queue }
 
@@ -137,7 +142,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
             if afterLoss { for recording in [previous, current] { recording?.clockFollower?.bufferWasLost() } }
             if let output, let (delegate, isSampleAccurate) = output.fileDelegate {
                 if isSampleAccurate {
-                    sampleAccurateCallbackThread.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .relaxed)
+                    sampleAccurateCallbackThread.store(
+                        UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .relaxed)
                 }
                 delegate.fileOutput(output, didOutputSampleBuffer: buffer, from: connection)
                 sampleAccurateCallbackThread.store(0, ordering: .relaxed)
@@ -151,7 +157,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
         case .sharedPicture(let picture, _):
             output?.videoHandled()
             // An IDR wherever the recording must start decoding: its first frame, a resume, after a frame left out.
-            let needsKeyFrame = current.map { $0.phase == .waiting || $0.phase == .resuming || $0.awaitsKeyFrame } ?? false
+            let needsKeyFrame =
+                current.map { $0.phase == .waiting || $0.phase == .resuming || $0.awaitsKeyFrame } ?? false
             finishOutwaitedDrains(videoAt: picture.presentationTimeStamp)
             output?.encodeShared(picture, keyFrame: needsKeyFrame)
         case .start(let request): begin(request)
@@ -174,6 +181,13 @@ final class MovieRecordingEngine: @unchecked Sendable {
             where recording.request.connections.contains(where: { $0 === connection }) {
                 guard !keepsRecording(recording, through: error, of: connection) else { continue }
                 end(recording, error: Self.finishedError(error.code, error.localizedDescription), drain: true)
+            }
+            // A drain waits for sound only: once its microphone has ended or failed (a movie file's sound track
+            // ends as a disconnect, after its picture's), none is coming, and the file is finished now.
+            if !AVCaptureFileOutput.isVideo(connection) {
+                for recording in draining where recording.request.connections.contains(where: { $0 === connection }) {
+                    finalize(recording)
+                }
             }
         }
         output?.setActive(current != nil || previous != nil || !draining.isEmpty)
@@ -362,7 +376,8 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 if limit.isNumeric, recording.isMissingVideo, !(written + Self.audioDuration(buffer) < limit) {
                     finishForLimit(
                         recording, .maximumDurationReached,
-                        "The recording reached maxRecordedDuration (\(recording.request.limits.maxDuration.seconds) s).")
+                        "The recording reached maxRecordedDuration (\(recording.request.limits.maxDuration.seconds) s)."
+                    )
                 }
                 break
             }

@@ -124,8 +124,10 @@ struct RecordingTimeline: Equatable {
 
     /// Whether the sound is behind the picture at written time `edge` when a recording of both ends: it has not
     /// reached it yet, so the file waits for it (a drain).
+    /// Sound within ``overlapTolerance`` of the edge has reached it: the picture's edge is host-clock nanoseconds
+    /// plus a frame duration, whose sum can round a nanosecond past where the sound of the same length ends.
     func isSoundBehind(_ edge: CMTime) -> Bool {
-        edge.isNumeric && !(audioEdge.isNumeric && audioEdge >= edge)
+        edge.isNumeric && !(audioEdge.isNumeric && audioEdge + Self.overlapTolerance >= edge)
     }
 
     /// The recording ends at written time `edge` and waits for its sound to get there.
@@ -136,7 +138,7 @@ struct RecordingTimeline: Equatable {
     /// Whether the drain is over once a sound buffer at source time `time` lasting `duration` has been taken: the
     /// sound reached the edge.
     func drainIsComplete(afterSoundAt time: CMTime, duration: CMTime) -> Bool {
-        !(written(time) + duration < drainUntil)
+        !(written(time) + duration + Self.overlapTolerance < drainUntil)
     }
 
     /// Whether the picture, at source time `time`, has run `backstop` past the drain's edge while the sound did not
