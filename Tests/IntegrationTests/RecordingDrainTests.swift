@@ -1,18 +1,19 @@
 // The end of a recording whose sound stops coming: the file waits for the microphone's last sound up to the last
-// frame's end (a drain), and when the microphone goes away instead, the picture running half a second past that
-// end on the session's clock finishes it. Stepped on a manual clock: no host time is waited for.
+// frame's end (a drain); when the microphone stalls instead, the picture running half a second past that end on the
+// session's clock finishes it (when it goes away, its end does at once: MovieRecordingDrainTests). Stepped on a
+// manual clock: no host time is waited for.
 
 import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
-import Testing
 import TestSupport
+import Testing
 
 @Suite("The drain at a recording's end, on the session's clock", .serialized)
 struct RecordingDrainTests {
-    @Test("The microphone unplugged as the recording stops: the file is finished once the picture is 0.5 s past its end")
-    func microphoneGoneAtTheEnd() throws {
-        guard MediaTool.available(for: "RecordingDrainTests.microphoneGoneAtTheEnd") else { return }
+    @Test("The microphone stalled as the recording stops: the file is finished once the picture is 0.5 s past its end")
+    func microphoneStalledAtTheEnd() throws {
+        guard MediaTool.available(for: "RecordingDrainTests.microphoneStalledAtTheEnd") else { return }
         let microphone = try #require(VirtualMicrophoneController(VirtualDevices.microphone))
         defer { microphone.replug() }
         try withManualClock([VirtualDevices.back, VirtualDevices.microphone]) { clock in
@@ -27,7 +28,8 @@ struct RecordingDrainTests {
             output.startRecording(to: url, recordingDelegate: delegate)
             #expect(clock.advance(by: frame * Int32(30), step: frame, settling: [output]))
             #expect(delegate.events.contains("didStart"))
-            microphone.unplug()
+            // Longer than the test's clock goes: no sound comes after the stop.
+            microphone.stall(for: 60)
             output.stopRecording()
             // The drain waits on the session's clock, not the host's: with the clock held, a second of host time
             // passes and the file is not finished (this wait must take real time to show that).

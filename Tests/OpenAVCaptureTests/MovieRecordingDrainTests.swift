@@ -1,6 +1,7 @@
-// How a recording of a camera and a microphone ends when the picture ends first and the sound is behind it (a drain):
-// through the public API on a movie file's camera and microphone, the recording engine's host-time backstop pushed
-// out of reach, so only the microphone's own end can finish the file.
+// How a recording of a camera and a microphone ends when the sound is behind the picture at its end (a drain) and
+// the microphone then ends: through the public API, on a movie file's camera and microphone and on the virtual ones,
+// the recording engine's host-time backstop pushed out of reach, so only the microphone's own end can finish the
+// file. (The picture's backstop, for a microphone that stalls: RecordingDrainTests.)
 
 import Foundation
 import OpenAVCaptureTesting
@@ -69,5 +70,34 @@ struct MovieRecordingDrainTests {
         #expect(FFprobeReport.number(video["nb_read_frames"]) == 45, "\(video)")
         let soundLength = try #require(FFprobeReport.number(audio["duration"]), "\(audio)")
         #expect(abs(soundLength - 1) < 0.05, "the sound lasts \(soundLength) s")
+    }
+
+    @Test("the microphone unplugged as the recording stops: its end finishes the file at once, the clock held")
+    func microphoneGoneAtTheEnd() throws {
+        guard MediaTool.available(for: "MovieRecordingDrainTests.microphoneGoneAtTheEnd") else { return }
+        let microphone = try #require(VirtualMicrophoneController(VirtualDevices.microphone))
+        defer { microphone.replug() }
+        try withManualClock([VirtualDevices.back, VirtualDevices.microphone]) { clock in
+            let output = AVCaptureMovieFileOutput()
+            output.engine.silentSessionBackstop = 3600
+            let session = try makeSession(
+                preset: .qvga320x240, devices: [VirtualDevices.back, VirtualDevices.microphone], outputs: [output])
+            session.startRunning()
+            defer { session.stopRunning() }
+            let frame = CMTime(value: 1, timescale: 30)
+            #expect(clock.advance(by: frame * Int32(3), step: frame, settling: [output]))
+            let url = try scratchURL("drain-gone-\(UUID().uuidString).mov", suite: "recording-drain-tests")
+            let waiter = FinishWaiter()
+            output.startRecording(to: url, recordingDelegate: waiter)
+            #expect(clock.advance(by: frame * Int32(30), step: frame, settling: [output]))
+            output.stopRecording()
+            microphone.unplug()
+            // No sound is coming: the file finishes with no more picture, no time on the session's clock, and the
+            // host-time backstop an hour away. The wait only bounds a failure.
+            try #require(waiter.waitForFinish(timeout: 60), "the recording did not end with its microphone")
+            let probe = try FFprobeReport(url)
+            #expect(probe.stream("video") != nil && probe.stream("audio") != nil)
+            #expect(try ffmpegDecodeErrors(url).isEmpty)
+        }
     }
 }
