@@ -177,14 +177,16 @@ final class MovieRecordingEngine: @unchecked Sendable {
                 recording.writer?.replaceMetadataWhileWriting(metadata)
             }
         case .inputFailed(let error, let connection):
+            // A drain waits for sound only: once the microphone has ended or failed (a movie file's sound track
+            // ends as a disconnect, after its picture's), none is coming, so a recording ends without one and one
+            // already draining is finished now. A camera's end still lets the sound catch up to its last frame.
+            let soundEnded = !AVCaptureFileOutput.isVideo(connection)
             for recording in [previous, current].compactMap({ $0 })
             where recording.request.connections.contains(where: { $0 === connection }) {
                 guard !keepsRecording(recording, through: error, of: connection) else { continue }
-                end(recording, error: Self.finishedError(error.code, error.localizedDescription), drain: true)
+                end(recording, error: Self.finishedError(error.code, error.localizedDescription), drain: !soundEnded)
             }
-            // A drain waits for sound only: once its microphone has ended or failed (a movie file's sound track
-            // ends as a disconnect, after its picture's), none is coming, and the file is finished now.
-            if !AVCaptureFileOutput.isVideo(connection) {
+            if soundEnded {
                 for recording in draining where recording.request.connections.contains(where: { $0 === connection }) {
                     finalize(recording)
                 }

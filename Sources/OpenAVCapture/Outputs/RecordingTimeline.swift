@@ -124,10 +124,15 @@ struct RecordingTimeline: Equatable {
 
     /// Whether the sound is behind the picture at written time `edge` when a recording of both ends: it has not
     /// reached it yet, so the file waits for it (a drain).
-    /// Sound within ``overlapTolerance`` of the edge has reached it: the picture's edge is host-clock nanoseconds
-    /// plus a frame duration, whose sum can round a nanosecond past where the sound of the same length ends.
     func isSoundBehind(_ edge: CMTime) -> Bool {
-        edge.isNumeric && !(audioEdge.isNumeric && audioEdge + Self.overlapTolerance >= edge)
+        edge.isNumeric && !(audioEdge.isNumeric && Self.sound(endingAt: audioEdge, reaches: edge))
+    }
+
+    /// Whether sound ending at written time `end` has reached `edge`: within ``overlapTolerance`` of it counts, since
+    /// the picture's edge is host-clock nanoseconds plus a frame duration, whose sum can round a nanosecond past
+    /// where sound of the same length ends.
+    private static func sound(endingAt end: CMTime, reaches edge: CMTime) -> Bool {
+        !(end + overlapTolerance < edge)
     }
 
     /// The recording ends at written time `edge` and waits for its sound to get there.
@@ -138,7 +143,7 @@ struct RecordingTimeline: Equatable {
     /// Whether the drain is over once a sound buffer at source time `time` lasting `duration` has been taken: the
     /// sound reached the edge.
     func drainIsComplete(afterSoundAt time: CMTime, duration: CMTime) -> Bool {
-        !(written(time) + duration + Self.overlapTolerance < drainUntil)
+        Self.sound(endingAt: written(time) + duration, reaches: drainUntil)
     }
 
     /// Whether the picture, at source time `time`, has run `backstop` past the drain's edge while the sound did not
