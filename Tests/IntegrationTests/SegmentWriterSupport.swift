@@ -5,8 +5,8 @@ import Foundation
 import OpenAVCapture
 import OpenAVCaptureTesting
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Keeps every segment an `AVAssetWriter` hands over, in order.
 final class SegmentCollector: NSObject, AVAssetWriterDelegate, @unchecked Sendable {
@@ -92,14 +92,19 @@ func feedSegmentWriter(_ writer: AVAssetWriter, _ recipe: SegmentRecipe) async t
         // A writer that failed never gets ready again: stop feeding it.
         _ = await waitUntil(timeout: 5) { video.isReadyForMoreMediaData || writer.status != .writing }
         guard writer.status == .writing else { break }
-        #expect(adaptor.append(buffer, withPresentationTime: recipe.start + CMTime(value: Int64(index), timescale: 30)))
+        // A writer that fails between the check above and this append (a flush's fault is found on the writer's own
+        // queue, as the frame after it is written) refuses the frame, as Apple's does; any other refusal is a fault.
+        let appended = adaptor.append(
+            buffer, withPresentationTime: recipe.start + CMTime(value: Int64(index), timescale: 30))
+        #expect(appended || writer.status == .failed, "frame \(index) refused: \(String(describing: writer.error))")
         if let audio {
             let until = Int64(index + 1) * 1600
             while samples < until {
                 let count = Int(min(1024, until - samples))
                 waitUntilReady(audio)
                 let time = recipe.start + CMTime(value: samples, timescale: 48_000)
-                #expect(audio.append(try makeSoundBuffer(sound, first: samples, count: count, at: time)))
+                let appended = audio.append(try makeSoundBuffer(sound, first: samples, count: count, at: time))
+                #expect(appended || writer.status == .failed, "sound at \(samples) refused")
                 samples += Int64(count)
             }
         }
@@ -150,8 +155,10 @@ func probedPackets(_ url: URL, stream: String = "v:0") throws -> [ProbedPacket] 
 /// playlist whose durations come from the segment reports; returns the playlist's URL.
 func writeHLSStream(_ segments: [SegmentCollector.Received], in directory: URL) throws -> URL {
     try segments[0].data.write(to: directory.appendingPathComponent("init.mp4"))
-    var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:2", "#EXT-X-PLAYLIST-TYPE:VOD",
-        "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"init.mp4\""]
+    var lines = [
+        "#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:2", "#EXT-X-PLAYLIST-TYPE:VOD",
+        "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"init.mp4\"",
+    ]
     for (index, segment) in segments.dropFirst().enumerated() {
         let name = "segment-\(index).m4s"
         try segment.data.write(to: directory.appendingPathComponent(name))
