@@ -120,7 +120,8 @@ struct ALSAKernelTests {
         try microphone.start(StreamConfiguration(format: .audio(format), frameDuration: .invalid), sink: collector.sink)
         let player = try TonePlayer(device: "hw:Loopback,0,2", seconds: 3)
         func samples() -> [Int16] {
-            collector.periods.flatMap { period in period.bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) } }
+            collector.periods.flatMap { period in period.bytes.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+            }
         }
         /// Half a second of tone from its first loud sample on, once captured.
         func loud() -> ArraySlice<Int16> { samples().drop { abs(Int($0)) < 4_000 }.prefix(24_000) }
@@ -145,9 +146,17 @@ struct ALSAKernelTests {
         // so no upper bound is asserted). The stamps carry the measurement's error, a few milliseconds at most.
         let lags = periods.map { Double($0.deliveredAt) / 1e9 - $0.presentationTime.seconds }
         #expect(lags.allSatisfy { $0 > 0.005 }, "delivery lags \(lags.min()!)…\(lags.max()!) s")
+        // An overrun (the VM's emulated CPU stalled the reader past the ring's 100 ms; seen: 126 ms) is a gap in
+        // the time line, reported as dropped periods that take their sequence numbers: the span is the sequences'.
         let span = (periods.last!.presentationTime - periods[0].presentationTime).seconds
-        let nominal = Double(periods.count - 1) * 0.01
-        #expect(abs(span - nominal) / nominal < 0.01, "\(periods.count) periods span \(span) s")
+        let nominal = Double(periods.last!.sequence - periods[0].sequence) * 0.01
+        let dropped = collector.drops.filter {
+            $0.sequence > periods[0].sequence && $0.sequence < periods.last!.sequence
+        }
+        #expect(collector.drops.allSatisfy { $0.reason == .discontinuity })
+        #expect(
+            abs(span - nominal) / nominal < 0.01,
+            "\(periods.count) periods and \(dropped.count) dropped span \(span) s")
     }
 
     @Test("an overrun (a sink blocked for 400 ms) is a Discontinuity drop, and the stream goes on")
