@@ -87,16 +87,18 @@ struct PulledStream {
         indices = decoded.compactMap { $0 }
         frameCount = decoded.count
         let flashes = try AVSyncTests.flashTimes(url).flashes
-        let beeps = try Self.beepTimes(url)
-        offsets = flashes.compactMap { flash in
+        let (beeps, soundEnd) = try Self.beepTimes(url)
+        // A flash the sound does not reach has no beep to meet (seen: GStreamer's file ending its sound before its
+        // last flash, which then met the beep a second before): only flashes a tenth of a second inside it count.
+        offsets = flashes.filter { $0 + 0.1 <= soundEnd }.compactMap { flash in
             beeps.min { abs($0 - flash) < abs($1 - flash) }.map { $0 - flash }
         }
     }
 
-    /// The onset of every beep, seconds on the file's timeline. The sound is placed by its timestamps
+    /// The onset of every beep, seconds on the file's timeline, and where the sound ends. The sound is placed by its timestamps
     /// (`aresample=async=1`, from time 0 with `-copyts`), so a packet a client left out (a jitter buffer drops what
     /// comes too late) is silence of its length, not a shift of everything after it.
-    static func beepTimes(_ url: URL) throws -> [Double] {
+    static func beepTimes(_ url: URL) throws -> (onsets: [Double], end: Double) {
         let decoded = try MediaTool.ffmpeg.run([
             "-nostdin", "-v", "error", "-copyts", "-i", url.path, "-map", "0:a:0", "-af",
             "aresample=async=1:first_pts=0", "-ac", "1", "-ar", "48000", "-f", "f32le", "-",
@@ -106,7 +108,7 @@ struct PulledStream {
                 description: "ffmpeg could not decode \(url.lastPathComponent)'s sound: \(decoded.error)")
         }
         let samples = decoded.output.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-        return VirtualAudioReader.findBeeps(samples: samples, sampleRate: 48_000)
+        return (VirtualAudioReader.findBeeps(samples: samples, sampleRate: 48_000), Double(samples.count) / 48_000)
     }
 
     /// Whether the indices only go up.
