@@ -17,8 +17,9 @@ extension Muxer {
         /// ``fragmentInterval`` has passed, so the memory libavformat holds for a fragment stays bounded at any
         /// bit rate (see ``Muxer``). Default ``defaultMaximumFragmentBytes``.
         package var maximumFragmentBytes: Int
-        /// Whether a conventional movie written directly gets its `moov` first (`movflags=faststart`). A
-        /// fragmented movie always ends as a fast-start movie.
+        /// Whether the finished movie has its `moov` first (Apple's `shouldOptimizeForNetworkUse`): a conventional
+        /// movie written directly with `movflags=faststart`, a fragmented one by the copy ``Muxer/finish()`` makes.
+        /// Without it a fragmented movie is finished in place, its `moov` at the end (see ``Muxer``).
         package var fastStart: Bool
         /// Format-level metadata, in order (see ``Muxer``).
         package var metadata: [(key: String, value: String)]

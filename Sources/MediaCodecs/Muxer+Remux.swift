@@ -21,6 +21,17 @@ extension Muxer {
             message: "\(free) bytes are free, the copy needs up to \(needed); the fragmented movie was kept")
     }
 
+    /// Throws (keeping the fragmented file) when the `moov` appended by ``finalizeInPlace()`` would not leave
+    /// ``Options/minimumFreeBytesAfterRewrite`` free.
+    func ensureRoomForIndex() throws(MediaCodecsError) {
+        guard let free = WriterStorage.freeBytes(besides: path) else { return }
+        let needed = Int64(sizeBound.indexBytes) + options.minimumFreeBytesAfterRewrite
+        guard free < needed else { return }
+        throw MediaCodecsError(
+            .diskFull, while: "finishing \(path) in place",
+            message: "\(free) bytes are free, its index needs up to \(needed); the fragmented movie was kept")
+    }
+
     /// Copies every packet of the fragmented file at `path` into a conventional fast-start movie (a hidden file
     /// beside it, created exclusively) and renames it over `path`, syncing the copy and the directory before the
     /// rename and the directory after it (see ``WriterStorage``).
@@ -90,32 +101,7 @@ extension Muxer {
             if writer.pointee.pb != nil { avio_closep(&writer.pointee.pb) }
             avformat_free_context(writer)
         }
-        guard reader.pointee.nb_streams == source.pointee.nb_streams else {
-            throw MediaCodecsError(
-                .formatMismatch, while: operation,
-                message:
-                    "the fragmented file has \(reader.pointee.nb_streams) streams, not \(source.pointee.nb_streams)")
-        }
-        for index in 0..<Int(source.pointee.nb_streams) {
-            guard let original = source.pointee.streams[index], let demuxed = reader.pointee.streams[index],
-                let stream = avformat_new_stream(writer, nil)
-            else {
-                throw MediaCodecsError(.allocationFailed, while: operation, message: "avformat_new_stream gave NULL")
-            }
-            // The parameters as read back, not the encoder's: the packets in the file are already in the
-            // container's form (length-prefixed NAL units, with avcC/hvcC extradata), and libx264's Annex B
-            // extradata would make the muxer convert them a second time.
-            let copied = avcodec_parameters_copy(stream.pointee.codecpar, demuxed.pointee.codecpar)
-            guard copied >= 0 else { throw .ffmpeg(copied, while: operation) }
-            // libavformat reads a `pasp` box into the stream, not its parameters: the pixel aspect ratio is the
-            // one this muxer was given (0:1 where a display size replaced it), so a device-coded track keeps it.
-            stream.pointee.codecpar.pointee.sample_aspect_ratio = original.pointee.codecpar.pointee.sample_aspect_ratio
-            stream.pointee.time_base = original.pointee.time_base
-            stream.pointee.avg_frame_rate = original.pointee.avg_frame_rate
-            av_dict_copy(&stream.pointee.metadata, original.pointee.metadata, 0)
-            if let transform = transforms[index] { try setTransform(transform, on: stream) }
-        }
-        av_dict_copy(&writer.pointee.metadata, source.pointee.metadata, 0)
+        try copyStreams(from: reader, into: writer, operation: operation)
         var dictionary: OpaquePointer? = nil
         defer { av_dict_free(&dictionary) }
         if let reserved {
@@ -167,6 +153,41 @@ extension Muxer {
         let closed = avio_closep(&writer.pointee.pb)
         guard closed >= 0 else { throw .ffmpegIO(closed, while: "\(operation) (closing)") }
         return true
+    }
+
+    /// Gives `writer` the streams of the fragmented file open in `reader`, with what this muxer knows of them (pixel
+    /// aspect ratio, time base, frame rate, metadata, transforms), and the file's metadata.
+    func copyStreams(
+        from reader: UnsafeMutablePointer<AVFormatContext>, into writer: UnsafeMutablePointer<AVFormatContext>,
+        operation: String
+    ) throws(MediaCodecsError) {
+        guard let source = context else { return }
+        guard reader.pointee.nb_streams == source.pointee.nb_streams else {
+            throw MediaCodecsError(
+                .formatMismatch, while: operation,
+                message:
+                    "the fragmented file has \(reader.pointee.nb_streams) streams, not \(source.pointee.nb_streams)")
+        }
+        for index in 0..<Int(source.pointee.nb_streams) {
+            guard let original = source.pointee.streams[index], let demuxed = reader.pointee.streams[index],
+                let stream = avformat_new_stream(writer, nil)
+            else {
+                throw MediaCodecsError(.allocationFailed, while: operation, message: "avformat_new_stream gave NULL")
+            }
+            // The parameters as read back, not the encoder's: the packets in the file are already in the
+            // container's form (length-prefixed NAL units, with avcC/hvcC extradata), and libx264's Annex B
+            // extradata would make the muxer convert them a second time.
+            let copied = avcodec_parameters_copy(stream.pointee.codecpar, demuxed.pointee.codecpar)
+            guard copied >= 0 else { throw .ffmpeg(copied, while: operation) }
+            // libavformat reads a `pasp` box into the stream, not its parameters: the pixel aspect ratio is the
+            // one this muxer was given (0:1 where a display size replaced it), so a device-coded track keeps it.
+            stream.pointee.codecpar.pointee.sample_aspect_ratio = original.pointee.codecpar.pointee.sample_aspect_ratio
+            stream.pointee.time_base = original.pointee.time_base
+            stream.pointee.avg_frame_rate = original.pointee.avg_frame_rate
+            av_dict_copy(&stream.pointee.metadata, original.pointee.metadata, 0)
+            if let transform = transforms[index] { try setTransform(transform, on: stream) }
+        }
+        av_dict_copy(&writer.pointee.metadata, source.pointee.metadata, 0)
     }
 }
 

@@ -56,14 +56,16 @@ import Synchronization
 /// After a failure, ``abandon()`` keeps only what plays: a fragmented movie cut back to its last complete
 /// fragment, or nothing.
 ///
-/// Clean finish: ``finish()`` writes the fragmented trailer (`mfra`), then remuxes the file with a stream copy
-/// (`av_read_frame` → `av_interleaved_write_frame`, timestamps unchanged) into a conventional movie
-/// (`moov` first, one `mdat`, no `moof`) in a hidden temporary file beside it, and renames
-/// that over `path` (`rename(2)`: atomic, so at every instant `path` holds one of the two complete files). The
-/// remux reads and writes the file once: the `moov` goes into room reserved after the `ftyp` (`moov_size`, sized by
+/// Clean finish: ``finish()`` writes the fragmented trailer (`mfra`). Then, without ``Options/fastStart``, the movie
+/// is finished where it lies (``finalizeInPlace()``, Muxer+FinalizeInPlace.swift): a complete `moov` appended, and
+/// the fragments made one `mdat` by one header write; no media byte is copied. With it, the file is remuxed with a
+/// stream copy (`av_read_frame` → `av_interleaved_write_frame`, timestamps unchanged) into a conventional movie
+/// (`moov` first, one `mdat`, no `moof`) in a hidden temporary file beside it, and renamed over `path`
+/// (`rename(2)`: atomic, so at every instant `path` holds one of the two complete files). The remux reads and writes
+/// the file once: the `moov` goes into room reserved after the `ftyp` (`moov_size`, sized by
 /// ``FileSizeBound/indexBytes``; the rest a `free` box), and `movflags=faststart`'s second pass over the whole file
-/// is only the fallback for a `moov` larger than that; ``lastRemuxDuration`` reports the time it took. If the remux
-/// fails, the fragmented file stays, readable, and the error is thrown.
+/// is only the fallback for a `moov` larger than that; ``lastRemuxDuration`` reports the time either finish took.
+/// If it fails, the fragmented file stays, readable, and the error is thrown.
 ///
 /// Durability (``WriterStorage``): files are created `O_EXCL`, mode 0644 less the umask; each cut fragment is
 /// `fdatasync`ed at most once a second; ``finish()`` `fsync`s the finished file, then the rewrite's copy and the
@@ -462,7 +464,9 @@ package final class Muxer {
         guard state == .writing, let context else {
             throw MediaCodecsError(.invalidState, while: "replacing the metadata of \(path)", message: "not writing")
         }
-        let kept = av_dict_get(context.pointee.metadata, "creation_time", nil, 0).map { String(cString: $0.pointee.value) }
+        let kept = av_dict_get(context.pointee.metadata, "creation_time", nil, 0).map {
+            String(cString: $0.pointee.value)
+        }
         av_dict_free(&context.pointee.metadata)
         for (key, value) in metadata { av_dict_set(&context.pointee.metadata, key, value, 0) }
         var counted = metadata
@@ -501,7 +505,9 @@ package final class Muxer {
         let closed = avio_closep(&context.pointee.pb)
         guard trailer >= 0 else { throw .ffmpegIO(trailer, while: "\(operation) (av_write_trailer)") }
         guard closed >= 0 else { throw .ffmpegIO(closed, while: "\(operation) (closing)") }
-        guard !WriterStorage.wasRemoved(fileDescriptor) else { throw WriterStorage.removedError(path, while: operation) }
+        guard !WriterStorage.wasRemoved(fileDescriptor) else {
+            throw WriterStorage.removedError(path, while: operation)
+        }
         // The finished file (the fragmented one: the rewrite's fallback) is on stable storage before it is copied.
         let synced = WriterStorage.syncOpenFile(fileDescriptor)
         guard synced == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(synced), while: "\(operation) (fsync)") }
@@ -509,8 +515,17 @@ package final class Muxer {
             let clock = ContinuousClock()
             let started = clock.now
             do throws(MediaCodecsError) {
-                try ensureRoomForRewrite()
-                try remuxToConventionalMovie()
+                // Fast start needs the copy (the `moov` first); otherwise the movie is finished where it lies.
+                if options.fastStart {
+                    try ensureRoomForRewrite()
+                    try remuxToConventionalMovie()
+                } else {
+                    try ensureRoomForIndex()
+                    if try !finalizeInPlace() {
+                        try ensureRoomForRewrite()
+                        try remuxToConventionalMovie()
+                    }
+                }
             } catch {
                 keptFragmentedFile = true
                 throw error

@@ -37,7 +37,7 @@ package enum TrackHeaderDisplaySize {
         guard let size = WriterStorage.size(ofOpenFile: descriptor) else {
             throw .ffmpegIO(CFFmpeg_AVERROR(errno), while: operation)
         }
-        let file = BoxFile(descriptor: descriptor, size: size)
+        let file = ISOBoxFile(descriptor: descriptor, size: size)
         guard let movie = try file.children(in: 0..<file.size, while: operation).first(where: { $0.type == "moov" })
         else { throw MediaCodecsError(.formatMismatch, while: operation, message: "the file has no movie box") }
         let tracks = try file.children(in: movie.contents, while: operation).filter { $0.type == "trak" }
@@ -76,7 +76,7 @@ package enum TrackHeaderDisplaySize {
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         guard let size = WriterStorage.size(ofOpenFile: descriptor) else { return nil }
-        let file = BoxFile(descriptor: descriptor, size: size)
+        let file = ISOBoxFile(descriptor: descriptor, size: size)
         do throws(MediaCodecsError) {
             guard let movie = try file.children(in: 0..<file.size, while: operation).first(where: { $0.type == "moov" })
             else { return nil }
@@ -98,63 +98,6 @@ package enum TrackHeaderDisplaySize {
             return sizes
         } catch {
             return nil
-        }
-    }
-
-    /// An ISO base media box: its four-character type and the byte range of its contents.
-    struct Box {
-        var type: String
-        var contents: Range<Int64>
-    }
-
-    /// Reads boxes from an open file.
-    struct BoxFile {
-        let descriptor: Int32
-        let size: Int64
-
-        /// The boxes directly inside `range`.
-        func children(in range: Range<Int64>, while operation: String) throws(MediaCodecsError) -> [Box] {
-            var boxes: [Box] = []
-            var start = range.lowerBound
-            while start + 8 <= range.upperBound {
-                let header = try read(at: start, count: 8, while: operation)
-                var length = Int64(header[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
-                let type = String(decoding: header[4..<8], as: UTF8.self)
-                var headerLength: Int64 = 8
-                if length == 1 {
-                    // A 64-bit size follows the type.
-                    let large = try read(at: start + 8, count: 8, while: operation)
-                    length = Int64(bitPattern: large.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
-                    headerLength = 16
-                } else if length == 0 {
-                    length = range.upperBound - start  // to the end of the enclosing range
-                }
-                guard length >= headerLength, start + length <= range.upperBound else {
-                    throw MediaCodecsError(
-                        .formatMismatch, while: operation, message: "box '\(type)' at \(start) runs past its container")
-                }
-                boxes.append(Box(type: type, contents: (start + headerLength)..<(start + length)))
-                start += length
-            }
-            return boxes
-        }
-
-        func read(at offset: Int64, count: Int, while operation: String) throws(MediaCodecsError) -> [UInt8] {
-            var bytes = [UInt8](repeating: 0, count: count)
-            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, off_t(offset)) }
-            guard got == count else {
-                throw got < 0
-                    ? .ffmpegIO(CFFmpeg_AVERROR(errno), while: operation)
-                    : MediaCodecsError(.formatMismatch, while: operation, message: "the file ends inside a box")
-            }
-            return bytes
-        }
-
-        func write(_ bytes: [UInt8], at offset: Int64, while operation: String) throws(MediaCodecsError) {
-            let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, bytes.count, off_t(offset)) }
-            guard written == bytes.count else {
-                throw .ffmpegIO(CFFmpeg_AVERROR(written < 0 ? errno : EIO), while: operation)
-            }
         }
     }
 }

@@ -162,6 +162,7 @@ package enum StorageSeam {
         var fragmentWillBeWritten: (@Sendable (_ path: String) -> Void)?
         var rewriteWillStart: (@Sendable (_ path: String) -> Void)?
         var rewriteDidWritePacket: (@Sendable (_ path: String, _ packets: Int) -> Void)?
+        var finalizeWillSwitch: (@Sendable (_ path: String) -> Void)?
     }
     private static let hooks = Mutex(Hooks())
 
@@ -196,15 +197,22 @@ package enum StorageSeam {
         set { hooks.withLock { $0.fragmentWillBeWritten = newValue } }
     }
 
-    /// Run when a finished fragmented movie is about to be rewritten as a fast-start one.
+    /// Run when a finished fragmented movie is about to be rewritten as a fast-start one, or finished in place.
     package static var rewriteWillStart: (@Sendable (_ path: String) -> Void)? {
         get { hooks.withLock { $0.rewriteWillStart } }
         set { hooks.withLock { $0.rewriteWillStart = newValue } }
     }
 
-    /// Run after each packet the rewrite copied (with the count so far).
+    /// Run after each packet the rewrite copied, or the in-place finish indexed (with the count so far).
     package static var rewriteDidWritePacket: (@Sendable (_ path: String, _ packets: Int) -> Void)? {
         get { hooks.withLock { $0.rewriteDidWritePacket } }
         set { hooks.withLock { $0.rewriteDidWritePacket = newValue } }
+    }
+
+    /// Run when the in-place finish has appended and synced its `moov`, before the header write that makes the
+    /// fragments one `mdat` (see Muxer+FinalizeInPlace.swift).
+    package static var finalizeWillSwitch: (@Sendable (_ path: String) -> Void)? {
+        get { hooks.withLock { $0.finalizeWillSwitch } }
+        set { hooks.withLock { $0.finalizeWillSwitch = newValue } }
     }
 }

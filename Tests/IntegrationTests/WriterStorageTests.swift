@@ -9,10 +9,21 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// Whether `url` is a fragmented movie (it has a `moof` box): what a recording keeps when it could not be rewritten.
+/// Whether `url` is a fragmented movie (a `moof` box at the top level, not inside the `mdat` a finished movie makes
+/// of its fragments): what a recording keeps when it could not be finished.
 func isFragmentedMovie(_ url: URL) throws -> Bool {
     let data = try Data(contentsOf: url)
-    return data.range(of: Data("moof".utf8)) != nil
+    var offset = 0
+    while offset + 8 <= data.count {
+        var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+        if String(decoding: data[offset + 4..<offset + 8], as: UTF8.self) == "moof" { return true }
+        if size == 1, offset + 16 <= data.count {
+            size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) }
+        }
+        guard size >= 8 else { return false }
+        offset += size
+    }
+    return false
 }
 
 /// The permission bits of what is at `path` (not following a link).
@@ -73,12 +84,14 @@ struct WriterStorageTests {
         let (delegate, _) = try recordUntil(url) { $0.recordedDuration.seconds >= 1 }
         #expect(delegate.error == nil, "\(String(describing: delegate.error))")
         let expected = 0o644 & ~mask
-        #expect(seen.withLock { $0 } == ["fragmented": expected, "copy": expected])
+        // A movie output finishes its movie in place and makes no copy (the fast-start copy, made for an asset
+        // writer's shouldOptimizeForNetworkUse, is created as the movie is: WriterStorage.createExclusively).
+        #expect(seen.withLock { $0 } == ["fragmented": expected])
         #expect(fileMode(url.path) == expected)
         #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
     }
 
-    @Test("Fragments are fdatasynced at most once a second; the rewrite syncs its copy and the directory twice")
+    @Test("Fragments are fdatasynced at most once a second; the finish syncs the movie, its index and its header")
     func syncs() throws {
         guard MediaTool.available(for: "WriterStorageTests.syncs") else { return }
         let url = try scratchURL("syncs.mov", suite: "writer-storage")
@@ -99,9 +112,10 @@ struct WriterStorageTests {
         #expect(
             fragmentSyncs >= 1 && fragmentSyncs <= Int(elapsed.rounded(.up)) + 1, "\(fragmentSyncs) in \(elapsed) s")
         #expect(cuts.withLock { $0 } >= fragmentSyncs)
-        // The finished fragmented movie and the rewrite's copy; the directory before and after the rename.
-        #expect(after.files - before.files == 2)
-        #expect(after.directories - before.directories == 2)
+        // The finished fragmented movie, then with its index appended, then with its header written; no name
+        // changes, so no directory sync.
+        #expect(after.files - before.files == 3)
+        #expect(after.directories - before.directories == 0)
         #expect(try ffmpegDecodeErrors(url).isEmpty)
     }
 
@@ -163,7 +177,29 @@ struct WriterStorageTests {
         #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
     }
 
-    @Test("A disk that fills during the final rewrite keeps the complete fragmented movie, with diskFull")
+    @Test("A disk with 16 KiB left when the movie is finished: finished in place all the same, nothing lost")
+    func nearlyFullDiskFinishesInPlace() throws {
+        guard MediaTool.available(for: "WriterStorageTests.nearlyFullDiskFinishesInPlace"),
+            let disk = SmallFileSystem(megabytes: 16, for: "WriterStorageTests.nearlyFullDiskFinishesInPlace")
+        else { return }
+        defer {
+            WriterStorageFaults.reset()
+            disk.unmount()
+        }
+        // Too little room for a copy of the movie: the finish appends only its index.
+        WriterStorageFaults.whenRewriteStarts { _ in try? disk.fill(leaving: 16 << 10) }
+        let url = URL(fileURLWithPath: disk.path + "/nearly-full.mov")
+        let (delegate, output) = try recordUntil(url) { $0.recordedDuration.seconds >= 2 }
+        #expect(delegate.error == nil, "\(String(describing: delegate.error))")
+        #expect(try !isFragmentedMovie(url), "the movie was not finished")
+        let duration = try #require(FFprobeReport.number(try FFprobeReport(url).format["duration"]))
+        #expect(
+            duration >= output.recordedDuration.seconds - 0.1, "\(duration) s of \(output.recordedDuration.seconds)")
+        #expect(try ffmpegDecodeErrors(url).isEmpty)
+        #expect(siblings(of: url).isEmpty, "left beside the movie: \(siblings(of: url))")
+    }
+
+    @Test("A disk that fills as the movie is finished keeps the complete fragmented movie, with diskFull")
     func diskFillsDuringRewrite() throws {
         guard MediaTool.available(for: "WriterStorageTests.diskFillsDuringRewrite"),
             let disk = SmallFileSystem(megabytes: 16, for: "WriterStorageTests.diskFillsDuringRewrite")
@@ -172,13 +208,27 @@ struct WriterStorageTests {
             WriterStorageFaults.reset()
             disk.unmount()
         }
-        // The room check before the rewrite passes; the disk fills just after it, as the copy begins.
-        WriterStorageFaults.whenRewriteStarts { _ in try? disk.fill(leaving: 16 << 10) }
+        // The room check before the finish passes; the disk fills just after it, before the index is appended.
+        // tmpfs has the rest of the movie's last 4 KiB page: an index that fits there is written all the same.
+        let sizeAtFill = Mutex<Int64>(0)
+        WriterStorageFaults.whenRewriteStarts { url in
+            sizeAtFill.withLock { $0 = fileSize(url) ?? 0 }
+            try? disk.fill(leaving: 0)
+        }
         let url = URL(fileURLWithPath: disk.path + "/rewrite.mov")
         let (delegate, output) = try recordUntil(url) { $0.recordedDuration.seconds >= 2 }
-        #expect(delegate.avError?.code == .diskFull, "\(String(describing: delegate.error))")
-        #expect(delegate.successfullyFinished == true)
-        #expect(try isFragmentedMovie(url), "the kept file is not the fragmented movie")
+        let before = sizeAtFill.withLock { $0 }
+        let after = try #require(fileSize(url))
+        if delegate.error == nil {
+            let slack = (4096 - before % 4096) % 4096
+            #expect(after - before <= slack, "finished with a \(after - before)-byte index and \(slack) bytes free")
+            #expect(try !isFragmentedMovie(url))
+        } else {
+            #expect(delegate.avError?.code == .diskFull, "\(String(describing: delegate.error))")
+            #expect(try isFragmentedMovie(url), "the kept file is not the fragmented movie")
+            #expect(after == before, "the file grew from \(before) to \(after) bytes")
+            #expect(delegate.successfullyFinished == true)
+        }
         let duration = try #require(FFprobeReport.number(try FFprobeReport(url).format["duration"]))
         #expect(
             duration >= output.recordedDuration.seconds - 0.1, "\(duration) s of \(output.recordedDuration.seconds)")

@@ -46,7 +46,8 @@ func makeNoiseFrame(seed: UInt64, width: Int, height: Int) throws -> CVPixelBuff
 @discardableResult
 func writeNoiseMovie(
     to path: String, seconds: Double, bitRate: Int, options: Muxer.Options, width: Int = 320, height: Int = 240,
-    finish: Bool = false, afterEachWrite: (Muxer) -> Void = { _ in }, atEnd: (Muxer) throws -> Void = { _ in }
+    fileType: Muxer.FileType = .mov, finish: Bool = false, afterEachWrite: (Muxer) -> Void = { _ in },
+    atEnd: (Muxer) throws -> Void = { _ in }
 ) throws -> [WrittenPacket] {
     var configuration = VideoEncoder.Configuration(codec: .h264, width: width, height: height)
     configuration.averageBitRate = bitRate
@@ -54,7 +55,7 @@ func writeNoiseMovie(
     let audioEncoder = try AudioEncoder(AudioEncoder.Configuration(codec: .aac))
     var written: [WrittenPacket] = []
     try {
-        let muxer = try Muxer(path: path, fileType: .mov, options: options)
+        let muxer = try Muxer(path: path, fileType: fileType, options: options)
         let videoStream = try muxer.addVideoStream(from: videoEncoder)
         let audioStream = try muxer.addAudioStream(from: audioEncoder)
         try muxer.start(atSourceTime: sourceStart)
@@ -288,7 +289,9 @@ struct FragmentCapTests {
         }
     }
 
-    @Test("Memory: at 10 Mb/s the 4 MiB cap bounds the media the muxer holds to the cap and one GOP; 10 s fragments hold 10 s")
+    @Test(
+        "Memory: at 10 Mb/s the 4 MiB cap bounds the media the muxer holds to the cap and one GOP; 10 s fragments hold 10 s"
+    )
     func heldMediaBounded() throws {
         // The bytes libavformat keeps for the fragment being filled, counted by the muxer, checked against the
         // fragments in the file: each was held whole until its cut. (The resident-set figure is in
@@ -323,7 +326,8 @@ struct FragmentCapTests {
         #expect(capped.largest >= cap && capped.largest <= cap + capped.gop, "capped: \(capped.largest) B held")
         // Without the cap the first fragment is the whole first 10 s: about 12.5 MB at 10 Mb/s.
         #expect(uncapped.largest >= uncapped.tenSeconds, "uncapped: \(uncapped.largest) B held")
-        #expect(capped.largest + (3 << 20) < uncapped.largest, "capped \(capped.largest) B, uncapped \(uncapped.largest) B")
+        #expect(
+            capped.largest + (3 << 20) < uncapped.largest, "capped \(capped.largest) B, uncapped \(uncapped.largest) B")
     }
 }
 
