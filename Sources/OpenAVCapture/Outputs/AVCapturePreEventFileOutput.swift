@@ -408,6 +408,8 @@ final class PreEventCore: @unchecked Sendable {
         do {
             var options = Muxer.Options()
             options.fragmentInterval = CMTime(value: 10, timescale: 1)
+            // Finished in place, as a movie file output's: no copy of the media at the end.
+            options.fastStart = false
             muxer = try Muxer(path: trigger.url.path, fileType: fileType, options: options)
             if let video = encoder.video { videoStream = try muxer.addVideoStream(from: video) }
             if hasAudio, let audio = encoder.audio { audioStream = try muxer.addAudioStream(from: audio) }

@@ -323,6 +323,8 @@ final class PublishingCore: @unchecked Sendable {
         do throws(MediaCodecsError) {
             var options = Muxer.Options()
             options.fragmentInterval = CMTime(value: 10, timescale: 1)
+            // Finished in place, as a movie file output's: no copy of the media at the end.
+            options.fastStart = false
             let muxer = try Muxer(path: url.path, fileType: url.pathExtension.lowercased() == "mp4" ? .mp4 : .mov, options: options)
             if let video = encoder.video { fileStreams.video = try muxer.addVideoStream(from: video) }
             if let audio = encoder.audio { fileStreams.audio = try muxer.addAudioStream(from: audio) }
