@@ -68,8 +68,9 @@ import Synchronization
 /// If it fails, the fragmented file stays, readable, and the error is thrown.
 ///
 /// Durability (``WriterStorage``): files are created `O_EXCL`, mode 0644 less the umask; each cut fragment is
-/// `fdatasync`ed at most once a second; ``finish()`` `fsync`s the finished file, then the rewrite's copy and the
-/// directory before the rename and the directory after it. A file deleted while written (its directory removed)
+/// `fdatasync`ed at most once a second; ``finish()`` `fsync`s the finished file, then in place the file again with
+/// its `moov` appended and once more after the header write, or for fast start the copy and the directory before
+/// the rename and the directory after it. A file deleted while written (its directory removed)
 /// is noticed at the next cut and at the finish, and reported; nothing is written anywhere else.
 ///
 /// Segments (``init(segmentsTo:fileType:metadata:)``): no file; the header and each fragment go to a ``SegmentOutput`` in

@@ -19,8 +19,10 @@ import Synchronization
 ///   `O_CREAT | O_EXCL` and mode 0644 less the umask: never world-writable, never through a link planted at the
 ///   name.
 /// - Power loss: the movie's data is `fdatasync`ed after a fragment is handed to the kernel, at most once a
-///   second (``FragmentSync``); the fast-start rewrite `fsync`s its copy and the directory before the rename and
-///   the directory after it, so after a power cut the name holds one of the two complete files.
+///   second (``FragmentSync``); the finish in place `fsync`s the file with its `moov` appended and again after the
+///   header write, so after a power cut it is the fragmented movie or the finished one; the fast-start rewrite
+///   `fsync`s its copy and the directory before the rename and the directory after it, so the name holds one of the
+///   two complete files.
 /// - A removed file: the muxer keeps a descriptor of the file it created; `st_nlink == 0` on it means the file
 ///   (or its directory) was deleted while it was written, which no later write can repair.
 ///
