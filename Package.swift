@@ -143,7 +143,8 @@ let package = Package(
         /// Renderers of `AVCaptureVideoPreviewLayer`: the SDL2 window. Reads the layer's model (gravity, rotation,
         /// mirroring, conversions); the layer itself knows nothing of SDL.
         .target(
-            name: "OpenAVCaptureUI", dependencies: ["OpenAVCapture", "CaptureGraph", "CSDL2"], swiftSettings: strictSwift),
+            name: "OpenAVCaptureUI", dependencies: ["OpenAVCapture", "CaptureGraph", "CSDL2"],
+            swiftSettings: strictSwift),
         /// The preview in a browser: Hummingbird serves the camera app's page and streams the layer's video as
         /// MJPEG (TurboJPEG straight from I420 planes); taps convert through the layer's geometry.
         .target(
@@ -200,7 +201,7 @@ let package = Package(
             dependencies: ["CaptureDrivers", "MediaCodecs", "OpenAVCapture", "TestSupport"],
             swiftSettings: strictSwift),
         .testTarget(
-            name: "MediaCodecsTests", dependencies: ["MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
+            name: "MediaCodecsTests", dependencies: ["CFFmpeg", "MediaCodecs", "OpenCoreMedia", "OpenCoreVideo"],
             swiftSettings: strictSwift),
         .testTarget(
             name: "CaptureGraphTests",
@@ -212,7 +213,8 @@ let package = Package(
             dependencies: ["OpenAVCapture", "OpenAVCaptureTesting", "TestSupport", "CLinuxMedia"],
             swiftSettings: strictSwift),
         .testTarget(
-            name: "OpenAVCaptureUITests", dependencies: ["OpenAVCaptureUI", "OpenAVCapture"], swiftSettings: strictSwift),
+            name: "OpenAVCaptureUITests", dependencies: ["OpenAVCaptureUI", "OpenAVCapture"], swiftSettings: strictSwift
+        ),
         .testTarget(
             name: "OpenAVCaptureTestingTests", dependencies: ["OpenAVCaptureTesting"], swiftSettings: strictSwift),
         /// avcapture's option values, option groups and device names, parsed in process (`@testable import

@@ -306,7 +306,7 @@ package final class AudioEncoder {
 
     private func receiveFromCodec() throws(MediaCodecsError) -> EncoderOutput {
         try receiveEncodedPacket(from: context, into: packet, codecName: "\(configuration.codec)") { packet in
-            EncodedPacket(copying: packet, timeBase: timeBase)
+            EncodedPacket(referencing: packet, timeBase: timeBase)
         }
     }
 
@@ -327,7 +327,8 @@ package final class AudioEncoder {
     }
 
     private func sendToCodec(_ frame: UnsafeMutablePointer<AVFrame>?, operation: String) throws(MediaCodecsError) {
-        try sendEncoderFrame(frame, to: context, operation: operation, pending: &pending) { () throws(MediaCodecsError) in
+        try sendEncoderFrame(frame, to: context, operation: operation, pending: &pending) {
+            () throws(MediaCodecsError) in
             try receiveFromCodec()
         }
     }

@@ -11,10 +11,8 @@ import OpenCoreMedia
 
 /// One compressed access unit (a video frame, an audio frame) as an encoder produced it or a demuxer read it.
 ///
-/// The bytes are a copy of the `AVPacket`'s payload in a ``CMBlockBuffer`` of their own (compressed frames are
-/// small: about 40 kB for 1080p30 H.264 at 10 Mb/s, so the copy costs microseconds and no FFmpeg buffer outlives
-/// the codec that made it), except a demuxer's large packets (raw video: 3 MB a 1080p frame), whose reference-counted
-/// buffer the block buffer holds instead (see ``init(referencing:timeBase:)``). Times are exact: FFmpeg's integer
+/// The bytes are the `AVPacket`'s payload: its reference-counted buffer, which the ``CMBlockBuffer`` holds, where
+/// that buffer is the packet's own (see ``init(referencing:timeBase:fallbackDuration:)``), else a copy. Times are exact: FFmpeg's integer
 /// timestamps in the codec's or stream's time base, as `CMTime`s whose timescale is that time base's denominator.
 ///
 /// Threading: a value; `Sendable` (the block buffer is never written after creation).
@@ -50,30 +48,36 @@ package struct EncodedPacket: Sendable {
         self.init(block, timingOf: packet, timeBase: timeBase, fallbackDuration: fallbackDuration)
     }
 
-    /// The payloads from this size up are referenced rather than copied: 256 KiB, above any compressed frame a
-    /// camera or a file at a sane bit rate carries, far below a raw frame (a 320x240 I420 frame is 112.5 KiB).
-    static let smallestReferencedPayload = 256 * 1024
-
-    /// `packet`'s payload and timing. A large payload (``smallestReferencedPayload`` and up) in a
-    /// reference-counted buffer is not copied: the block buffer holds a reference to the `AVBufferRef`
-    /// (`av_buffer_ref`) and drops it when it dies. A raw 1080p frame read from a y4m file is then copied once, from
-    /// libavformat's buffer into the device's pixel buffer, instead of twice. Smaller payloads are copied, so a small packet
-    /// never keeps a demuxer's larger buffer alive.
-    init(referencing packet: UnsafePointer<AVPacket>, timeBase: AVRational) {
+    /// `packet`'s payload and timing, without a copy where FFmpeg's buffer fits the payload: the block buffer then
+    /// holds a reference to the packet's `AVBufferRef` (`av_buffer_ref`) and drops it when it dies. A demuxer's and
+    /// an encoder's packets each have a buffer of their own, the payload's size plus FFmpeg's zero padding, so a
+    /// frame read from a file or made by an encoder reaches the muxer, a decoder or a pixel buffer without being
+    /// copied on the way (the muxer and the decoders reference padded block buffers in turn: `loadPacket`). A
+    /// payload that is a small part of a larger buffer (more than twice its size) is copied instead, so a small
+    /// packet never keeps a large buffer alive; so is one in no reference-counted buffer.
+    init(referencing packet: UnsafePointer<AVPacket>, timeBase: AVRational, fallbackDuration: Int64 = 0) {
         let size = Int(packet.pointee.size)
-        guard size >= Self.smallestReferencedPayload, let data = packet.pointee.data,
-            let reference = av_buffer_ref(packet.pointee.buf)
+        let padding = Int(AV_INPUT_BUFFER_PADDING_SIZE)
+        guard size > 0, let data = packet.pointee.data, let buffer = packet.pointee.buf,
+            let bufferStart = buffer.pointee.data, Int(buffer.pointee.size) <= 2 * size + padding,
+            data >= bufferStart, data + size <= bufferStart + Int(buffer.pointee.size),
+            let reference = av_buffer_ref(buffer)
         else {
-            self.init(copying: packet, timeBase: timeBase)
+            self.init(copying: packet, timeBase: timeBase, fallbackDuration: fallbackDuration)
             return
         }
+        // FFmpeg zeroes a packet's padding when it allocates it (av_new_packet, av_grow_packet, the encoders'
+        // buffers); the block buffer says it has it when the buffer reaches that far.
+        let isZeroPadded = data + size + padding <= bufferStart + Int(buffer.pointee.size)
         // The closure must be Sendable; the reference is owned by the block buffer alone, released once.
         let address = Int(bitPattern: reference)
-        let block = CMBlockBuffer(wrapping: UnsafeMutableRawPointer(data), length: size) { _ in
+        let block = CMBlockBuffer(
+            wrapping: UnsafeMutableRawPointer(data), length: size, isOnLoan: false, isZeroPadded: isZeroPadded
+        ) { _ in
             var owned = UnsafeMutablePointer<AVBufferRef>(bitPattern: address)
             av_buffer_unref(&owned)
         }
-        self.init(block, timingOf: packet, timeBase: timeBase, fallbackDuration: 0)
+        self.init(block, timingOf: packet, timeBase: timeBase, fallbackDuration: fallbackDuration)
     }
 
     /// `block` with `packet`'s timing.

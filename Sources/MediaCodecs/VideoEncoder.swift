@@ -169,7 +169,8 @@ package final class VideoEncoder {
             self.maxKeyFrameInterval = max(frameRate, 1)
             self.quality = 0.75
             self.pixelFormat = pixelFormat
-            self.threadCount = EncoderThreadPlan(codec: codec, width: width, height: height, frameRate: frameRate).threads
+            self.threadCount =
+                EncoderThreadPlan(codec: codec, width: width, height: height, frameRate: frameRate).threads
             self.preset = nil
             self.matrix = nil
             self.startsRateControlNearlyEmpty = false
@@ -493,13 +494,18 @@ package final class VideoEncoder {
     private func receiveFromCodec() throws(MediaCodecsError) -> EncoderOutput {
         try receiveEncodedPacket(from: context, into: packet, codecName: "\(configuration.codec)") { packet in
             if configuration.codec.isIntraOnly { packet.pointee.flags |= AV_PKT_FLAG_KEY }
-            return EncodedPacket(copying: packet, timeBase: timeBase, fallbackDuration: nominalFrameDuration)
+            // A hardware encoder's packet may lie in its device's memory or pool:
+            // copied, so a recording's queue never starves the device. A software encoder's is referenced.
+            return configuration.hardware != nil
+                ? EncodedPacket(copying: packet, timeBase: timeBase, fallbackDuration: nominalFrameDuration)
+                : EncodedPacket(referencing: packet, timeBase: timeBase, fallbackDuration: nominalFrameDuration)
         }
     }
 
     /// `avcodec_send_frame`, taking packets out first while it says `EAGAIN`.
     private func sendToCodec(_ frame: UnsafeMutablePointer<AVFrame>?, operation: String) throws(MediaCodecsError) {
-        try sendEncoderFrame(frame, to: context, operation: operation, pending: &pending) { () throws(MediaCodecsError) in
+        try sendEncoderFrame(frame, to: context, operation: operation, pending: &pending) {
+            () throws(MediaCodecsError) in
             try receiveFromCodec()
         }
     }

@@ -56,16 +56,32 @@ public final class CMBlockBuffer: @unchecked Sendable {
     private let bytes: UnsafeMutableRawPointer
     /// Bytes of data.
     public let dataLength: Int
+    /// Whether the memory is lent from a small pool its owner needs back soon (a camera's few mapped buffers, a
+    /// PipeWire stream's): whoever holds a frame for long (a file output's queue) copies it first. Memory a buffer
+    /// allocated, or a reference-counted FFmpeg packet's, is no loan.
+    package let isOnLoan: Bool
+    /// Whether at least ``trailingZeroBytes`` zero bytes follow the data inside the same block, as FFmpeg's decoders
+    /// and parsers require of a packet's payload: such a buffer can be handed to libavcodec and libavformat without a
+    /// copy (MediaCodecs' packets reference it).
+    package let isZeroPadded: Bool
     /// Called exactly once in deinit: frees what we allocated, or tells the owner of wrapped memory.
     private let release: @Sendable (UnsafeMutableRawPointer) -> Void
 
-    /// Allocates `length` bytes (zeroed when `zeroed`), 64-byte aligned so vector code can read it.
+    /// The zero bytes a buffer allocates past its data: FFmpeg's `AV_INPUT_BUFFER_PADDING_SIZE` (64 in FFmpeg 5.1
+    /// and 6), so its readers may overread without a copy into a padded packet.
+    package static let trailingZeroBytes = 64
+
+    /// Allocates `length` bytes (zeroed when `zeroed`), 64-byte aligned so vector code can read it, and
+    /// ``trailingZeroBytes`` zero bytes after them.
     public init(length: Int, zeroed: Bool = false) {
         precondition(length >= 0, "a block buffer's length is not negative")
-        let block = UnsafeMutableRawPointer.allocate(byteCount: max(length, 1), alignment: 64)
-        if zeroed { block.initializeMemory(as: UInt8.self, repeating: 0, count: max(length, 1)) }
+        let block = UnsafeMutableRawPointer.allocate(byteCount: length + Self.trailingZeroBytes, alignment: 64)
+        if zeroed { block.initializeMemory(as: UInt8.self, repeating: 0, count: length) }
+        (block + length).initializeMemory(as: UInt8.self, repeating: 0, count: Self.trailingZeroBytes)
         bytes = block
         dataLength = length
+        isOnLoan = false
+        isZeroPadded = true
         release = { $0.deallocate() }
     }
 
@@ -75,11 +91,16 @@ public final class CMBlockBuffer: @unchecked Sendable {
         UnsafeMutableRawBufferPointer(start: bytes, count: dataLength).copyBytes(from: data)
     }
 
-    /// Wraps memory the buffer does not own; `release` runs exactly once, when the buffer dies.
-    package init(wrapping memory: UnsafeMutableRawPointer, length: Int,
-                 release: @escaping @Sendable (UnsafeMutableRawPointer) -> Void) {
+    /// Wraps memory the buffer does not own; `release` runs exactly once, when the buffer dies. Unless said
+    /// otherwise the memory is taken to be a loan (``isOnLoan``) without zero padding (``isZeroPadded``).
+    package init(
+        wrapping memory: UnsafeMutableRawPointer, length: Int, isOnLoan: Bool = true, isZeroPadded: Bool = false,
+        release: @escaping @Sendable (UnsafeMutableRawPointer) -> Void
+    ) {
         bytes = memory
         dataLength = length
+        self.isOnLoan = isOnLoan
+        self.isZeroPadded = isZeroPadded
         self.release = release
     }
 
@@ -87,7 +108,10 @@ public final class CMBlockBuffer: @unchecked Sendable {
     /// buffer references, as `CMSampleBufferCopySampleBufferForRange` makes them).
     package convenience init(referencing parent: CMBlockBuffer, offset: Int, length: Int) {
         precondition(offset >= 0 && length >= 0 && offset + length <= parent.dataLength, "a range inside the parent")
-        self.init(wrapping: parent.bytes + offset, length: length) { _ in withExtendedLifetime(parent) {} }
+        self.init(
+            wrapping: parent.bytes + offset, length: length, isOnLoan: parent.isOnLoan,
+            isZeroPadded: parent.isZeroPadded && offset + length == parent.dataLength
+        ) { _ in withExtendedLifetime(parent) {} }
     }
 
     deinit { release(bytes) }

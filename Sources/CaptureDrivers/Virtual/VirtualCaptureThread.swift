@@ -37,16 +37,12 @@ package enum VirtualClockMode: Sendable, Hashable {
 /// The one thread a running virtual device streams on, and the requests other threads make of it (stop, fault,
 /// stall).
 ///
-/// The thread blocks on the host clock with `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, …)` to absolute
-/// deadlines, so a stream never drifts, in slices of at most `maximumSleepSlice`, so a stop or a fault is noticed
-/// within that slice without a condition variable.
+/// The thread sleeps on the host clock to absolute deadlines, so a stream never drifts, on a `HostClockAlarm` that a
+/// stop or a fault rings, so it wakes once per item and at once when asked to end.
 ///
 /// Threading: thread safe. `run`, `sleep(untilHostNanoseconds:)` and the `take…` methods are for the capture thread
 /// itself; the `request…` methods and `join` are for any other thread.
 final class VirtualCaptureThread: Sendable {
-    /// The longest uninterrupted sleep: the bound on how long `stop()` waits for a sleeping thread.
-    static let maximumSleepSlice: Int64 = 5_000_000
-
     private struct Requests {
         var stop = false
         var fault: DeviceFault?
@@ -63,6 +59,8 @@ final class VirtualCaptureThread: Sendable {
     /// The lockstep a free-running stream keeps: its device's (one per device set).
     let lockstep: VirtualLockstep
     private let requests = Mutex(Requests())
+    /// Rung by a stop or a fault, so a sleeping thread wakes for it at once.
+    private let alarm = HostClockAlarm()
     /// Signalled once when the body has returned; every waiter signals it again, so any number of joins pass.
     private let finished = DispatchSemaphore(value: 0)
 
@@ -90,6 +88,7 @@ final class VirtualCaptureThread: Sendable {
     /// Asks the thread to end without a further event.
     func requestStop() {
         requests.withLock { $0.stop = true }
+        alarm.ring()
     }
 
     /// Asks the thread to send `fault` and end (unless a stop was asked first).
@@ -97,6 +96,7 @@ final class VirtualCaptureThread: Sendable {
         requests.withLock { requests in
             if !requests.stop && requests.fault == nil { requests.fault = fault }
         }
+        alarm.ring()
     }
 
     /// Asks the thread to deliver nothing for `seconds` of host time.
@@ -144,15 +144,12 @@ final class VirtualCaptureThread: Sendable {
     /// Sleeps until the host clock reaches `deadline` (nanoseconds of `CLOCK_MONOTONIC`). Returns false, early,
     /// when a stop or a fault is asked for.
     func sleep(untilHostNanoseconds deadline: Int64) -> Bool {
-        while true {
-            if isInterrupted { return false }
-            let now = CMClock.hostNanosecondsNow()
-            if now >= deadline { return true }
-            let wake = min(deadline, now + Self.maximumSleepSlice)
-            var time = timespec(tv_sec: Int(wake / 1_000_000_000), tv_nsec: Int(wake % 1_000_000_000))
-            // EINTR (a signal) only wakes us early; the loop sleeps again to the same absolute deadline.
-            _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil)
+        while !isInterrupted {
+            if CMClock.hostNanosecondsNow() >= deadline { return true }
+            // Rung only by a stop or a fault, which the loop's condition then sees.
+            _ = alarm.sleep(untilHostNanoseconds: deadline)
         }
+        return false
     }
 }
 
