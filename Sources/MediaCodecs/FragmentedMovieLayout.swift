@@ -16,6 +16,11 @@ struct BoxBytes {
         return UInt64(high) << 32 | UInt64(low)
     }
 
+    /// `value`'s four bytes, most significant first, as a box field stores it.
+    static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+
     /// The boxes directly inside `range`: type, start of the box, range of its contents; nil when one runs past it.
     func children(in range: Range<Int>) -> [(type: String, start: Int, contents: Range<Int>)]? {
         var found: [(type: String, start: Int, contents: Range<Int>)] = []

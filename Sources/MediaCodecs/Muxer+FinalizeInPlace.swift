@@ -51,9 +51,9 @@ extension Muxer {
         let span = UInt64(end - layout.movie.start)
         let header: [UInt8] =
             span <= UInt64(UInt32.max)
-            ? bigEndian(UInt32(span)) + Array("mdat".utf8)
-            : bigEndian(UInt32(1)) + Array("mdat".utf8) + bigEndian(UInt32(span >> 32))
-                + bigEndian(UInt32(span & 0xFFFF_FFFF))
+            ? BoxBytes.bigEndian(UInt32(span)) + Array("mdat".utf8)
+            : BoxBytes.bigEndian(UInt32(1)) + Array("mdat".utf8) + BoxBytes.bigEndian(UInt32(span >> 32))
+                + BoxBytes.bigEndian(UInt32(span & 0xFFFF_FFFF))
         try file.write(header, at: layout.movie.start, while: operation)
         let switched = WriterStorage.syncOpenFile(descriptor)
         guard switched == 0 else { throw .ffmpegIO(CFFmpeg_AVERROR(switched), while: "\(operation) (fsync)") }
@@ -139,10 +139,6 @@ extension Muxer {
         guard trailer >= 0 else { throw .ffmpegIO(trailer, while: "\(operation) (trailer)") }
         avio_flush(writer.pointee.pb)
         return sink.movieBox()
-    }
-
-    private func bigEndian(_ value: UInt32) -> [UInt8] {
-        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
     }
 }
 

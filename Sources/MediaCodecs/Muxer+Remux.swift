@@ -10,26 +10,29 @@ import CFFmpeg
 import Foundation
 
 extension Muxer {
-    /// Throws (keeping the fragmented file) when the conventional copy would not leave
-    /// ``Options/minimumFreeBytesAfterRewrite`` free: the rewrite needs the file's size again until the rename.
-    func ensureRoomForRewrite() throws(MediaCodecsError) {
-        guard let free = WriterStorage.freeBytes(besides: path) else { return }
-        let needed = Int64(finishedSizeBound) + options.minimumFreeBytesAfterRewrite
-        guard free < needed else { return }
-        throw MediaCodecsError(
-            .diskFull, while: "rewriting \(path) as a conventional movie",
-            message: "\(free) bytes are free, the copy needs up to \(needed); the fragmented movie was kept")
+    /// What a finish of a fragmented movie writes beside it: a conventional copy, or an index appended in place.
+    enum FinishWrite {
+        /// The whole movie again, in a file beside it until the rename (``remuxToConventionalMovie()``).
+        case copy
+        /// The `moov` appended to the file (``finalizeInPlace()``).
+        case index
+
+        func activity(on path: String) -> String {
+            self == .copy ? "rewriting \(path) as a conventional movie" : "finishing \(path) in place"
+        }
+        var needs: String { self == .copy ? "the copy needs" : "its index needs" }
     }
 
-    /// Throws (keeping the fragmented file) when the `moov` appended by ``finalizeInPlace()`` would not leave
-    /// ``Options/minimumFreeBytesAfterRewrite`` free.
-    func ensureRoomForIndex() throws(MediaCodecsError) {
+    /// Throws (keeping the fragmented file) when `write` would not leave ``Options/minimumFreeBytesAfterRewrite``
+    /// free: the copy needs the file's size again until the rename, the index its bound.
+    func ensureRoom(for write: FinishWrite) throws(MediaCodecsError) {
         guard let free = WriterStorage.freeBytes(besides: path) else { return }
-        let needed = Int64(sizeBound.indexBytes) + options.minimumFreeBytesAfterRewrite
+        let bytes = write == .copy ? Int64(finishedSizeBound) : Int64(sizeBound.indexBytes)
+        let needed = bytes + options.minimumFreeBytesAfterRewrite
         guard free < needed else { return }
         throw MediaCodecsError(
-            .diskFull, while: "finishing \(path) in place",
-            message: "\(free) bytes are free, its index needs up to \(needed); the fragmented movie was kept")
+            .diskFull, while: write.activity(on: path),
+            message: "\(free) bytes are free, \(write.needs) up to \(needed); the fragmented movie was kept")
     }
 
     /// Copies every packet of the fragmented file at `path` into a conventional fast-start movie (a hidden file

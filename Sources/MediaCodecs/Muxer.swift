@@ -518,12 +518,12 @@ package final class Muxer {
             do throws(MediaCodecsError) {
                 // Fast start needs the copy (the `moov` first); otherwise the movie is finished where it lies.
                 if options.fastStart {
-                    try ensureRoomForRewrite()
+                    try ensureRoom(for: .copy)
                     try remuxToConventionalMovie()
                 } else {
-                    try ensureRoomForIndex()
+                    try ensureRoom(for: .index)
                     if try !finalizeInPlace() {
-                        try ensureRoomForRewrite()
+                        try ensureRoom(for: .copy)
                         try remuxToConventionalMovie()
                     }
                 }

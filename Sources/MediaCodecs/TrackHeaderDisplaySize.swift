@@ -60,7 +60,7 @@ package enum TrackHeaderDisplaySize {
             var bytes: [UInt8] = []
             for side in [size.width, size.height] {
                 let fixed = UInt32(clamping: Int64((side * 65536).rounded()))
-                bytes += [UInt8(fixed >> 24), UInt8(fixed >> 16 & 0xFF), UInt8(fixed >> 8 & 0xFF), UInt8(fixed & 0xFF)]
+                bytes += BoxBytes.bigEndian(fixed)
             }
             try file.write(bytes, at: offset, while: operation)
         }
