@@ -12,8 +12,9 @@ import OpenCoreMedia
 /// One compressed access unit (a video frame, an audio frame) as an encoder produced it or a demuxer read it.
 ///
 /// The bytes are the `AVPacket`'s payload: its reference-counted buffer, which the ``CMBlockBuffer`` holds, where
-/// that buffer is the packet's own (see ``init(referencing:timeBase:fallbackDuration:)``), else a copy. Times are exact: FFmpeg's integer
-/// timestamps in the codec's or stream's time base, as `CMTime`s whose timescale is that time base's denominator.
+/// that buffer is the packet's own (see ``init(referencing:timeBase:fallbackDuration:)``), else a copy. Times are
+/// exact: FFmpeg's integer timestamps in the codec's or stream's time base, as `CMTime`s whose timescale is that time
+/// base's denominator.
 ///
 /// Threading: a value; `Sendable` (the block buffer is never written after creation).
 package struct EncodedPacket: Sendable {

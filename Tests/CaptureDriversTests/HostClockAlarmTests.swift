@@ -14,6 +14,7 @@ struct HostClockAlarmTests {
         let alarm = HostClockAlarm()
         #expect(!alarm.sleep(untilHostNanoseconds: CMClock.hostNanosecondsNow() - 1))
         #expect(!alarm.sleep(untilHostNanoseconds: 0))
+        #expect(!alarm.sleep(untilHostNanoseconds: -1_500_000_000), "a deadline before the clock's start")
     }
 
     @Test("A ring wakes a sleeper whose deadline is an hour away, and every later sleep returns at once")

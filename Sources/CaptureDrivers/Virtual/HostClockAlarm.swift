@@ -46,12 +46,14 @@ package final class HostClockAlarm: @unchecked Sendable {
 
     /// Sleeps until `deadline` (nanoseconds of `CLOCK_MONOTONIC`) or until the alarm rings. Returns whether it rang.
     package func sleep(untilHostNanoseconds deadline: Int64) -> Bool {
-        var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        let clamped = max(0, deadline)
+        var time = timespec(tv_sec: Int(clamped / 1_000_000_000), tv_nsec: Int(clamped % 1_000_000_000))
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while !isRung {
-            // ETIMEDOUT ends the sleep; 0 is a signal or a spurious wake-up, after which the loop looks again.
-            if pthread_cond_timedwait(condition, mutex, &time) == ETIMEDOUT { return false }
+            // 0 is a ring or a spurious wake-up, after which the loop looks again; anything else (ETIMEDOUT, or
+            // an error, which would otherwise repeat at once) ends the sleep.
+            guard pthread_cond_timedwait(condition, mutex, &time) == 0 else { return false }
         }
         return true
     }
