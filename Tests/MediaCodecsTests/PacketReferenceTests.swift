@@ -57,6 +57,8 @@ struct PacketReferenceTests {
         var packetToFree: UnsafeMutablePointer<AVPacket>? = packet
         defer { av_packet_free(&packetToFree) }
         let bytes = (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        // What makes referencing safe: our buffers' zero tail is at least the padding FFmpeg's readers may overread.
+        #expect(CMBlockBuffer.trailingZeroBytes >= Int(AV_INPUT_BUFFER_PADDING_SIZE))
 
         weak var watched: CMBlockBuffer?
         do {
