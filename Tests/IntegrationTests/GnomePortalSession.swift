@@ -222,7 +222,7 @@ final class PortalRecorder {
     var lastStatusSeconds: Double? {
         standardError.split(separator: "\n").reversed().lazy.compactMap { line -> Double? in
             let fields = line.split(separator: " ")
-            guard fields.count > 2, fields[1] == "s", fields[3] == "fps" else { return nil }
+            guard fields.count > 3, fields[1] == "s", fields[3] == "fps" else { return nil }
             return Double(fields[0])
         }.first
     }
