@@ -42,7 +42,8 @@ struct VirtualLockstepTests {
             // The slow participant's next item waits until the fast one has raced as far ahead as the lockstep lets
             // it (its advance to `position + window` returned; the next one waits): no host time is assumed.
             let limit = position + VirtualLockstep.window
-            #expect(eventually { progress.withLock { $0.fastReached } >= limit }, "the fast one stopped short of \(limit)")
+            #expect(
+                eventually { progress.withLock { $0.fastReached } >= limit }, "the fast one stopped short of \(limit)")
         }
         // The slow one has reached 1 s; the fast one waits at 1.05 s until it leaves.
         #expect(!progress.withLock { $0.fastDone })
@@ -55,22 +56,32 @@ struct VirtualLockstepTests {
         #expect(lead == VirtualLockstep.window, "the fast participant never used the whole window: \(lead)")
     }
 
-    @Test("The slowest never waits; a waiting participant stops waiting when it is interrupted")
+    @Test("The slowest never waits; a waiting participant stops waiting when it is interrupted and woken")
     func aWaitEndsWhenInterrupted() {
         let lockstep = VirtualLockstep()
         let behind = lockstep.join(at: 0)
         let ahead = lockstep.join(at: 0)
         #expect(lockstep.advance(behind, to: 0, isInterrupted: { true }), "the slowest waited")
-        let asked = Mutex(0)
+        // (times asked, interrupted, the waiter's answer once it has one)
+        let state = Mutex((asked: 0, interrupted: false, advanced: Bool?.none))
         // One second ahead of a participant that does not move: only the interruption ends the wait.
-        let advanced = lockstep.advance(ahead, to: 1_000_000_000) {
-            asked.withLock { count in
-                count += 1
-                return count >= 3
+        let waiter = Thread {
+            let advanced = lockstep.advance(ahead, to: 1_000_000_000) {
+                state.withLock { state in
+                    state.asked += 1
+                    return state.interrupted
+                }
             }
+            state.withLock { $0.advanced = advanced }
         }
-        #expect(!advanced)
-        #expect(asked.withLock { $0 } == 3)
+        waiter.start()
+        // Asked once, under the lockstep's lock: the wake below comes once the waiter waits.
+        #expect(eventually { state.withLock { $0.asked } >= 1 })
+        #expect(state.withLock { $0.advanced } == nil, "the waiter did not wait")
+        state.withLock { $0.interrupted = true }
+        lockstep.wakeWaiters()
+        #expect(eventually { state.withLock { $0.advanced } != nil }, "a wake did not end the wait")
+        #expect(state.withLock { $0.advanced } == false)
         lockstep.leave(behind)
         #expect(lockstep.advance(ahead, to: 1_000_000_000, isInterrupted: { true }), "alone, it still waited")
     }

@@ -88,7 +88,14 @@ final class VirtualCaptureThread: Sendable {
     /// Asks the thread to end without a further event.
     func requestStop() {
         requests.withLock { $0.stop = true }
+        wakeWaits()
+    }
+
+    /// Wakes the capture thread wherever it waits (its sleep, the lockstep, its manual clock) to see a request.
+    private func wakeWaits() {
         alarm.ring()
+        lockstep.wakeWaiters()
+        manualTurn?.clock.wakeWaiters()
     }
 
     /// Asks the thread to send `fault` and end (unless a stop was asked first).
@@ -96,7 +103,7 @@ final class VirtualCaptureThread: Sendable {
         requests.withLock { requests in
             if !requests.stop && requests.fault == nil { requests.fault = fault }
         }
-        alarm.ring()
+        wakeWaits()
     }
 
     /// Asks the thread to deliver nothing for `seconds` of host time.

@@ -47,8 +47,8 @@ package final class VirtualLockstep: @unchecked Sendable {
     }
 
     /// Records that `participant` has delivered everything due before `position`, then waits until every other
-    /// participant is within ``window`` of it. Returns false, early, when `isInterrupted` says so (checked every 5
-    /// ms while waiting).
+    /// participant is within ``window`` of it. Returns false, early, when `isInterrupted` says so: it is asked
+    /// before each wait and after each wake-up, so whatever makes it true must then call ``wakeWaiters()``.
     package func advance(_ participant: Participant, to position: Int64, isInterrupted: () -> Bool) -> Bool {
         condition.lock()
         defer { condition.unlock() }
@@ -56,9 +56,17 @@ package final class VirtualLockstep: @unchecked Sendable {
         condition.broadcast()
         while let slowest = positions.values.min(), slowest < position - Self.window {
             if isInterrupted() { return false }
-            _ = condition.wait(until: Date(timeIntervalSinceNow: 0.005))
+            condition.wait()
         }
         return true
+    }
+
+    /// Wakes every participant waiting in ``advance(_:to:isInterrupted:)`` to ask its `isInterrupted` again: a
+    /// capture thread's stop or fault calls it, so a waiting device ends at once instead of polling for it.
+    package func wakeWaiters() {
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
     }
 
     /// Ends `participant`'s part: the others no longer wait for it.

@@ -124,7 +124,8 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
 
     /// Records that `participant` has delivered everything before `position`, then waits until the clock's other
     /// devices are within the lockstep window of it and the clock has reached `position`. Returns false, early,
-    /// when `isInterrupted` says so (checked every 5 ms while waiting).
+    /// when `isInterrupted` says so: it is asked before each wait and after each wake-up, so whatever makes it true
+    /// must then call ``wakeWaiters()``.
     ///
     /// The position is recorded first, so an advance does not wait for a device whose next item lies past it while
     /// that device waits in the lockstep. The lockstep comes before the clock: a device waiting for the clock has
@@ -145,9 +146,18 @@ package final class VirtualManualClock: @unchecked Sendable, Hashable {
         defer { condition.unlock() }
         while due > now {
             if isInterrupted() { return false }
-            _ = condition.wait(until: Date(timeIntervalSinceNow: 0.005))
+            condition.wait()
         }
         return true
+    }
+
+    /// Wakes every device waiting in ``waitForTurn(_:at:isInterrupted:)``, on the clock or in its lockstep, to ask
+    /// its `isInterrupted` again: a capture thread's stop or fault calls it.
+    package func wakeWaiters() {
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+        lockstep.wakeWaiters()
     }
 
     /// Ends `participant`'s part: the clock no longer waits for it. Calling it again does nothing.
