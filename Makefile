@@ -82,9 +82,10 @@ test-times:
 ## library, a second or two); fails naming the file, the line, the claim and the truth. Reads the commands from
 ## Sources/avcapture, and from AVCAPTURE (a built avcapture) or .build/debug/avcapture when newer than the sources.
 PYTHON ?= python3
-# Host test processes at once (scripts/test-host), one per core here: most suites wait on real time (recordings,
-# servers) more than they compute, but a third process beside two real-time suites made them drop frames.
-TEST_JOBS ?= 2
+# Host test processes at once (scripts/test-host): most suites wait on real time (recordings, servers) more than
+# they compute, and those that drop frames on a loaded machine run alone (Tests/suites-alone.txt). On 2 cores
+# (2026-11-30): 2 processes about 830 s, 3 681 s, 4 643 s, all passing, the CPU busy about one core's worth.
+TEST_JOBS ?= 3
 AVCAPTURE ?=
 doc-check:
 	@$(PYTHON) scripts/doc-check $(if $(AVCAPTURE),--avcapture "$(AVCAPTURE)")
